@@ -1,0 +1,34 @@
+"""Exponential backoff with jitter: the one delay policy for every retry loop in the project."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Backoff:
+    """Delays ``base * factor**n`` capped at ``cap``, each stretched by up to ``jitter`` (a fraction).
+
+    ``next_delay()`` returns the delay for the current attempt and counts it; ``reset()`` starts over
+    after a success. Jitter only ever lengthens a delay, so ``base`` is a true lower bound.
+    """
+
+    base: float = 1.0
+    cap: float = 30.0
+    factor: float = 2.0
+    jitter: float = 0.1
+    attempts: int = 0
+    rng: random.Random = field(default_factory=random.Random, repr=False)
+
+    def peek(self) -> float:
+        """The delay the next call to :meth:`next_delay` will return, before jitter."""
+        return min(self.cap, self.base * self.factor**self.attempts)
+
+    def next_delay(self) -> float:
+        delay = self.peek()
+        self.attempts += 1
+        return delay * (1.0 + self.jitter * self.rng.random())
+
+    def reset(self) -> None:
+        self.attempts = 0
