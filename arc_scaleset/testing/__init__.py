@@ -1,0 +1,1 @@
+"""Helpers shared by the test suites, the benchmarks and the demo (never imported by the operator)."""

@@ -1,0 +1,3 @@
+"""Shared pytest configuration for every test tier."""
+
+from __future__ import annotations
