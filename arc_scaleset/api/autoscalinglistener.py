@@ -1,0 +1,79 @@
+"""AutoscalingListener: the listener pod of one scale set and the objects it needs (controller namespace)."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from pydantic import ConfigDict, Field
+from pydantic.config import JsonDict
+
+from arc_scaleset.api.common import (
+    GROUP,
+    VERSION,
+    ApiModel,
+    KubeObject,
+    LocalObjectReference,
+    MetricsConfig,
+    PodTemplateSpec,
+    ProxyConfig,
+    ResourceMeta,
+    TLSConfig,
+    VaultConfig,
+)
+from arc_scaleset.kube.resources import Resource
+
+AUTOSCALING_LISTENERS = Resource(GROUP, VERSION, "autoscalinglisteners", "AutoscalingListener", namespaced=True)
+
+_MIN_NOT_ABOVE_MAX: JsonDict = {
+    "rule": "!has(self.minRunners) || !has(self.maxRunners) || self.minRunners <= self.maxRunners",
+    "message": "minRunners must not be greater than maxRunners",
+    "reason": "FieldValueInvalid",
+}
+
+
+class AutoscalingListenerSpec(ApiModel):
+    """Everything the listener pod's config is built from; written by the AutoscalingRunnerSet controller."""
+
+    model_config = ConfigDict(json_schema_extra={"x-kubernetes-validations": [_MIN_NOT_ABOVE_MAX]})
+
+    github_config_url: str = ""
+    """URL of the GitHub enterprise, organization or repository."""
+    github_config_secret: str = ""
+    """Name of the Secret with the GitHub credentials (in the scale set namespace), or the vault lookup key."""
+    runner_scale_set_id: int = 0
+    """ID of the scale set on GitHub."""
+    autoscaling_runner_set_namespace: str = ""
+    autoscaling_runner_set_name: str = ""
+    ephemeral_runner_set_name: str = ""
+    max_runners: int = Field(default=0, ge=0)
+    """Effective maximum number of runners."""
+    min_runners: int = Field(default=0, ge=0)
+    """Effective minimum number of runners."""
+    image: str = ""
+    """Image of the listener container."""
+    image_pull_secrets: list[LocalObjectReference] | None = None
+    proxy: ProxyConfig | None = None
+    github_server_tls: TLSConfig | None = None
+    vault_config: VaultConfig | None = None
+    metrics: MetricsConfig | None = None
+    """Which metrics the listener exports."""
+    template: PodTemplateSpec | None = None
+    """Merged into the listener pod."""
+    config_secret_metadata: ResourceMeta | None = None
+    service_account_metadata: ResourceMeta | None = None
+    role_metadata: ResourceMeta | None = None
+    role_binding_metadata: ResourceMeta | None = None
+
+
+class AutoscalingListenerStatus(ApiModel):
+    """Empty: the listener reports through its pod and the EphemeralRunnerSet."""
+
+
+class AutoscalingListener(KubeObject):
+    """The listener of one scale set."""
+
+    KIND: ClassVar[str] = "AutoscalingListener"
+    RESOURCE: ClassVar[Resource] = AUTOSCALING_LISTENERS
+
+    spec: AutoscalingListenerSpec = Field(default_factory=AutoscalingListenerSpec)
+    status: AutoscalingListenerStatus = Field(default_factory=AutoscalingListenerStatus)

@@ -1,0 +1,139 @@
+"""AutoscalingRunnerSet: what a user writes to get a pool of runners for one GitHub scale set."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from pydantic import ConfigDict, Field
+from pydantic.config import JsonDict
+
+from arc_scaleset.api.common import (
+    GROUP,
+    VERSION,
+    ApiModel,
+    KubeObject,
+    MetricsConfig,
+    PodTemplateSpec,
+    ProxyConfig,
+    ResourceMeta,
+    TLSConfig,
+    VaultConfig,
+)
+from arc_scaleset.kube.resources import Resource
+
+MAX_RUNNERS_UNBOUNDED = 2_147_483_647
+"""The effective ``maxRunners`` when none is set (Go's MaxInt32)."""
+
+AUTOSCALING_RUNNER_SETS = Resource(GROUP, VERSION, "autoscalingrunnersets", "AutoscalingRunnerSet", namespaced=True)
+
+_MIN_NOT_ABOVE_MAX: JsonDict = {
+    "rule": "!has(self.minRunners) || !has(self.maxRunners) || self.minRunners <= self.maxRunners",
+    # A static message: the API server estimates a messageExpression that formats the two numbers as
+    # over its CEL cost budget.
+    "message": "minRunners must not be greater than maxRunners (set maxRunners to at least minRunners)",
+    "reason": "FieldValueInvalid",
+}
+
+
+def _not_empty(field: str, what: str) -> JsonDict:
+    return {
+        "x-kubernetes-validations": [
+            {"rule": "self != ''", "message": f"{field} must not be empty: {what}", "reason": "FieldValueInvalid"}
+        ]
+    }
+
+
+class AutoscalingRunnerSetSpec(ApiModel):
+    """The desired runner scale set."""
+
+    model_config = ConfigDict(json_schema_extra={"x-kubernetes-validations": [_MIN_NOT_ABOVE_MAX]})
+
+    github_config_url: str = Field(
+        json_schema_extra=_not_empty(
+            "githubConfigUrl",
+            "set it to the URL of the enterprise, organization or repository the runners register with,"
+            " e.g. https://github.com/my-org",
+        )
+    )
+    """URL of the GitHub enterprise, organization or repository the scale set serves."""
+    github_config_secret: str = Field(
+        json_schema_extra=_not_empty(
+            "githubConfigSecret",
+            "set it to the name of the Secret in this namespace that holds the GitHub App or token credentials"
+            " (or the vault secret name when vaultConfig is set)",
+        )
+    )
+    """Name of the Secret (in this namespace) with the GitHub credentials, or the vault lookup key."""
+    runner_group: str = ""
+    """Runner group to register the scale set in; empty means the default group."""
+    runner_scale_set_name: str = ""
+    """Name of the scale set on GitHub (the label workflows use in runs-on); defaults to metadata.name."""
+    runner_scale_set_labels: list[str] | None = None
+    """Extra labels of the scale set, added after its name."""
+    proxy: ProxyConfig | None = None
+    """Proxies for the controller, the listener and the runners."""
+    github_server_tls: TLSConfig | None = None
+    """Extra CA certificates for talking to GitHub."""
+    vault_config: VaultConfig | None = None
+    """Read the GitHub credentials from a vault instead of a Kubernetes Secret."""
+    template: PodTemplateSpec
+    """The runner pod template; the container named "runner" runs the runner."""
+    autoscaling_listener: ResourceMeta | None = None
+    """Extra labels and annotations for the AutoscalingListener."""
+    listener_metrics: MetricsConfig | None = None
+    """Which metrics the listener exports."""
+    listener_template: PodTemplateSpec | None = None
+    """Merged into the listener pod; its container named "listener" is merged into the listener container."""
+    listener_service_account_metadata: ResourceMeta | None = None
+    """Extra labels and annotations for the listener ServiceAccount."""
+    listener_role_metadata: ResourceMeta | None = None
+    """Extra labels and annotations for the listener Role."""
+    listener_role_binding_metadata: ResourceMeta | None = None
+    """Extra labels and annotations for the listener RoleBinding."""
+    listener_config_secret_metadata: ResourceMeta | None = None
+    """Extra labels and annotations for the listener config Secret."""
+    ephemeral_runner_set_metadata: ResourceMeta | None = None
+    """Extra labels and annotations for the EphemeralRunnerSet."""
+    ephemeral_runner_metadata: ResourceMeta | None = None
+    """Extra labels and annotations for EphemeralRunners created after a change."""
+    ephemeral_runner_config_secret_metadata: ResourceMeta | None = None
+    """Extra labels and annotations for each runner's JIT config Secret."""
+    max_runners: int | None = Field(default=None, ge=0)
+    """Upper bound of runners; unset means no bound."""
+    min_runners: int | None = Field(default=None, ge=0)
+    """Runners kept ready when idle; unset means 0."""
+
+    @property
+    def effective_min_runners(self) -> int:
+        return 0 if self.min_runners is None else self.min_runners
+
+    @property
+    def effective_max_runners(self) -> int:
+        return MAX_RUNNERS_UNBOUNDED if self.max_runners is None else self.max_runners
+
+
+class AutoscalingRunnerSetStatus(ApiModel):
+    """What the controller last observed and did.
+
+    The runner counts are ARC's (before runner counts moved to metrics); they are kept readable for objects
+    written by ARC, and this controller does not maintain them.
+    """
+
+    observed_generation: int = 0
+    """The metadata.generation the controller last brought the children in line with."""
+    phase: str = ""
+    """Pending (a spec change is being applied), Running, or Outdated."""
+    current_runners: int | None = None
+    pending_ephemeral_runners: int | None = None
+    running_ephemeral_runners: int | None = None
+    failed_ephemeral_runners: int | None = None
+
+
+class AutoscalingRunnerSet(KubeObject):
+    """A runner scale set: the listener, the EphemeralRunnerSet and the GitHub registration derive from it."""
+
+    KIND: ClassVar[str] = "AutoscalingRunnerSet"
+    RESOURCE: ClassVar[Resource] = AUTOSCALING_RUNNER_SETS
+
+    spec: AutoscalingRunnerSetSpec
+    status: AutoscalingRunnerSetStatus = Field(default_factory=AutoscalingRunnerSetStatus)

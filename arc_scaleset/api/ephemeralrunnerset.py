@@ -1,0 +1,57 @@
+"""EphemeralRunnerSet: the pool of EphemeralRunners of one scale set, sized by the listener."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from pydantic import Field
+
+from arc_scaleset.api.common import GROUP, VERSION, ApiModel, KubeObject, ResourceMeta
+from arc_scaleset.api.ephemeralrunner import EphemeralRunnerSpec
+from arc_scaleset.kube.resources import Resource
+
+EPHEMERAL_RUNNER_SETS = Resource(GROUP, VERSION, "ephemeralrunnersets", "EphemeralRunnerSet", namespaced=True)
+
+
+class EphemeralRunnerSetSpec(ApiModel):
+    """How many runners, from which spec, at which revision."""
+
+    replicas: int = 0
+    """Desired number of runners, written by the listener."""
+    patch_id: int
+    """ID of the listener patch that set replicas; 0 means "idle at minRunners"."""
+    ephemeral_runner_spec: EphemeralRunnerSpec
+    """The spec every new EphemeralRunner gets."""
+    ephemeral_runner_metadata: ResourceMeta | None = None
+    """Extra labels and annotations for EphemeralRunners created after a change."""
+    actionable_revision: int = 0
+    """Revision of ephemeralRunnerSpec; bumped by the AutoscalingRunnerSet controller when it changes."""
+
+
+class EphemeralRunnerSetStatus(ApiModel):
+    """Which revision the runner set has applied, and its phase.
+
+    The runner counts are ARC's (before runner counts moved to metrics); kept readable for objects written by
+    ARC, not maintained by this controller.
+    """
+
+    phase: str = ""
+    """Running, or Outdated when a runner of the current revision reported an outdated runner version."""
+    applied_actionable_revision: int = 0
+    """The spec.actionableRevision whose cleanup has been done: runners of older revisions are being replaced."""
+    finished_runner_cleanup_patch_id: int = 0
+    """The spec.patchID at which finished runners were last reaped; scale-up waits for the next patch."""
+    current_replicas: int | None = None
+    pending_ephemeral_runners: int | None = None
+    running_ephemeral_runners: int | None = None
+    failed_ephemeral_runners: int | None = None
+
+
+class EphemeralRunnerSet(KubeObject):
+    """The runners of one scale set."""
+
+    KIND: ClassVar[str] = "EphemeralRunnerSet"
+    RESOURCE: ClassVar[Resource] = EPHEMERAL_RUNNER_SETS
+
+    spec: EphemeralRunnerSetSpec
+    status: EphemeralRunnerSetStatus = Field(default_factory=EphemeralRunnerSetStatus)
