@@ -1,0 +1,226 @@
+"""The authentication chain (spec 4.3): GitHub credentials → registration token → Actions-service admin token.
+
+Private to the package. :class:`AuthChain.admin` returns the Actions-service base URL and admin token,
+refreshing them (all steps) when there is none yet or the admin token expires within 60 s. For a GitHub
+App, the installation token is cached until 60 s before its own expiry, so an admin refresh does not always
+mint a new installation token.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+from dataclasses import dataclass, field
+from typing import Any
+
+import jwt
+import orjson
+
+from arc_scaleset.clock import Clock
+from arc_scaleset.github._transport import HttpTransport, Response
+from arc_scaleset.github.config_url import GitHubConfig
+from arc_scaleset.github.credentials import Credentials, GitHubApp
+from arc_scaleset.github.errors import ActionsError, FatalError, NotFound, Unauthorized
+
+REFRESH_MARGIN = dt.timedelta(seconds=60)
+
+
+@dataclass(frozen=True, slots=True)
+class AdminConnection:
+    """Where the Actions service for this config lives, and the admin token to call it with."""
+
+    url: str
+    token: str = field(repr=False)
+    expires_at: dt.datetime
+
+
+@dataclass(frozen=True, slots=True)
+class _ExpiringToken:
+    token: str = field(repr=False)
+    expires_at: dt.datetime
+
+
+class AuthChain:
+    """Obtains and caches the admin connection for one config URL and one set of credentials."""
+
+    def __init__(
+        self,
+        *,
+        config: GitHubConfig,
+        credentials: Credentials,
+        transport: HttpTransport,
+        user_agent: str,
+        clock: Clock,
+    ) -> None:
+        self._config = config
+        self._credentials = credentials
+        self._transport = transport
+        self._user_agent = user_agent
+        self._clock = clock
+        self._lock = asyncio.Lock()
+        self._admin: AdminConnection | None = None
+        self._installation_token: _ExpiringToken | None = None
+        if not isinstance(credentials, GitHubApp):
+            transport.redact.add(credentials.token)
+
+    def _fresh(self, expires_at: dt.datetime) -> bool:
+        return expires_at - self._clock.now() > REFRESH_MARGIN
+
+    async def admin(self, *, force: bool = False) -> AdminConnection:
+        """The current admin connection, refreshed first when missing, expiring within 60 s, or ``force``d.
+
+        ``force`` is for a 401 from the Actions service: the token was revoked before its ``exp``. A forced
+        refresh that another caller already performed meanwhile is not repeated.
+        """
+        stale = self._admin
+        async with self._lock:
+            current = self._admin
+            if current is not None and self._fresh(current.expires_at) and not (force and current is stale):
+                return current
+            self._admin = await self._refresh()
+            return self._admin
+
+    async def _refresh(self) -> AdminConnection:
+        github_token = await self._github_token()
+        registration_token = await self._registration_token(github_token)
+        return await self._runner_registration(registration_token)
+
+    async def _github_token(self) -> str:
+        credentials = self._credentials
+        if not isinstance(credentials, GitHubApp):
+            return credentials.token
+        cached = self._installation_token
+        if cached is not None and self._fresh(cached.expires_at):
+            return cached.token
+        url = f"{self._config.api_base_url}/app/installations/{credentials.installation_id}/access_tokens"
+        app_jwt = credentials.jwt(now=self._clock.now())
+        self._transport.redact.add(app_jwt)
+        try:
+            response = await self._transport.request(
+                "POST",
+                url,
+                headers=self._rest_headers(app_jwt, "application/vnd.github+json"),
+                expected=(201,),
+            )
+        except NotFound as exc:
+            raise _reworded(
+                exc,
+                f"GitHub App {credentials.app_id} has no installation {credentials.installation_id} "
+                f"(or {self._config.api_base_url} is not the GitHub API)",
+            ) from None
+        except Unauthorized as exc:
+            raise _reworded(
+                exc, f"GitHub rejected the JWT of App {credentials.app_id}: wrong App ID or private key"
+            ) from None
+        token = self._expiring_token(response, "POST", url)
+        self._installation_token = token
+        return token.token
+
+    async def _registration_token(self, github_token: str) -> str:
+        url = self._config.registration_token_url
+        try:
+            response = await self._transport.request(
+                "POST",
+                url,
+                headers=self._rest_headers(github_token, "application/vnd.github.v3+json"),
+                expected=(201,),
+            )
+        except NotFound as exc:
+            raise _reworded(
+                exc,
+                f"no runner registration endpoint for {self._config.scope} {self._target()}: check that it "
+                f"exists, that the credentials can administer it, and that {self._config.api_base_url} is the "
+                "GitHub API",
+            ) from None
+        except Unauthorized as exc:
+            raise _reworded(exc, "GitHub rejected the credentials (bad or expired token)") from None
+        return self._expiring_token(response, "POST", url).token
+
+    async def _runner_registration(self, registration_token: str) -> AdminConnection:
+        url = f"{self._config.api_base_url}/actions/runner-registration"
+        body = orjson.dumps({"url": self._config.url, "runner_event": "register"})
+        response = await self._transport.request(
+            "POST",
+            url,
+            headers={
+                "Authorization": f"RemoteAuth {registration_token}",
+                "Content-Type": "application/json",
+                "User-Agent": self._user_agent,
+            },
+            body=body,
+            expected=range(200, 300),
+            # The registration token can take a moment to become valid everywhere: retry auth failures too.
+            retry_statuses=(401, 403),
+        )
+        payload = _json_object(response, "POST", url)
+        admin_url, admin_token = payload.get("url"), payload.get("token")
+        if not isinstance(admin_url, str) or not admin_url or not isinstance(admin_token, str) or not admin_token:
+            raise FatalError(
+                method="POST", url=url, status=response.status, detail="runner registration returned no url/token"
+            )
+        self._transport.redact.add(admin_token)
+        return AdminConnection(url=admin_url, token=admin_token, expires_at=_jwt_expiry(admin_token, url))
+
+    def _rest_headers(self, bearer: str, content_type: str) -> dict[str, str]:
+        return {
+            "Authorization": f"Bearer {bearer}",
+            "Content-Type": content_type,
+            "Accept": "application/vnd.github+json",
+            "User-Agent": self._user_agent,
+        }
+
+    def _expiring_token(self, response: Response, method: str, url: str) -> _ExpiringToken:
+        payload = _json_object(response, method, url)
+        token, expires_at = payload.get("token"), payload.get("expires_at")
+        if not isinstance(token, str) or not token:
+            raise FatalError(method=method, url=url, status=response.status, detail="response carries no token")
+        self._transport.redact.add(token)
+        try:
+            expiry = dt.datetime.fromisoformat(str(expires_at).replace("Z", "+00:00"))
+        except ValueError:
+            # Without a readable expiry the token is used once: the next refresh asks again.
+            expiry = self._clock.now()
+        if expiry.tzinfo is None:
+            expiry = expiry.replace(tzinfo=dt.UTC)
+        return _ExpiringToken(token=token, expires_at=expiry)
+
+    def _target(self) -> str:
+        config = self._config
+        if config.enterprise:
+            return config.enterprise
+        return f"{config.organization}/{config.repository}" if config.repository else config.organization
+
+
+def _json_object(response: Response, method: str, url: str) -> dict[str, Any]:
+    try:
+        payload = response.json()
+    except orjson.JSONDecodeError:
+        payload = None
+    if not isinstance(payload, dict):
+        raise FatalError(method=method, url=url, status=response.status, detail="response is not a JSON object")
+    return payload
+
+
+def _jwt_expiry(token: str, url: str) -> dt.datetime:
+    """The ``exp`` claim of the admin token, read without verifying the signature (we are not its audience)."""
+    try:
+        claims = jwt.decode(token, options={"verify_signature": False})
+        return dt.datetime.fromtimestamp(int(claims["exp"]), tz=dt.UTC)
+    except (jwt.PyJWTError, KeyError, TypeError, ValueError):
+        raise FatalError(
+            method="POST", url=url, detail="the admin token from runner registration is not a JWT with an exp claim"
+        ) from None
+
+
+def _reworded(exc: ActionsError, explanation: str) -> ActionsError:
+    """The same error class and facts, with a detail a human can act on (the service's words kept at the end)."""
+    return type(exc)(
+        method=exc.method,
+        url=exc.url,
+        status=exc.status,
+        reason=exc.reason,
+        detail=f"{explanation} ({exc.detail})",
+        activity_id=exc.activity_id,
+        github_request_id=exc.github_request_id,
+        type_name=exc.type_name,
+    )

@@ -1,0 +1,360 @@
+"""One HTTP exchange with retries: TLS, proxy, timeouts, bounded jittered backoff, and typed errors.
+
+Private to the package. :class:`HttpTransport` sends a request and either returns a response whose status
+the caller expects or raises an :class:`~arc_scaleset.github.errors.ActionsError` subclass. Policy (spec 4.5,
+go-retryablehttp semantics, with a cap so that no caller waits on GitHub for long):
+
+- connection errors and timeouts: retried, except TLS certificate-verification failures (fatal);
+- 5xx except 501: retried; 429 and 403-with-``x-ratelimit-remaining: 0``: retried after ``Retry-After`` /
+  ``x-ratelimit-reset`` when that wait is at most ``rate_limit_wait_max``, otherwise raised at once as
+  :class:`RateLimited` so the caller can come back later instead of blocking;
+- waits between attempts: ``retry_wait_min * 2**n`` capped at ``retry_wait_max``, plus up to 10 % jitter, on
+  the injected clock; at most ``retry_max`` retries, then the last failure is raised.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import email.utils
+import random
+import ssl
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import aiohttp
+import orjson
+from multidict import CIMultiDictProxy
+from yarl import URL
+
+from arc_scaleset.backoff import Backoff
+from arc_scaleset.clock import REAL_CLOCK, Clock
+from arc_scaleset.github.errors import (
+    ActionsError,
+    FatalError,
+    JobStillRunning,
+    NotFound,
+    RateLimited,
+    RunnerExists,
+    RunnerNotFound,
+    SessionConflict,
+    TransientError,
+    Unauthorized,
+)
+from arc_scaleset.github.proxy import ProxySettings
+
+UTF8_BOM = b"\xef\xbb\xbf"
+_MAX_DETAIL = 500
+_MIN_SECRET_LENGTH = 6
+
+
+@dataclass(frozen=True, slots=True)
+class Response:
+    method: str
+    url: str
+    status: int
+    reason: str
+    headers: Mapping[str, str]
+    body: bytes
+
+    def json(self) -> Any:
+        return orjson.loads(self.body) if self.body else None
+
+
+class Redactor:
+    """Remembers the secrets a client has seen recently and blanks them out of any text."""
+
+    def __init__(self, *, keep: int = 64) -> None:
+        self._secrets: collections.deque[str] = collections.deque(maxlen=keep)
+
+    def add(self, secret: str) -> None:
+        if len(secret) >= _MIN_SECRET_LENGTH and secret not in self._secrets:
+            self._secrets.append(secret)
+
+    def __call__(self, text: str) -> str:
+        for secret in self._secrets:
+            if secret in text:
+                text = text.replace(secret, "***")
+        return text
+
+
+def build_ssl_context(root_ca_pem: str | None) -> ssl.SSLContext:
+    """The system's trust store, plus ``root_ca_pem`` when given. Raises ``ValueError`` for a bad PEM."""
+    context = ssl.create_default_context()
+    if root_ca_pem and root_ca_pem.strip():
+        try:
+            context.load_verify_locations(cadata=root_ca_pem)
+        except (ssl.SSLError, ValueError) as exc:
+            raise ValueError(f"the root CA is not a valid PEM certificate bundle ({exc.__class__.__name__})") from None
+    return context
+
+
+def retry_after_seconds(headers: Mapping[str, str], *, now: float) -> float | None:
+    """Seconds to wait according to ``Retry-After`` (seconds or HTTP date) or ``x-ratelimit-reset`` (epoch)."""
+    value = headers.get("Retry-After")
+    if value:
+        value = value.strip()
+        if value.isdigit():
+            return float(value)
+        try:
+            moment = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError):
+            moment = None
+        if moment is not None:
+            return max(0.0, moment.timestamp() - now)
+    reset = headers.get("x-ratelimit-reset")
+    if reset and reset.strip().isdigit():
+        return max(0.0, float(reset) - now)
+    return None
+
+
+def is_rate_limited(status: int, headers: Mapping[str, str]) -> bool:
+    """429, GitHub's primary rate limit (403 with ``x-ratelimit-remaining: 0``) or a secondary one (403 with
+    ``Retry-After``)."""
+    if status == 429:
+        return True
+    return status == 403 and (headers.get("x-ratelimit-remaining", "").strip() == "0" or "Retry-After" in headers)
+
+
+def is_retryable_status(status: int) -> bool:
+    return status == 0 or (status >= 500 and status != 501)
+
+
+_TYPE_NAME_ERRORS: dict[str, type[ActionsError]] = {
+    "AgentExistsException": RunnerExists,
+    "AgentNotFoundException": RunnerNotFound,
+    "JobStillRunningException": JobStillRunning,
+    "TaskAgentSessionConflictException": SessionConflict,
+}
+
+
+def error_for_response(
+    *,
+    method: str,
+    url: str,
+    status: int,
+    reason: str,
+    headers: Mapping[str, str],
+    body: bytes,
+    now: float,
+    scrub: Redactor | None = None,
+    overrides: Mapping[int, type[ActionsError]] | None = None,
+    prefix: str = "",
+) -> ActionsError:
+    """The typed error for a response the caller did not expect (pure: status, headers and body in, error out).
+
+    Order: the service's exception ``typeName`` (RunnerExists, RunnerNotFound, JobStillRunning, any
+    ``...NotFoundException`` → NotFound) wins over the status; then ``overrides``; then the status class.
+    """
+    type_name, detail = _describe_body(headers, body)
+    if scrub is not None:
+        detail = scrub(detail)
+    if prefix:
+        detail = f"{prefix}: {detail}"
+    common: dict[str, Any] = {
+        "method": method,
+        "url": url,
+        "status": status,
+        "reason": reason,
+        "detail": detail,
+        "activity_id": headers.get("ActivityId"),
+        "github_request_id": headers.get("X-GitHub-Request-Id"),
+        "type_name": type_name,
+    }
+    cls: type[ActionsError]
+    if type_name and any(known in type_name for known in _TYPE_NAME_ERRORS):
+        cls = next(err for known, err in _TYPE_NAME_ERRORS.items() if known in type_name)
+    elif type_name and type_name.endswith("NotFoundException"):
+        cls = NotFound
+    elif overrides and status in overrides:
+        cls = overrides[status]
+    elif is_rate_limited(status, headers):
+        return RateLimited(retry_after=retry_after_seconds(headers, now=now), **common)
+    elif status == 404:
+        cls = NotFound
+    elif status == 401:
+        cls = Unauthorized
+    elif is_retryable_status(status):
+        cls = TransientError
+    else:
+        cls = FatalError
+    return cls(**common)
+
+
+def _describe_body(headers: Mapping[str, str], body: bytes) -> tuple[str | None, str]:
+    if not body.strip():
+        return None, "unknown error"
+    text = body.decode("utf-8", errors="replace")
+    content_type = headers.get("Content-Type", "").lower()
+    if "json" in content_type or text.lstrip().startswith("{"):
+        try:
+            payload = orjson.loads(body)
+        except orjson.JSONDecodeError:
+            return None, "failed to unmarshal error response body"
+        if isinstance(payload, dict):
+            type_name = payload.get("typeName") or payload.get("$type") or None
+            message = str(payload.get("message") or payload.get("Message") or "")
+            if type_name:
+                return str(type_name), _clip(f"{type_name}: {message}")
+            if message:
+                return None, _clip(message)
+        return None, _clip(text)
+    return None, _clip(text)
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= _MAX_DETAIL else text[:_MAX_DETAIL] + "..."
+
+
+class HttpTransport:
+    """Sends requests for one client: one aiohttp session (created lazily, inside the running loop)."""
+
+    def __init__(
+        self,
+        *,
+        root_ca_pem: str | None = None,
+        proxy: ProxySettings | None = None,
+        clock: Clock = REAL_CLOCK,
+        request_timeout: float = 30.0,
+        retry_max: int = 4,
+        retry_wait_min: float = 1.0,
+        retry_wait_max: float = 30.0,
+        rate_limit_wait_max: float = 30.0,
+        rng: random.Random | None = None,
+    ) -> None:
+        self._ssl = build_ssl_context(root_ca_pem)
+        self._proxy = proxy or ProxySettings()
+        self.clock = clock
+        self.request_timeout = request_timeout
+        self.retry_max = retry_max
+        self.retry_wait_min = retry_wait_min
+        self.retry_wait_max = retry_wait_max
+        self.rate_limit_wait_max = rate_limit_wait_max
+        self._rng = rng or random.Random()
+        self.redact = Redactor()
+        self._session: aiohttp.ClientSession | None = None
+
+    async def aclose(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+    def _client_session(self) -> aiohttp.ClientSession:
+        if self._session is None or self._session.closed:
+            # trust_env=False: the proxy comes from ProxySettings only, so tests and callers control it.
+            self._session = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(ssl=self._ssl), trust_env=False, raise_for_status=False
+            )
+        return self._session
+
+    async def request(
+        self,
+        method: str,
+        url: str,
+        *,
+        headers: Mapping[str, str],
+        body: bytes | None = None,
+        expected: Collection[int],
+        time_limit: float | None = None,
+        retry_statuses: Collection[int] = (),
+        overrides: Mapping[int, type[ActionsError]] | None = None,
+    ) -> Response:
+        """Send until a status in ``expected`` comes back, retrying what the policy allows; else raise.
+
+        ``url`` must already be encoded exactly as it should go on the wire. ``retry_statuses`` adds
+        statuses to retry (e.g. 401/403 for the runner-registration exchange).
+        """
+        backoff = Backoff(base=self.retry_wait_min, cap=self.retry_wait_max, jitter=0.1, rng=self._rng)
+        attempts = self.retry_max + 1
+        for attempt in range(1, attempts + 1):
+            last = attempt == attempts
+            try:
+                response = await self._send_once(method, url, headers=headers, body=body, time_limit=time_limit)
+            except aiohttp.ClientConnectorCertificateError as exc:
+                raise FatalError(
+                    method=method, url=url, detail=f"TLS certificate verification failed: {_cause(exc)}"
+                ) from None
+            except (aiohttp.ClientError, TimeoutError, OSError) as exc:
+                if last:
+                    raise TransientError(
+                        method=method, url=url, detail=f"giving up after {attempt} attempt(s): {_cause(exc)}"
+                    ) from None
+                await self.clock.sleep(backoff.next_delay())
+                continue
+            if response.status in expected:
+                return response
+
+            now = self.clock.now().timestamp()
+            retryable = (
+                is_retryable_status(response.status)
+                or is_rate_limited(response.status, response.headers)
+                or response.status in retry_statuses
+            )
+            wait = retry_after_seconds(response.headers, now=now) if response.status in (429, 503, 403) else None
+            if (
+                is_rate_limited(response.status, response.headers)
+                and wait is not None
+                and wait > self.rate_limit_wait_max
+            ):
+                # Waiting here would park a reconcile worker or a listener for long: hand the wait to the caller.
+                last = True
+            if not retryable or last:
+                prefix = f"giving up after {attempt} attempt(s)" if retryable and attempt > 1 else ""
+                raise error_for_response(
+                    method=method,
+                    url=url,
+                    status=response.status,
+                    reason=response.reason,
+                    headers=response.headers,
+                    body=response.body,
+                    now=now,
+                    scrub=self.redact,
+                    overrides=overrides,
+                    prefix=prefix,
+                )
+            delay = backoff.next_delay()
+            if wait is not None:
+                delay = wait
+            await self.clock.sleep(delay)
+        raise AssertionError("unreachable: the last attempt always returns or raises")
+
+    async def _send_once(
+        self, method: str, url: str, *, headers: Mapping[str, str], body: bytes | None, time_limit: float | None
+    ) -> Response:
+        session = self._client_session()
+        choice = self._proxy.proxy_for(url)
+        headers = dict(headers)
+        if choice is not None and choice.headers and url.startswith("http://"):
+            # A plain-HTTP request goes to the proxy as-is (absolute form): aiohttp sends `proxy_headers` only
+            # on a CONNECT tunnel, so the proxy credentials must ride on the request itself.
+            headers.update(choice.headers)
+        # One deadline for connect + headers + body, so a server that trickles a body cannot hold us.
+        client_timeout = aiohttp.ClientTimeout(total=time_limit if time_limit is not None else self.request_timeout)
+        async with session.request(
+            method,
+            URL(url, encoded=True),  # the query is already encoded in the service's canonical form
+            headers=headers,
+            data=body,
+            timeout=client_timeout,
+            proxy=choice.url if choice else None,
+            proxy_headers=choice.headers if choice else None,
+            allow_redirects=False,
+        ) as raw:
+            payload = await raw.read()
+            resp_headers: CIMultiDictProxy[str] = raw.headers
+            return Response(
+                method=method,
+                url=url,
+                status=raw.status,
+                reason=raw.reason or "",
+                headers=resp_headers,
+                body=payload.removeprefix(UTF8_BOM),
+            )
+
+
+def _cause(exc: BaseException) -> str:
+    if isinstance(exc, TimeoutError | asyncio.TimeoutError):
+        return "timed out"
+    text = str(exc) or exc.__class__.__name__
+    return f"{exc.__class__.__name__}: {text}" if text != exc.__class__.__name__ else text

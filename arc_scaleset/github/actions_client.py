@@ -1,0 +1,451 @@
+"""The Actions-service client: runner scale sets, runner groups, JIT configs, runners, message sessions, jobs.
+
+Paths, query parameters, headers and JSON field names are those of spec section 4.4. Every call has a
+timeout; retries of transient failures are bounded (see ``_transport``); failures are typed
+(:mod:`arc_scaleset.github.errors`). Two refresh-once rules:
+
+- an Actions-service call answered 401 refreshes the admin token and is repeated once;
+- a session-bound call (get/delete message, acquire jobs) answered 401 refreshes the *session* (new queue
+  URL and token, updated in place on the :class:`MessageSession` passed in) and is repeated once.
+
+Use as ``async with ActionsClient(...) as client:``, or keep one in an :class:`ActionsClientPool` and close
+the pool at shutdown.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Collection, Mapping, Sequence
+from types import TracebackType
+from typing import Any, Self, TypeVar
+from urllib.parse import parse_qsl, quote_plus, urlencode, urlsplit, urlunsplit
+
+import orjson
+from pydantic import BaseModel, ValidationError
+
+from arc_scaleset.clock import REAL_CLOCK, Clock
+from arc_scaleset.github._auth import AdminConnection, AuthChain
+from arc_scaleset.github._transport import HttpTransport, Response
+from arc_scaleset.github.config_url import GitHubConfig
+from arc_scaleset.github.credentials import Credentials
+from arc_scaleset.github.errors import (
+    ActionsError,
+    FatalError,
+    MessageQueueTokenExpired,
+    NotFound,
+    SessionConflict,
+    SessionNotFound,
+    Unauthorized,
+)
+from arc_scaleset.github.models import (
+    NIL_UUID,
+    AcquirableJob,
+    JitConfig,
+    Label,
+    ListResponse,
+    Message,
+    MessageFormatError,
+    MessageSession,
+    RunnerGroup,
+    RunnerReference,
+    RunnerScaleSet,
+    RunnerSetting,
+    parse_message,
+)
+from arc_scaleset.github.proxy import ProxySettings
+from arc_scaleset.github.system_info import SystemInfo
+
+# Session-bound calls: 401 = the queue token expired (refresh the session); 404 = the session was evicted.
+_SESSION_BOUND: Mapping[int, type[ActionsError]] = {401: MessageQueueTokenExpired, 404: SessionNotFound}
+
+_M = TypeVar("_M", bound=BaseModel)
+
+API_VERSION = "6.0-preview"
+JSON = "application/json"
+
+
+def build_service_url(base: str, relative: str) -> str:
+    """``relative`` (path and optional query) joined to the service ``base``, with ``api-version`` added.
+
+    The query is the union of the base's and the relative path's, re-encoded like Go's ``url.Values.Encode``:
+    keys sorted, values percent-encoded (``+`` for space).
+    """
+    base_parts = urlsplit(base)
+    rel_parts = urlsplit(relative)
+    path = base_parts.path.rstrip("/") + "/" + rel_parts.path.lstrip("/")
+    pairs = parse_qsl(base_parts.query, keep_blank_values=True) + parse_qsl(rel_parts.query, keep_blank_values=True)
+    if not any(key == "api-version" for key, _ in pairs):
+        pairs.append(("api-version", API_VERSION))
+    return urlunsplit((base_parts.scheme, base_parts.netloc, path, encode_query(pairs), ""))
+
+
+def encode_query(pairs: Sequence[tuple[str, str]]) -> str:
+    """Go's ``url.Values.Encode``: sorted by key (stable for repeated keys), ``QueryEscape``-d."""
+    return urlencode(sorted(pairs, key=lambda pair: pair[0]), quote_via=quote_plus)
+
+
+class ActionsClient:
+    """A client for one config URL and one set of credentials. Safe to share between tasks of one loop."""
+
+    def __init__(
+        self,
+        config: GitHubConfig,
+        credentials: Credentials,
+        *,
+        system_info: SystemInfo,
+        root_ca_pem: str | None = None,
+        proxy: ProxySettings | None = None,
+        clock: Clock = REAL_CLOCK,
+        request_timeout: float = 30.0,
+        long_poll_timeout: float = 70.0,
+        retry_max: int = 4,
+        retry_wait_min: float = 1.0,
+        retry_wait_max: float = 30.0,
+        rate_limit_wait_max: float = 30.0,
+        rng: random.Random | None = None,
+    ) -> None:
+        """``long_poll_timeout`` must exceed the service's hold time (~50 s) so an idle poll ends in 202.
+
+        Raises ``ValueError`` when ``root_ca_pem`` is not a PEM certificate bundle.
+        """
+        self.config = config
+        self.system_info = system_info
+        self.long_poll_timeout = long_poll_timeout
+        self._user_agent = system_info.user_agent()
+        self._transport = HttpTransport(
+            root_ca_pem=root_ca_pem,
+            proxy=proxy,
+            clock=clock,
+            request_timeout=request_timeout,
+            retry_max=retry_max,
+            retry_wait_min=retry_wait_min,
+            retry_wait_max=retry_wait_max,
+            rate_limit_wait_max=rate_limit_wait_max,
+            rng=rng,
+        )
+        self._auth = AuthChain(
+            config=config, credentials=credentials, transport=self._transport, user_agent=self._user_agent, clock=clock
+        )
+
+    def __repr__(self) -> str:
+        return f"ActionsClient(config_url={self.config.url!r})"
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close the HTTP connections. The client may not be used afterwards."""
+        await self._transport.aclose()
+
+    # ---- the admin connection ------------------------------------------------------------------------------
+
+    async def admin_connection(self) -> AdminConnection:
+        """The Actions-service URL and admin token (refreshed when missing or expiring within 60 s)."""
+        return await self._auth.admin()
+
+    async def _admin_request(
+        self,
+        method: str,
+        relative: str,
+        *,
+        body: Any = None,
+        expected: Collection[int] = (200,),
+        overrides: Mapping[int, type[ActionsError]] | None = None,
+        bearer: str | None = None,
+    ) -> Response:
+        """A request to the Actions service; a 401 refreshes the admin token and repeats the request once.
+
+        ``bearer`` replaces the admin token (acquire-jobs is authorised by the queue token); then a 401 is
+        returned to the caller as :class:`Unauthorized` for its own refresh rule.
+        """
+        payload = None if body is None else orjson.dumps(body)
+        for attempt in (1, 2):
+            admin = await self._auth.admin(force=attempt == 2)
+            headers = {
+                "Authorization": f"Bearer {bearer or admin.token}",
+                "Content-Type": JSON,
+                "User-Agent": self._user_agent,
+            }
+            try:
+                return await self._transport.request(
+                    method,
+                    build_service_url(admin.url, relative),
+                    headers=headers,
+                    body=payload,
+                    expected=expected,
+                    overrides=overrides,
+                )
+            except Unauthorized:
+                if attempt == 2 or bearer is not None:
+                    raise
+        raise AssertionError("unreachable")
+
+    # ---- runner scale sets ---------------------------------------------------------------------------------
+
+    async def get_runner_scale_set(self, runner_group_id: int, name: str) -> RunnerScaleSet | None:
+        """The scale set called ``name`` in the runner group, or ``None`` when there is none."""
+        query = encode_query([("runnerGroupId", str(runner_group_id)), ("name", name)])
+        response = await self._admin_request("GET", f"_apis/runtime/runnerscalesets?{query}")
+        items = _list(response).value
+        if not items:
+            return None
+        if len(items) > 1:
+            raise _unexpected(response, f'multiple runner scale sets found with name "{name}"')
+        return _validate(response, RunnerScaleSet, items[0])
+
+    async def get_runner_scale_set_by_id(self, scale_set_id: int) -> RunnerScaleSet:
+        """The scale set with this ID; :class:`NotFound` when it does not exist."""
+        response = await self._admin_request("GET", f"_apis/runtime/runnerscalesets/{scale_set_id}")
+        return _model(response, RunnerScaleSet)
+
+    async def create_runner_scale_set(
+        self,
+        *,
+        name: str,
+        runner_group_id: int,
+        labels: Sequence[str] = (),
+        disable_update: bool = True,
+    ) -> RunnerScaleSet:
+        """Create a scale set. Without ``labels`` its only label is its name (type ``System``)."""
+        if not name:
+            raise ValueError("a runner scale set needs a name")
+        scale_set = RunnerScaleSet(
+            name=name,
+            runner_group_id=runner_group_id,
+            labels=[Label(name=label) for label in (labels or [name])],
+            RunnerSetting=RunnerSetting(disable_update=disable_update),
+        )
+        response = await self._admin_request("POST", "_apis/runtime/runnerscalesets", body=scale_set.request_body())
+        return _model(response, RunnerScaleSet)
+
+    async def update_runner_scale_set(
+        self, scale_set_id: int, *, name: str | None = None, runner_group_id: int | None = None
+    ) -> RunnerScaleSet:
+        """Change a scale set's name and/or runner group (only the given fields are sent)."""
+        patch = RunnerScaleSet(name=name or "", runner_group_id=runner_group_id or 0)
+        response = await self._admin_request(
+            "PATCH", f"_apis/runtime/runnerscalesets/{scale_set_id}", body=patch.request_body()
+        )
+        return _model(response, RunnerScaleSet)
+
+    async def delete_runner_scale_set(self, scale_set_id: int) -> None:
+        """Delete a scale set; :class:`NotFound` when it is already gone (callers may treat that as done)."""
+        await self._admin_request("DELETE", f"_apis/runtime/runnerscalesets/{scale_set_id}", expected=(204, 200))
+
+    # ---- runner groups ---------------------------------------------------------------------------------------
+
+    async def get_runner_group_by_name(self, name: str) -> RunnerGroup:
+        """The runner group called ``name``; :class:`NotFound` when there is none."""
+        query = encode_query([("groupName", name)])
+        response = await self._admin_request("GET", f"_apis/runtime/runnergroups/?{query}")
+        items = _list(response).value
+        if not items:
+            raise _not_found(response, f'no runner group found with name "{name}"')
+        if len(items) > 1:
+            raise _unexpected(response, f'multiple runner group found with name "{name}"')
+        return _validate(response, RunnerGroup, items[0])
+
+    # ---- runners ---------------------------------------------------------------------------------------------
+
+    async def generate_jit_runner_config(self, scale_set_id: int, *, name: str, work_folder: str = "") -> JitConfig:
+        """Register a runner called ``name`` and return its JIT config; :class:`RunnerExists` on a name clash."""
+        response = await self._admin_request(
+            "POST",
+            f"_apis/runtime/runnerscalesets/{scale_set_id}/generatejitconfig",
+            body={"name": name, "workFolder": work_folder},
+        )
+        config = _model(response, JitConfig)
+        self._transport.redact.add(config.encoded_jit_config)
+        return config
+
+    async def get_runner(self, runner_id: int) -> RunnerReference:
+        """The runner with this ID; :class:`NotFound` when it does not exist."""
+        response = await self._admin_request("GET", f"_apis/distributedtask/pools/0/agents/{runner_id}")
+        return _model(response, RunnerReference)
+
+    async def get_runner_by_name(self, name: str) -> RunnerReference | None:
+        """The runner called ``name``, or ``None``."""
+        query = encode_query([("agentName", name)])
+        response = await self._admin_request("GET", f"_apis/distributedtask/pools/0/agents?{query}")
+        items = _list(response).value
+        if not items:
+            return None
+        if len(items) > 1:
+            raise _unexpected(response, f'multiple runners found with name "{name}"')
+        return _validate(response, RunnerReference, items[0])
+
+    async def remove_runner(self, runner_id: int) -> None:
+        """Unregister a runner. :class:`JobStillRunning` while it runs a job; :class:`RunnerNotFound` if gone."""
+        await self._admin_request("DELETE", f"_apis/distributedtask/pools/0/agents/{runner_id}", expected=(204, 200))
+
+    # ---- message sessions ------------------------------------------------------------------------------------
+
+    async def create_message_session(self, scale_set_id: int, owner: str) -> MessageSession:
+        """Open the scale set's message session; :class:`SessionConflict` while another session holds it."""
+        response = await self._admin_request(
+            "POST",
+            f"_apis/runtime/runnerscalesets/{scale_set_id}/sessions",
+            body={"sessionId": NIL_UUID, "ownerName": owner},
+            overrides={409: SessionConflict},
+        )
+        return self._session(response, scale_set_id)
+
+    async def refresh_message_session(self, scale_set_id: int, session_id: str) -> MessageSession:
+        """A fresh queue URL, queue token and statistics for an existing session."""
+        response = await self._admin_request(
+            "PATCH", f"_apis/runtime/runnerscalesets/{scale_set_id}/sessions/{session_id}"
+        )
+        return self._session(response, scale_set_id)
+
+    async def delete_message_session(self, scale_set_id: int, session_id: str) -> None:
+        """Close a session so that a new listener can open one at once."""
+        await self._admin_request(
+            "DELETE", f"_apis/runtime/runnerscalesets/{scale_set_id}/sessions/{session_id}", expected=(204, 200)
+        )
+
+    def _session(self, response: Response, scale_set_id: int) -> MessageSession:
+        session = _model(response, MessageSession)
+        session._scale_set_id = scale_set_id
+        self._transport.redact.add(session.message_queue_access_token)
+        return session
+
+    async def _refresh_in_place(self, session: MessageSession) -> None:
+        fresh = await self.refresh_message_session(session.scale_set_id, session.session_id)
+        session.replace_with(fresh)
+
+    async def get_message(self, session: MessageSession, last_message_id: int, max_capacity: int) -> Message | None:
+        """Long-poll the session's queue: the next message after ``last_message_id``, or ``None`` (202).
+
+        ``max_capacity`` (the scale set's maxRunners) goes in ``X-ScaleSetMaxCapacity``. On 401 the session
+        is refreshed in place and the poll repeated once; a second 401 raises :class:`MessageQueueTokenExpired`.
+        """
+        if max_capacity < 0:
+            raise ValueError("max_capacity must not be negative")
+        for attempt in (1, 2):
+            url = _with_query(
+                session.message_queue_url, {"lastMessageId": str(last_message_id)} if last_message_id > 0 else {}
+            )
+            headers = {
+                "Accept": f"application/json; api-version={API_VERSION}",
+                "Authorization": f"Bearer {session.message_queue_access_token}",
+                "X-ScaleSetMaxCapacity": str(max_capacity),
+                "User-Agent": self._user_agent,
+            }
+            try:
+                response = await self._transport.request(
+                    "GET",
+                    url,
+                    headers=headers,
+                    expected=(200, 202),
+                    time_limit=self.long_poll_timeout,
+                    overrides=_SESSION_BOUND,
+                )
+            except MessageQueueTokenExpired:
+                if attempt == 2:
+                    raise
+                await self._refresh_in_place(session)
+                continue
+            if response.status == 202 or not response.body.strip():
+                return None
+            try:
+                return parse_message(_json(response))
+            except (MessageFormatError, ValueError) as exc:
+                raise FatalError(
+                    method="GET", url=url, status=response.status, reason=response.reason, detail=str(exc)
+                ) from None
+        raise AssertionError("unreachable")
+
+    async def delete_message(self, session: MessageSession, message_id: int) -> None:
+        """Acknowledge a message so the queue does not deliver it again (401 → refresh session, once)."""
+        for attempt in (1, 2):
+            parts = urlsplit(session.message_queue_url)
+            url = urlunsplit(parts._replace(path=f"{parts.path.rstrip('/')}/{message_id}"))
+            headers = {
+                "Authorization": f"Bearer {session.message_queue_access_token}",
+                "Content-Type": JSON,
+                "User-Agent": self._user_agent,
+            }
+            try:
+                await self._transport.request(
+                    "DELETE", url, headers=headers, expected=(204, 200), overrides=_SESSION_BOUND
+                )
+                return
+            except MessageQueueTokenExpired:
+                if attempt == 2:
+                    raise
+                await self._refresh_in_place(session)
+
+    async def acquire_jobs(self, session: MessageSession, scale_set_id: int, request_ids: Sequence[int]) -> list[int]:
+        """Claim jobs for the scale set; returns the runner request IDs actually acquired."""
+        if not request_ids:
+            return []
+        for attempt in (1, 2):
+            try:
+                response = await self._admin_request(
+                    "POST",
+                    f"_apis/runtime/runnerscalesets/{scale_set_id}/acquirejobs",
+                    body=list(request_ids),
+                    bearer=session.message_queue_access_token,
+                    overrides=_SESSION_BOUND,
+                )
+                return [int(value) for value in _list(response).value]
+            except MessageQueueTokenExpired:
+                if attempt == 2:
+                    raise
+                await self._refresh_in_place(session)
+        raise AssertionError("unreachable")
+
+    async def get_acquirable_jobs(self, scale_set_id: int) -> list[AcquirableJob]:
+        """Jobs waiting for the scale set (not needed by the message loop; a diagnostic and fallback)."""
+        response = await self._admin_request("GET", f"_apis/runtime/runnerscalesets/{scale_set_id}/acquirablejobs")
+        return [_validate(response, AcquirableJob, item) for item in _list(response).value]
+
+
+def _with_query(url: str, extra: Mapping[str, str]) -> str:
+    if not extra:
+        return url
+    parts = urlsplit(url)
+    pairs = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k not in extra]
+    return urlunsplit(parts._replace(query=encode_query([*pairs, *extra.items()])))
+
+
+def _json(response: Response) -> Any:
+    try:
+        return response.json()
+    except orjson.JSONDecodeError:
+        raise _unexpected(response, "response body is not JSON") from None
+
+
+def _model(response: Response, model: type[_M]) -> _M:
+    """The response body as ``model``; a body of the wrong shape is a :class:`FatalError`, not a traceback."""
+    return _validate(response, model, _json(response))
+
+
+def _validate(response: Response, model: type[_M], data: Any) -> _M:
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise _unexpected(
+            response, f"unexpected {model.__name__} in response: {exc.error_count()} invalid field(s)"
+        ) from None
+
+
+def _list(response: Response) -> ListResponse:
+    return _validate(response, ListResponse, _json(response) or {})
+
+
+def _unexpected(response: Response, detail: str) -> FatalError:
+    return FatalError(
+        method=response.method, url=response.url, status=response.status, reason=response.reason, detail=detail
+    )
+
+
+def _not_found(response: Response, detail: str) -> NotFound:
+    return NotFound(
+        method=response.method, url=response.url, status=response.status, reason=response.reason, detail=detail
+    )

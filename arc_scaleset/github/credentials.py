@@ -1,0 +1,159 @@
+"""GitHub credentials: a personal access token, or a GitHub App installation.
+
+Both kinds are frozen values whose ``repr`` and ``str`` never show the secret; :meth:`fingerprint` gives a
+sha256 that identifies the credentials (for cache keys) without revealing them. Errors raised here name the
+offending key and the problem, never the value.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import jwt
+from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
+from cryptography.hazmat.primitives.serialization import load_pem_private_key
+
+from arc_scaleset.github.errors import GitHubError
+
+# The keys of an ARC GitHub config Secret (and of the listener's config.json).
+TOKEN_KEY = "github_token"
+APP_ID_KEY = "github_app_id"
+INSTALLATION_ID_KEY = "github_app_installation_id"
+PRIVATE_KEY_KEY = "github_app_private_key"
+
+# GitHub rejects App JWTs that live longer than 10 minutes or are issued in the future; backdating `iat`
+# by a minute absorbs clock drift between us and GitHub.
+JWT_BACKDATE = dt.timedelta(seconds=60)
+JWT_LIFETIME = dt.timedelta(minutes=9)
+
+
+class InvalidCredentials(GitHubError, ValueError):  # noqa: N818 - reads as the condition it reports
+    """The credentials are missing, ambiguous or malformed. The message never contains a secret value."""
+
+
+@dataclass(frozen=True, slots=True)
+class PersonalAccessToken:
+    """A classic or fine-grained PAT; sent as ``Authorization: Bearer <token>`` to the REST API."""
+
+    token: str = field(repr=False)
+
+    def __post_init__(self) -> None:
+        if not self.token:
+            raise InvalidCredentials(f"{TOKEN_KEY} is empty")
+
+    def __repr__(self) -> str:
+        return "PersonalAccessToken(token='***')"
+
+    __str__ = __repr__
+
+    def fingerprint(self) -> str:
+        """A sha256 hex digest identifying this token; equal tokens give equal fingerprints."""
+        return _digest("pat", self.token)
+
+
+@dataclass(frozen=True, slots=True)
+class GitHubApp:
+    """A GitHub App installation: the App's ID (or client ID), the installation ID and the App's private key.
+
+    Constructing one parses the PEM, so a malformed key fails here, once, with a clear error.
+    """
+
+    app_id: str
+    installation_id: int
+    private_key: str = field(repr=False)
+    _key: RSAPrivateKey = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if not self.app_id:
+            raise InvalidCredentials(f"{APP_ID_KEY} is empty")
+        if self.installation_id <= 0:
+            raise InvalidCredentials(f"{INSTALLATION_ID_KEY} must be a positive integer")
+        object.__setattr__(self, "_key", _load_rsa_key(self.private_key))
+
+    def __repr__(self) -> str:
+        return f"GitHubApp(app_id={self.app_id!r}, installation_id={self.installation_id}, private_key='***')"
+
+    __str__ = __repr__
+
+    def fingerprint(self) -> str:
+        """A sha256 hex digest over the App ID, installation ID and private key."""
+        return _digest("app", self.app_id, str(self.installation_id), self.private_key.strip())
+
+    def jwt(self, *, now: dt.datetime) -> str:
+        """An RS256 App JWT: ``iat`` = now - 60 s, ``exp`` = iat + 9 min, ``iss`` = the App (client) ID."""
+        issued = int((now - JWT_BACKDATE).timestamp())
+        claims = {"iat": issued, "exp": issued + int(JWT_LIFETIME.total_seconds()), "iss": self.app_id}
+        return jwt.encode(claims, self._key, algorithm="RS256")
+
+
+Credentials = PersonalAccessToken | GitHubApp
+
+
+def credentials_from_secret_data(data: Mapping[str, bytes | str]) -> Credentials:
+    """Build credentials from a Kubernetes Secret's data (already base64-decoded) or a config mapping.
+
+    Rules (ARC's): ``github_token`` gives a PAT, and when it is present any App keys are ignored, so a
+    Secret that works with ARC works here; otherwise ``github_app_id``, ``github_app_installation_id`` (an
+    integer, as text) and ``github_app_private_key`` (PEM) together give a GitHub App, and a partial App is
+    rejected. Values are stripped of surrounding whitespace (files made with ``echo`` end with a newline).
+    """
+    values = {key: _text(key, data[key]).strip() for key in _ALL_KEYS if key in data}
+    present = {key for key, value in values.items() if value}
+    app_keys = present & _APP_KEYS
+    if TOKEN_KEY in present:
+        return PersonalAccessToken(values[TOKEN_KEY])
+    if not app_keys:
+        raise InvalidCredentials(
+            f"no credentials provided: set {TOKEN_KEY}, or {APP_ID_KEY}, {INSTALLATION_ID_KEY} and {PRIVATE_KEY_KEY}"
+        )
+    missing = sorted(_APP_KEYS - app_keys)
+    if missing:
+        raise InvalidCredentials(f"incomplete GitHub App credentials: missing {', '.join(missing)}")
+    raw_installation = values[INSTALLATION_ID_KEY]
+    try:
+        installation_id = int(raw_installation, 10)
+    except ValueError:
+        # An installation ID is not secret, but the value might be a secret pasted into the wrong key.
+        raise InvalidCredentials(f"{INSTALLATION_ID_KEY} is not an integer") from None
+    return GitHubApp(values[APP_ID_KEY], installation_id, values[PRIVATE_KEY_KEY])
+
+
+_APP_KEYS = frozenset({APP_ID_KEY, INSTALLATION_ID_KEY, PRIVATE_KEY_KEY})
+_ALL_KEYS = (TOKEN_KEY, APP_ID_KEY, INSTALLATION_ID_KEY, PRIVATE_KEY_KEY)
+
+
+def _text(key: str, value: bytes | str) -> str:
+    if isinstance(value, str):
+        return value
+    try:
+        return value.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InvalidCredentials(f"{key} is not valid UTF-8 text") from None
+
+
+def _load_rsa_key(pem: str) -> RSAPrivateKey:
+    # `from None` everywhere: cryptography's exceptions are safe today, but the chained context would carry
+    # the PEM bytes in a local variable that a rich traceback renderer could print.
+    if "-----BEGIN" not in pem:
+        raise InvalidCredentials(f"{PRIVATE_KEY_KEY} is not PEM-encoded (no '-----BEGIN' line)")
+    try:
+        key = load_pem_private_key(pem.strip().encode("utf-8"), password=None)
+    except (ValueError, TypeError):
+        raise InvalidCredentials(f"{PRIVATE_KEY_KEY} could not be parsed as an unencrypted PEM private key") from None
+    except Exception:  # cryptography raises UnsupportedAlgorithm and friends for exotic keys
+        raise InvalidCredentials(f"{PRIVATE_KEY_KEY} is not a supported private key") from None
+    if not isinstance(key, RSAPrivateKey):
+        raise InvalidCredentials(f"{PRIVATE_KEY_KEY} is not an RSA key (GitHub App keys are RSA)")
+    return key
+
+
+def _digest(*parts: str) -> str:
+    hasher = hashlib.sha256()
+    for part in parts:
+        encoded = part.encode("utf-8")
+        hasher.update(len(encoded).to_bytes(8, "big"))
+        hasher.update(encoded)
+    return hasher.hexdigest()

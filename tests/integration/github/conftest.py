@@ -1,0 +1,76 @@
+"""Fixtures for contract tests of the GitHub client against the simulated service over real loopback HTTP."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import Any
+
+import pytest
+
+from arc_scaleset.clock import REAL_CLOCK, Clock, FakeClock
+from arc_scaleset.github import ActionsClient, PersonalAccessToken, SystemInfo, parse_config_url
+from arc_scaleset.sim.server import SimulatedGitHub
+from arc_scaleset.sim.state import SimConfig
+
+PAT = "ghp_contract_test_token_0123456789"
+
+
+class InstantClock(FakeClock):
+    """A fake clock whose ``sleep`` returns at once, moving time forward by the requested amount.
+
+    ``sleeps`` records every requested duration, so a test can check *what* the client waited for without
+    waiting for it.
+    """
+
+    def __init__(self) -> None:
+        # Start at the real time, so that a sim on the real clock accepts the JWTs this clock dates.
+        super().__init__(start=dt.datetime.now(dt.UTC))
+        self.sleeps: list[float] = []
+
+    async def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        if seconds > 0:
+            self._set(self.monotonic() + seconds)
+        await asyncio.sleep(0)
+
+
+SimFactory = Callable[..., AbstractAsyncContextManager[SimulatedGitHub]]
+
+
+@pytest.fixture
+def start_sim() -> SimFactory:
+    """``async with start_sim(clock=..., **SimConfig fields) as sim``: a sim with the PAT already accepted."""
+
+    @asynccontextmanager
+    async def start(*, clock: Clock = REAL_CLOCK, tls: bool = False, **config: Any) -> AsyncIterator[SimulatedGitHub]:
+        settings = SimConfig(**{"long_poll_seconds": 0.2, **config})
+        async with await SimulatedGitHub.start(config=settings, clock=clock, tls=tls) as sim:
+            sim.add_token(PAT)
+            yield sim
+
+    return start
+
+
+@pytest.fixture
+async def sim(start_sim: SimFactory) -> AsyncIterator[SimulatedGitHub]:
+    async with start_sim() as running:
+        yield running
+
+
+@pytest.fixture
+def instant_clock() -> InstantClock:
+    return InstantClock()
+
+
+def make_client(sim: SimulatedGitHub, *, clock: Clock, org: str = "org", **options: Any) -> ActionsClient:
+    """A PAT client for ``org`` on ``sim`` (a GHES-style config URL), with a fast retry budget by default."""
+    return ActionsClient(
+        parse_config_url(sim.config_url(org)),
+        options.pop("credentials", PersonalAccessToken(PAT)),
+        system_info=SystemInfo(subsystem="contract-test", scale_set_id=0),
+        clock=clock,
+        **{"request_timeout": 10.0, "long_poll_timeout": 10.0, **options},
+    )

@@ -1,0 +1,249 @@
+"""Each injected fault and the client's reaction, against the simulated service over real HTTP.
+
+Time: retries and token expiry run on an :class:`InstantClock` (sleeps are recorded, not waited), so the
+tests check *what* the client waited for and never measure elapsed time.
+"""
+
+from __future__ import annotations
+
+import pytest
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+
+from arc_scaleset.github import (
+    FatalError,
+    GitHubApp,
+    MessageQueueTokenExpired,
+    NotFound,
+    PersonalAccessToken,
+    RateLimited,
+    SessionNotFound,
+    TransientError,
+    Unauthorized,
+)
+from arc_scaleset.sim.faults import FaultRule
+from arc_scaleset.sim.server import SimulatedGitHub
+from tests.integration.github.conftest import PAT, InstantClock, SimFactory, make_client
+
+
+def count(sim: SimulatedGitHub, route: str) -> int:
+    return sum(1 for record in sim.requests if record.route == route)
+
+
+async def test_a_burst_of_5xx_is_retried_with_growing_jittered_waits(
+    sim: SimulatedGitHub, instant_clock: InstantClock
+) -> None:
+    sim.faults.add(FaultRule(route="get_runner_groups", status=503, count=3))
+    async with make_client(sim, clock=instant_clock) as client:
+        group = await client.get_runner_group_by_name("Default")
+    assert group.id == 1
+    assert count(sim, "get_runner_groups") == 4
+    assert len(instant_clock.sleeps) == 3
+    for wait, base in zip(instant_clock.sleeps, (1.0, 2.0, 4.0), strict=True):
+        assert base <= wait <= base * 1.1
+
+
+async def test_5xx_beyond_the_retry_budget_raises_a_transient_error(
+    sim: SimulatedGitHub, instant_clock: InstantClock
+) -> None:
+    sim.faults.add(FaultRule(route="get_runner_groups", status=500, count=None))
+    async with make_client(sim, clock=instant_clock, retry_max=2) as client:
+        with pytest.raises(TransientError) as caught:
+            await client.get_runner_group_by_name("Default")
+    assert count(sim, "get_runner_groups") == 3
+    assert "giving up after 3 attempt(s)" in str(caught.value)
+    assert 'status="500' in str(caught.value)
+
+
+async def test_501_is_not_retried(sim: SimulatedGitHub, instant_clock: InstantClock) -> None:
+    sim.faults.add(FaultRule(route="get_runner_groups", status=501, count=None))
+    async with make_client(sim, clock=instant_clock) as client:
+        with pytest.raises(FatalError):
+            await client.get_runner_group_by_name("Default")
+    assert count(sim, "get_runner_groups") == 1
+
+
+async def test_a_dropped_connection_is_retried(sim: SimulatedGitHub, instant_clock: InstantClock) -> None:
+    # Two drops: aiohttp itself silently re-sends a request once when a *reused* keep-alive connection
+    # fails, so only the second drop is guaranteed to reach our retry loop.
+    sim.faults.add(FaultRule(route="get_runner_groups", drop_connection=True, count=2))
+    async with make_client(sim, clock=instant_clock) as client:
+        assert (await client.get_runner_group_by_name("Default")).id == 1
+    assert 1 <= len(instant_clock.sleeps) <= 2
+
+
+async def test_429_waits_exactly_the_retry_after_then_succeeds(
+    sim: SimulatedGitHub, instant_clock: InstantClock
+) -> None:
+    sim.faults.add(FaultRule(route="get_runner_groups", status=429, retry_after=3, count=1))
+    async with make_client(sim, clock=instant_clock) as client:
+        assert (await client.get_runner_group_by_name("Default")).id == 1
+    assert instant_clock.sleeps == [3.0]
+
+
+async def test_a_long_retry_after_is_handed_to_the_caller_instead_of_blocking(
+    sim: SimulatedGitHub, instant_clock: InstantClock
+) -> None:
+    sim.faults.add(FaultRule(route="get_runner_groups", status=429, retry_after=3600, count=1))
+    async with make_client(sim, clock=instant_clock) as client:
+        with pytest.raises(RateLimited) as caught:
+            await client.get_runner_group_by_name("Default")
+    assert caught.value.retry_after == 3600
+    assert instant_clock.sleeps == []
+
+
+async def test_a_slow_service_hits_the_timeout_and_raises_transient_error(
+    sim: SimulatedGitHub, instant_clock: InstantClock
+) -> None:
+    # The sim holds each request 2 s (real time); the client gives up on each attempt after 0.2 s.
+    sim.faults.add(FaultRule(route="get_runner_groups", latency=2.0, count=2))
+    async with make_client(sim, clock=instant_clock, request_timeout=0.2, retry_max=1) as client:
+        with pytest.raises(TransientError) as caught:
+            await client.get_runner_group_by_name("Default")
+    assert "giving up after 2 attempt(s): timed out" in str(caught.value)
+    assert len(instant_clock.sleeps) == 1
+
+
+async def test_an_expired_queue_token_is_refreshed_once_and_the_poll_repeated(
+    sim: SimulatedGitHub, instant_clock: InstantClock
+) -> None:
+    async with make_client(sim, clock=instant_clock) as client:
+        scale_set = await client.create_runner_scale_set(name="arc-runners", runner_group_id=1)
+        session = await client.create_message_session(scale_set.id, "owner")
+        old_token = session.message_queue_access_token
+        sim.expire_queue_tokens()
+        request_id = sim.enqueue_job("arc-runners")
+        message = await client.get_message(session, 0, max_capacity=5)
+        assert message is not None
+        assert session.message_queue_access_token != old_token  # refreshed in place
+        assert count(sim, "refresh_session") == 1
+        sim.expire_queue_tokens()
+        assert await client.acquire_jobs(session, scale_set.id, [request_id]) == [request_id]
+        assert count(sim, "refresh_session") == 2
+
+
+async def test_a_queue_token_rejected_after_refresh_raises_token_expired(
+    sim: SimulatedGitHub, instant_clock: InstantClock
+) -> None:
+    async with make_client(sim, clock=instant_clock) as client:
+        scale_set = await client.create_runner_scale_set(name="arc-runners", runner_group_id=1)
+        session = await client.create_message_session(scale_set.id, "owner")
+        sim.faults.add(FaultRule(route="get_message", status=401, count=2))
+        with pytest.raises(MessageQueueTokenExpired):
+            await client.get_message(session, 0, max_capacity=5)
+    assert count(sim, "refresh_session") == 1
+
+
+async def test_an_evicted_session_surfaces_as_session_not_found(
+    sim: SimulatedGitHub, instant_clock: InstantClock
+) -> None:
+    async with make_client(sim, clock=instant_clock) as client:
+        scale_set = await client.create_runner_scale_set(name="arc-runners", runner_group_id=1)
+        session = await client.create_message_session(scale_set.id, "owner")
+        assert sim.evict_session(scale_set.id)
+        with pytest.raises(SessionNotFound):
+            await client.get_message(session, 0, max_capacity=5)
+
+
+async def test_a_revoked_admin_token_is_refreshed_once(sim: SimulatedGitHub, instant_clock: InstantClock) -> None:
+    async with make_client(sim, clock=instant_clock) as client:
+        await client.get_runner_group_by_name("Default")
+        sim.credentials.expire_admin_tokens()
+        await client.get_runner_group_by_name("Default")
+    assert count(sim, "runner_registration") == 2
+
+
+async def test_admin_token_is_refreshed_only_within_60_seconds_of_expiry(start_sim: SimFactory) -> None:
+    clock = InstantClock()
+    async with start_sim(clock=clock, admin_token_ttl=600) as sim, make_client(sim, clock=clock) as client:
+        await client.get_runner_group_by_name("Default")
+        assert count(sim, "runner_registration") == 1
+        await clock.advance(539)  # 61 s left: still fresh
+        await client.get_runner_group_by_name("Default")
+        assert count(sim, "runner_registration") == 1
+        await clock.advance(2)  # 59 s left: refreshed before use
+        await client.get_runner_group_by_name("Default")
+        assert count(sim, "runner_registration") == 2
+        assert count(sim, "registration_token") == 2
+
+
+async def test_wrong_pat_is_unauthorized_and_the_error_does_not_quote_it(
+    sim: SimulatedGitHub, instant_clock: InstantClock
+) -> None:
+    wrong = "ghp_wrong_token_SECRET_987654321"
+    async with make_client(sim, clock=instant_clock, credentials=PersonalAccessToken(wrong)) as client:
+        with pytest.raises(Unauthorized) as caught:
+            await client.get_runner_group_by_name("Default")
+    assert "bad or expired token" in str(caught.value)
+    assert wrong not in str(caught.value)
+    assert PAT not in str(caught.value)
+
+
+async def test_unknown_org_names_the_scope(sim: SimulatedGitHub, instant_clock: InstantClock) -> None:
+    sim.faults.add(FaultRule(route="registration_token", status=404, message="Not Found"))
+    async with make_client(sim, clock=instant_clock, org="no-such-org") as client:
+        with pytest.raises(NotFound) as caught:
+            await client.get_runner_group_by_name("Default")
+    assert "organization no-such-org" in str(caught.value)
+
+
+def _app_key() -> tuple[str, str]:
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    private = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    ).decode()
+    public = (
+        key.public_key()
+        .public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+        .decode()
+    )
+    return private, public
+
+
+async def test_github_app_credentials_mint_an_installation_token_and_cache_it(
+    start_sim: SimFactory,
+) -> None:
+    clock = InstantClock()
+    private, public = _app_key()
+    async with start_sim(clock=clock, admin_token_ttl=600) as sim:
+        sim.create_app(app_id=123, installation_id=456, public_key_pem=public)
+        app = GitHubApp("123", 456, private)
+        async with make_client(sim, clock=clock, credentials=app) as client:
+            await client.create_runner_scale_set(name="arc-runners", runner_group_id=1)
+            await clock.advance(560)  # the admin token needs renewing; the 1 h installation token does not
+            assert await client.get_runner_scale_set(1, "arc-runners") is not None
+    assert count(sim, "app_access_token") == 1
+    assert count(sim, "runner_registration") == 2
+
+
+async def test_an_app_without_that_installation_gets_one_clear_error(
+    sim: SimulatedGitHub, instant_clock: InstantClock
+) -> None:
+    private, public = _app_key()
+    sim.create_app(app_id=123, installation_id=456, public_key_pem=public)
+    async with make_client(sim, clock=instant_clock, credentials=GitHubApp("123", 999, private)) as client:
+        with pytest.raises(NotFound) as caught:
+            await client.get_runner_group_by_name("Default")
+    assert "GitHub App 123 has no installation 999" in str(caught.value)
+
+
+async def test_an_app_signed_with_another_key_is_unauthorized(
+    sim: SimulatedGitHub, instant_clock: InstantClock
+) -> None:
+    _, public = _app_key()
+    other_private, _ = _app_key()
+    sim.create_app(app_id=123, installation_id=456, public_key_pem=public)
+    async with make_client(sim, clock=instant_clock, credentials=GitHubApp("123", 456, other_private)) as client:
+        with pytest.raises(Unauthorized, match="wrong App ID or private key"):
+            await client.get_runner_group_by_name("Default")
+
+
+async def test_an_admin_401_that_survives_a_refresh_is_unauthorized(
+    sim: SimulatedGitHub, instant_clock: InstantClock
+) -> None:
+    sim.faults.add(FaultRule(route="get_runner_groups", status=401, count=2))
+    async with make_client(sim, clock=instant_clock) as client:
+        with pytest.raises(Unauthorized):
+            await client.get_runner_group_by_name("Default")
+    assert count(sim, "runner_registration") == 2
+    assert count(sim, "get_runner_groups") == 2

@@ -1,0 +1,117 @@
+"""Credentials from Secret data: the rules, errors that never quote a secret, masked reprs, App JWT claims."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import jwt
+import pytest
+from cryptography.hazmat.primitives.asymmetric import rsa
+
+from arc_scaleset.clock import FakeClock
+from arc_scaleset.github.credentials import (
+    GitHubApp,
+    InvalidCredentials,
+    PersonalAccessToken,
+    credentials_from_secret_data,
+)
+
+SECRET_TOKEN = "ghp_SUPERSECRETTOKENVALUE123"
+
+
+def test_token_alone_gives_a_personal_access_token() -> None:
+    creds = credentials_from_secret_data({"github_token": SECRET_TOKEN.encode() + b"\n"})
+    assert creds == PersonalAccessToken(SECRET_TOKEN)
+
+
+def test_app_keys_give_a_github_app(rsa_pem: str) -> None:
+    creds = credentials_from_secret_data(
+        {"github_app_id": b"123", "github_app_installation_id": b" 456\n", "github_app_private_key": rsa_pem.encode()}
+    )
+    assert isinstance(creds, GitHubApp)
+    assert (creds.app_id, creds.installation_id) == ("123", 456)
+
+
+def test_app_id_may_be_a_client_id(rsa_pem: str) -> None:
+    creds = credentials_from_secret_data(
+        {"github_app_id": "Iv1.abc", "github_app_installation_id": "456", "github_app_private_key": rsa_pem}
+    )
+    assert isinstance(creds, GitHubApp)
+    assert creds.app_id == "Iv1.abc"
+
+
+@pytest.mark.parametrize(
+    ("data", "expected"),
+    [
+        ({}, "no credentials provided"),
+        ({"github_token": ""}, "no credentials provided"),
+        ({"github_app_id": "1"}, "missing github_app_installation_id, github_app_private_key"),
+        (
+            {"github_app_id": "1", "github_app_installation_id": SECRET_TOKEN, "github_app_private_key": "x"},
+            "github_app_installation_id is not an integer",
+        ),
+        (
+            {"github_app_id": "1", "github_app_installation_id": "0", "github_app_private_key": "-----BEGIN x"},
+            "github_app_installation_id must be a positive integer",
+        ),
+        (
+            {"github_app_id": "1", "github_app_installation_id": "2", "github_app_private_key": SECRET_TOKEN},
+            "github_app_private_key is not PEM-encoded",
+        ),
+        (
+            {
+                "github_app_id": "1",
+                "github_app_installation_id": "2",
+                "github_app_private_key": f"-----BEGIN RSA PRIVATE KEY-----\n{SECRET_TOKEN}\n-----END RSA PRIVATE KEY",
+            },
+            "github_app_private_key could not be parsed",
+        ),
+        ({"github_token": b"\xff\xfe" + SECRET_TOKEN.encode()}, "github_token is not valid UTF-8"),
+    ],
+)
+def test_bad_secret_data_gets_a_clear_error_without_the_secret(data: dict[str, str | bytes], expected: str) -> None:
+    with pytest.raises(InvalidCredentials) as caught:
+        credentials_from_secret_data(data)
+    message = str(caught.value)
+    assert expected in message
+    assert SECRET_TOKEN not in message
+    assert caught.value.__cause__ is None
+    assert caught.value.__suppress_context__ or caught.value.__context__ is None
+
+
+def test_a_non_rsa_key_is_rejected(ec_pem: str) -> None:
+    with pytest.raises(InvalidCredentials, match="not an RSA key"):
+        GitHubApp("1", 2, ec_pem)
+
+
+def test_reprs_and_strs_hide_secrets(rsa_pem: str) -> None:
+    pat = PersonalAccessToken(SECRET_TOKEN)
+    app = GitHubApp("1", 2, rsa_pem)
+    for text in (repr(pat), str(pat), repr(app), str(app), repr([pat, app])):
+        assert SECRET_TOKEN not in text
+        assert "PRIVATE KEY" not in text
+        assert rsa_pem[40:80] not in text
+
+
+def test_fingerprints_identify_without_revealing(rsa_pem: str) -> None:
+    assert PersonalAccessToken("a" * 10).fingerprint() == PersonalAccessToken("a" * 10).fingerprint()
+    assert PersonalAccessToken("a" * 10).fingerprint() != PersonalAccessToken("b" * 10).fingerprint()
+    assert GitHubApp("1", 2, rsa_pem).fingerprint() != GitHubApp("1", 3, rsa_pem).fingerprint()
+    assert SECRET_TOKEN not in PersonalAccessToken(SECRET_TOKEN).fingerprint()
+    assert len(PersonalAccessToken(SECRET_TOKEN).fingerprint()) == 64
+
+
+def test_app_jwt_claims_are_backdated_and_short_lived(rsa_pem: str, rsa_private_key: rsa.RSAPrivateKey) -> None:
+    clock = FakeClock(start=dt.datetime(2026, 3, 1, 12, 0, 0, tzinfo=dt.UTC))
+    token = GitHubApp("Iv1.abc", 2, rsa_pem).jwt(now=clock.now())
+    claims = jwt.decode(
+        token, rsa_private_key.public_key(), algorithms=["RS256"], options={"verify_exp": False, "verify_iat": False}
+    )
+    now = int(clock.now().timestamp())
+    assert claims == {"iat": now - 60, "exp": now - 60 + 540, "iss": "Iv1.abc"}
+    assert jwt.get_unverified_header(token)["alg"] == "RS256"
+
+
+def test_token_wins_over_app_keys_as_in_arc() -> None:
+    credentials = credentials_from_secret_data({"github_token": SECRET_TOKEN, "github_app_id": "1"})
+    assert isinstance(credentials, PersonalAccessToken)
