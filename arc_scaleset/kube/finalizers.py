@@ -1,0 +1,90 @@
+"""Adding and removing finalizers without trampling concurrent writers.
+
+Finalizers are a list, and a JSON merge patch replaces lists whole, so every write here carries the
+``resourceVersion`` of the object it was computed from: a concurrent change makes the server answer 409
+and the helper re-reads and tries again (:func:`arc_scaleset.kube.retry.update_with_retry`). Both
+helpers are idempotent: adding a present finalizer or removing an absent one writes nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from arc_scaleset.kube.client import KubeClient
+from arc_scaleset.kube.errors import NotFound
+from arc_scaleset.kube.resources import Resource
+from arc_scaleset.kube.retry import update_with_retry
+
+
+def has_finalizer(obj: Mapping[str, Any], finalizer: str) -> bool:
+    """Whether ``obj.metadata.finalizers`` contains ``finalizer``."""
+    return finalizer in ((obj.get("metadata") or {}).get("finalizers") or [])
+
+
+def _identity(obj: Mapping[str, Any]) -> tuple[str, str | None]:
+    meta = obj.get("metadata") or {}
+    name = meta.get("name")
+    if not name:
+        raise ValueError("the object has no metadata.name")
+    return str(name), meta.get("namespace")
+
+
+async def add_finalizer(
+    client: KubeClient, resource: Resource, obj: Mapping[str, Any], finalizer: str
+) -> dict[str, Any]:
+    """Ensure ``finalizer`` is on the object named by ``obj``; returns the object as stored.
+
+    When ``obj`` (typically from a cache) already shows it, nothing is read or written and ``obj`` is
+    returned as a dict. Raises :class:`NotFound` if the object is gone, :class:`Conflict` after repeated
+    concurrent writes. Adding a finalizer to an object already being deleted is refused by the server
+    (:class:`Invalid` or :class:`Forbidden`); callers should check ``deletionTimestamp`` first.
+    """
+    if has_finalizer(obj, finalizer):
+        return dict(obj)
+    name, namespace = _identity(obj)
+
+    def add(current: dict[str, Any]) -> dict[str, Any] | None:
+        if has_finalizer(current, finalizer):
+            return None
+        meta = current.setdefault("metadata", {})
+        meta["finalizers"] = [*(meta.get("finalizers") or []), finalizer]
+        return current
+
+    updated = await update_with_retry(client, resource, name, namespace=namespace, mutate=add)
+    if updated is None:
+        # Someone else added it between the cached read and ours: read the stored object to return it.
+        return await client.get(resource, name, namespace=namespace)
+    return updated
+
+
+async def remove_finalizer(
+    client: KubeClient, resource: Resource, obj: Mapping[str, Any], finalizer: str
+) -> dict[str, Any] | None:
+    """Ensure ``finalizer`` is not on the object named by ``obj``.
+
+    Returns the object as stored, or ``None`` when it no longer exists (removing the last finalizer of an
+    object being deleted lets the server delete it; a missing object counts as done). When ``obj`` shows no
+    such finalizer, nothing is read or written and ``obj`` is returned as a dict.
+    """
+    if not has_finalizer(obj, finalizer):
+        return dict(obj)
+    name, namespace = _identity(obj)
+
+    def remove(current: dict[str, Any]) -> dict[str, Any] | None:
+        if not has_finalizer(current, finalizer):
+            return None
+        meta = current["metadata"]
+        meta["finalizers"] = [f for f in meta["finalizers"] if f != finalizer]
+        return current
+
+    try:
+        updated = await update_with_retry(client, resource, name, namespace=namespace, mutate=remove)
+    except NotFound:
+        return None
+    if updated is None:
+        try:
+            return await client.get(resource, name, namespace=namespace)
+        except NotFound:
+            return None
+    return updated
