@@ -1,0 +1,105 @@
+"""``arc-scaleset listener``: one scale set's listener process (spec 3.2).
+
+No required flags: the config file is named by ``LISTENER_CONFIG_PATH`` (ARC's ``config.json``), as in a
+listener pod. ``--kubeconfig`` is for running outside a cluster (otherwise in-cluster credentials, then
+``KUBECONFIG``, then ``~/.kube/config``). SIGTERM or SIGINT stops the loop, deletes the message session
+and exits 0; a fatal failure exits 1 after a last log line that says what is wrong.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import signal
+
+from prometheus_client import disable_created_metrics
+
+from arc_scaleset.listener.app import build_listener
+from arc_scaleset.listener.config import ConfigError, ListenerConfig, config_path_from_environment, load_config
+from arc_scaleset.listener.errors import FatalListenerError
+from arc_scaleset.listener.http import HttpEndpoint, serve
+from arc_scaleset.listener.logging_setup import configure_logging
+
+log = logging.getLogger("arc_scaleset.listener")
+
+PROBE_ADDR_ENV = "LISTENER_PROBE_ADDR"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--kubeconfig",
+        default=None,
+        help="kubeconfig to use outside a cluster (default: in-cluster, then $KUBECONFIG, then ~/.kube/config)",
+    )
+    parser.add_argument(
+        "--probe-addr",
+        default=os.environ.get(PROBE_ADDR_ENV, ""),
+        help=f"host:port for /healthz and /readyz (also served on metrics_addr when metrics are on; "
+        f"default ${PROBE_ADDR_ENV})",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        config = load_config(config_path_from_environment())
+    except ConfigError as exc:
+        configure_logging(level="info")
+        log.error(str(exc))
+        return 1
+    configure_logging(level=config.log_level, fmt=config.log_format)
+    # ARC's Go client exports no *_created series; keep the exposition identical.
+    disable_created_metrics()  # type: ignore[no-untyped-call]
+    return asyncio.run(_main(config, kubeconfig=args.kubeconfig, probe_addr=args.probe_addr))
+
+
+async def _main(config: ListenerConfig, *, kubeconfig: str | None, probe_addr: str) -> int:
+    try:
+        app = build_listener(config, kubeconfig=kubeconfig)
+    except FatalListenerError as exc:
+        log.error(f"listener cannot start: {exc}")
+        return 1
+    loop = asyncio.get_running_loop()
+
+    def request_stop(signame: str) -> None:
+        log.info("shutdown requested", extra={"signal": signame})
+        app.stop.set()
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, request_stop, sig.name)
+    endpoints: list[HttpEndpoint] = []
+    try:
+        try:
+            if config.metrics_addr:
+                endpoints.append(
+                    await serve(
+                        address=config.metrics_addr,
+                        health=app.health,
+                        registry=app.metrics.registry,
+                        metrics_path=config.metrics_endpoint or "/metrics",
+                    )
+                )
+            if probe_addr and probe_addr != config.metrics_addr:
+                endpoints.append(await serve(address=probe_addr, health=app.health))
+        except (OSError, ValueError) as exc:
+            log.error(f"listener cannot start: cannot serve metrics/probes: {exc}")
+            return 1
+        log.info(
+            "listener starting",
+            extra={
+                "scale_set_id": config.runner_scale_set_id,
+                "ephemeral_runner_set": f"{config.ephemeral_runner_set_namespace}/{config.ephemeral_runner_set_name}",
+                "min_runners": config.min_runners,
+                "max_runners": config.max_runners,
+                "owner": app.sessions.owner,
+                "ports": [e.port for e in endpoints],
+            },
+        )
+        return await app.run()
+    finally:
+        for endpoint in endpoints:
+            await endpoint.stop()
+        await app.aclose()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.remove_signal_handler(sig)

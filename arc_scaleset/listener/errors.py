@@ -1,0 +1,93 @@
+"""How the listener reacts to each kind of failure, in one place.
+
+Only :class:`FatalListenerError` ends the process (exit code 1, its message as the last log line). Everything
+else is retried in-process: ARC's listener exits on any error and relies on its pod being recreated,
+which loses the session, crash-loops on a held session (ARC #3209) and on passing outages (#3210, #3813).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+
+import aiohttp
+import pydantic
+
+from arc_scaleset.github.errors import (
+    ActionsError,
+    FatalError,
+    MessageQueueTokenExpired,
+    NotFound,
+    RateLimited,
+    SessionConflict,
+    TransientError,
+    Unauthorized,
+)
+from arc_scaleset.github.models import MessageFormatError
+from arc_scaleset.kube.errors import KubeError
+
+
+class FatalListenerError(Exception):
+    """The listener cannot go on: bad configuration, refused credentials, or the scale set is gone.
+
+    The message is the process's last log line, so it says what happened and what to do; it never
+    contains a secret.
+    """
+
+
+class Stopping(Exception):  # noqa: N818 - a signal, not an error
+    """Shutdown was requested while the listener was waiting; unwinds to the top of the loop."""
+
+
+class Reaction(enum.Enum):
+    """What the poll loop does after a failed session-bound call."""
+
+    RETRY = "retry after a backoff delay"
+    RENEW_SESSION = "refresh the session (re-create it if that fails)"
+    RECREATE_SESSION = "create a new session"
+    CREDENTIALS_REFUSED = "count a refusal of the credentials"
+
+
+def reaction_to(exc: BaseException) -> Reaction:
+    """The reaction to ``exc`` raised by a call on the message queue (poll, ack, acquire).
+
+    - the queue token was refused even after the client's own session refresh → renew the session;
+    - 404: the service evicted the session (ARC #4356: "session ID doesn't exist") → a new session;
+    - any other 401 → the credentials were refused (the client already retried with fresh ones);
+    - everything else (5xx, 429, timeouts, connection errors, a malformed message) → back off and retry.
+    """
+    if isinstance(exc, MessageQueueTokenExpired):
+        return Reaction.RENEW_SESSION
+    if isinstance(exc, NotFound):
+        return Reaction.RECREATE_SESSION
+    if isinstance(exc, Unauthorized):
+        return Reaction.CREDENTIALS_REFUSED
+    return Reaction.RETRY
+
+
+def is_retryable(exc: BaseException) -> bool:
+    """Whether ``exc`` is an expected, passing failure of an outbound call (as opposed to a bug)."""
+    return isinstance(
+        exc,
+        ActionsError
+        | KubeError
+        | TimeoutError
+        | asyncio.TimeoutError
+        | aiohttp.ClientError
+        | OSError
+        | MessageFormatError
+        | pydantic.ValidationError,
+    )
+
+
+__all__ = [
+    "FatalError",
+    "FatalListenerError",
+    "RateLimited",
+    "Reaction",
+    "SessionConflict",
+    "Stopping",
+    "TransientError",
+    "is_retryable",
+    "reaction_to",
+]

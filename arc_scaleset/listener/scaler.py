@@ -1,0 +1,147 @@
+"""The scaler's Kubernetes side (spec 3.4): publish decisions to the EphemeralRunnerSet, job facts to runners.
+
+:class:`Scaler` owns a :class:`~arc_scaleset.listener.desired_state.DesiredState` and writes two things:
+
+- ``publish(assigned_jobs)``: the next decision as a JSON merge patch of the ERS,
+  ``{"spec": {"patchID": <id>, "replicas": <target>}}``, where a target of 0 is sent as ``null`` (the
+  field is removed and reads back as 0, exactly as ARC's ``omitempty`` serialisation does);
+- ``record_job_started(job)``: a merge patch of the ``status`` subresource of the EphemeralRunner that
+  took the job, with only the non-empty job facts. A runner that is already gone is not an error.
+
+Errors other than a runner's NotFound propagate: the listener loop decides whether to retry.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+from arc_scaleset.api import EPHEMERAL_RUNNER_SETS, EPHEMERAL_RUNNERS
+from arc_scaleset.kube.client import PatchType
+from arc_scaleset.kube.errors import NotFound
+from arc_scaleset.kube.resources import Resource
+from arc_scaleset.listener.desired_state import DesiredState, ScaleDecision
+
+log = logging.getLogger(__name__)
+
+
+class ResourcePatcher(Protocol):
+    """The one Kubernetes verb the scaler needs (satisfied by :class:`arc_scaleset.kube.client.KubeClient`)."""
+
+    async def patch(
+        self,
+        resource: Resource,
+        name: str,
+        patch: Mapping[str, Any] | list[Any],
+        *,
+        namespace: str | None = None,
+        patch_type: PatchType = PatchType.MERGE,
+        subresource: str | None = None,
+    ) -> dict[str, Any]: ...
+
+
+class StartedJob(Protocol):
+    """The JobStarted fields written to the runner's status."""
+
+    @property
+    def runner_name(self) -> str: ...
+    @property
+    def runner_request_id(self) -> int: ...
+    @property
+    def owner_name(self) -> str: ...
+    @property
+    def repository_name(self) -> str: ...
+    @property
+    def job_id(self) -> str: ...
+    @property
+    def workflow_run_id(self) -> int: ...
+    @property
+    def job_workflow_ref(self) -> str: ...
+    @property
+    def job_display_name(self) -> str: ...
+
+
+def ers_patch(decision: ScaleDecision) -> dict[str, Any]:
+    """The ERS merge patch for ``decision``; ``replicas`` is ``None`` (removed) when the target is 0."""
+    return {"spec": {"patchID": decision.patch_id, "replicas": decision.target or None}}
+
+
+def runner_status_patch(job: StartedJob) -> dict[str, Any]:
+    """The EphemeralRunner status merge patch for a started job: only the fields that carry a value."""
+    repository = f"{job.owner_name}/{job.repository_name}" if job.owner_name or job.repository_name else ""
+    fields: dict[str, Any] = {
+        "jobRequestId": job.runner_request_id,
+        "jobRepositoryName": repository,
+        "jobId": job.job_id,
+        "workflowRunId": job.workflow_run_id,
+        "jobWorkflowRef": job.job_workflow_ref,
+        "jobDisplayName": job.job_display_name,
+    }
+    return {"status": {key: value for key, value in fields.items() if value}}
+
+
+class Scaler:
+    """Publishes desired-state decisions for one EphemeralRunnerSet and records started jobs on its runners."""
+
+    def __init__(
+        self,
+        kube: ResourcePatcher,
+        *,
+        namespace: str,
+        ephemeral_runner_set: str,
+        min_runners: int,
+        max_runners: int,
+    ) -> None:
+        self._kube = kube
+        self.namespace = namespace
+        self.ephemeral_runner_set = ephemeral_runner_set
+        self.state = DesiredState(min_runners=min_runners, max_runners=max_runners)
+
+    def note_job_event(self) -> None:
+        """A job started or completed: the next decision is not a "force state" one."""
+        self.state.mark_dirty()
+
+    async def publish(self, assigned_jobs: int) -> ScaleDecision:
+        """Decide for ``assigned_jobs`` and patch the ERS; returns the decision that reached the API.
+
+        If the patch fails, the dirty flag the decision consumed is put back, so that a retry cannot turn
+        into a "force state" patch the failed one would not have been.
+        """
+        was_dirty = self.state.dirty
+        decision = self.state.decide(assigned_jobs)
+        try:
+            await self._kube.patch(
+                EPHEMERAL_RUNNER_SETS,
+                self.ephemeral_runner_set,
+                ers_patch(decision),
+                namespace=self.namespace,
+                patch_type=PatchType.MERGE,
+            )
+        except BaseException:
+            if was_dirty:
+                self.state.mark_dirty()
+            raise
+        log.debug(
+            "published desired runners",
+            extra={"replicas": decision.target, "patch_id": decision.patch_id, "assigned_jobs": assigned_jobs},
+        )
+        return decision
+
+    async def record_job_started(self, job: StartedJob) -> bool:
+        """Write the job's facts to its runner's status; False when the runner no longer exists."""
+        if not job.runner_name:
+            return False
+        try:
+            await self._kube.patch(
+                EPHEMERAL_RUNNERS,
+                job.runner_name,
+                runner_status_patch(job),
+                namespace=self.namespace,
+                patch_type=PatchType.MERGE,
+                subresource="status",
+            )
+        except NotFound:
+            log.info("runner of a started job is gone; nothing to record", extra={"runner": job.runner_name})
+            return False
+        return True

@@ -1,0 +1,191 @@
+"""Fixtures for the listener against the simulated GitHub (real loopback HTTP) and the real control plane.
+
+- ``listener_sim``: a simulated GitHub with a PAT and one runner scale set (``SCALE_SET_NAME``), fast long
+  polls (the sim answers an idle poll with 202 after ``LONG_POLL`` seconds).
+- ``ers``: an EphemeralRunnerSet named ``SCALE_SET_NAME`` in the test's namespace (the CRDs installed).
+- ``start_listener``: builds and runs the listener in-process (as ``arc-scaleset listener`` would), with
+  short timeouts; every listener started is stopped, and its session deleted, at the end of the test.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from arc_scaleset.api import EPHEMERAL_RUNNER_SETS, EPHEMERAL_RUNNERS
+from arc_scaleset.github import ActionsClient, PersonalAccessToken, SystemInfo, parse_config_url
+from arc_scaleset.kube.client import KubeClient
+from arc_scaleset.listener.app import ListenerApp, Timing, build_listener
+from arc_scaleset.listener.config import ListenerConfig, config_from_mapping
+from arc_scaleset.sim.server import SimulatedGitHub
+from arc_scaleset.sim.state import SimConfig
+from arc_scaleset.testing.cluster import wait_for
+
+PAT = "ghp_listener_integration_token_0123456789"
+ORG = "octo-org"
+SCALE_SET_NAME = "arc-runners"
+LONG_POLL = 0.5
+
+# Short bounds so that faults resolve in seconds; the ratios are those of production.
+FAST = Timing(
+    request_timeout=5.0,
+    long_poll_timeout=3.0,
+    client_retries=1,
+    call_timeout=12.0,
+    poll_timeout=6.0,
+    session_delete_timeout=5.0,
+    liveness_window=20.0,
+)
+
+
+@dataclass
+class ListenerSim:
+    sim: SimulatedGitHub
+    scale_set_id: int
+    config_url: str
+
+
+@pytest.fixture
+async def listener_sim() -> AsyncIterator[ListenerSim]:
+    async with await SimulatedGitHub.start(config=SimConfig(long_poll_seconds=LONG_POLL)) as sim:
+        sim.add_token(PAT)
+        config_url = sim.config_url(ORG)
+        async with admin_client(sim) as client:
+            scale_set = await client.create_runner_scale_set(name=SCALE_SET_NAME, runner_group_id=1)
+        yield ListenerSim(sim=sim, scale_set_id=scale_set.id, config_url=config_url)
+
+
+def admin_client(sim: SimulatedGitHub) -> ActionsClient:
+    """A client of the sim for the test itself (creating sessions, runners), separate from the listener's."""
+    return ActionsClient(
+        parse_config_url(sim.config_url(ORG)),
+        PersonalAccessToken(PAT),
+        system_info=SystemInfo(subsystem="listener-test"),
+        request_timeout=5.0,
+        long_poll_timeout=3.0,
+    )
+
+
+def listener_config(env: ListenerSim, namespace: str, **overrides: Any) -> ListenerConfig:
+    document: dict[str, Any] = {
+        "configure_url": env.config_url,
+        "vault_type": "",
+        "vault_lookup_key": "",
+        "github_app_id": "",
+        "github_app_installation_id": 0,
+        "github_app_private_key": "",
+        "github_token": PAT,
+        "ephemeral_runner_set_namespace": namespace,
+        "ephemeral_runner_set_name": SCALE_SET_NAME,
+        "max_runners": 10,
+        "min_runners": 0,
+        "runner_scale_set_id": env.scale_set_id,
+        "runner_scale_set_name": SCALE_SET_NAME,
+        "server_root_ca": "",
+        "log_level": "debug",
+        "log_format": "text",
+        "metrics_addr": "",
+        "metrics_endpoint": "",
+        "metrics": None,
+    }
+    document.update(overrides)
+    return config_from_mapping(document)
+
+
+@pytest.fixture
+async def ers(kube: KubeClient, namespace: str, crds_installed: list[str], listener_sim: ListenerSim) -> str:
+    await kube.create(
+        EPHEMERAL_RUNNER_SETS,
+        {
+            "apiVersion": "actions.github.com/v1alpha1",
+            "kind": "EphemeralRunnerSet",
+            "metadata": {"name": SCALE_SET_NAME, "namespace": namespace},
+            "spec": {
+                "patchID": 0,
+                "ephemeralRunnerSpec": runner_spec(listener_sim),
+            },
+        },
+    )
+    return SCALE_SET_NAME
+
+
+def runner_spec(env: ListenerSim) -> dict[str, Any]:
+    return {
+        "githubConfigUrl": env.config_url,
+        "githubConfigSecret": "github-config",
+        "runnerScaleSetId": env.scale_set_id,
+        "spec": {"containers": [{"name": "runner", "image": "ghcr.io/actions/actions-runner:latest"}]},
+    }
+
+
+async def create_runner(kube: KubeClient, namespace: str, env: ListenerSim, name: str) -> None:
+    await kube.create(
+        EPHEMERAL_RUNNERS,
+        {
+            "apiVersion": "actions.github.com/v1alpha1",
+            "kind": "EphemeralRunner",
+            "metadata": {"name": name, "namespace": namespace},
+            "spec": runner_spec(env),
+        },
+    )
+
+
+@dataclass
+class RunningListener:
+    app: ListenerApp
+    task: asyncio.Task[int]
+    acquired: list[int] = field(default_factory=list)
+
+    async def stop(self) -> int:
+        self.app.stop.set()
+        return await asyncio.wait_for(self.task, timeout=30)
+
+
+StartListener = Callable[..., Awaitable[RunningListener]]
+
+
+@pytest.fixture
+async def start_listener(kube: KubeClient) -> AsyncIterator[StartListener]:
+    running: list[RunningListener] = []
+
+    async def start(config: ListenerConfig, *, owner: str = "listener-pod-0", timing: Timing = FAST) -> RunningListener:
+        app = build_listener(config, kube=kube, owner=owner, timing=timing)
+        handle = RunningListener(app=app, task=asyncio.create_task(app.run()))
+        # Record what each acquisition returned, to prove no runner request is ever acquired twice.
+        acquire = app.actions.acquire_jobs
+
+        async def recording_acquire(*args: Any, **kwargs: Any) -> list[int]:
+            result = await acquire(*args, **kwargs)
+            handle.acquired.extend(result)
+            return result
+
+        app.actions.acquire_jobs = recording_acquire  # type: ignore[method-assign]
+        running.append(handle)
+        return handle
+
+    yield start
+    for handle in running:
+        if not handle.task.done():
+            await handle.stop()
+        await handle.app.aclose()
+
+
+async def ers_spec(kube: KubeClient, namespace: str) -> dict[str, Any]:
+    obj = await kube.get(EPHEMERAL_RUNNER_SETS, SCALE_SET_NAME, namespace=namespace)
+    spec: dict[str, Any] = obj["spec"]
+    return spec
+
+
+async def wait_for_replicas(kube: KubeClient, namespace: str, replicas: int, *, within: float = 20.0) -> dict[str, Any]:
+    """Wait until the ERS's ``spec.replicas`` (absent = 0) equals ``replicas``; return the spec."""
+
+    async def matching() -> dict[str, Any] | None:
+        spec = await ers_spec(kube, namespace)
+        return spec if spec.get("replicas", 0) == replicas else None
+
+    result: dict[str, Any] = await wait_for(matching, timeout=within, what=f"ERS replicas == {replicas}")
+    return result
