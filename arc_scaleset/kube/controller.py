@@ -1,0 +1,305 @@
+"""A controller: events from informers become keys in a workqueue, workers reconcile the keys.
+
+The contract (controller-runtime's, which every reconciler in this project relies on):
+
+* **Level-triggered.** A reconcile gets a :class:`Request` (namespace and name) and nothing about the event
+  that caused it. It reads the current state (from the cache), acts, and returns. Several events for one
+  key before a worker takes it become one reconcile.
+* **One key, one worker.** Up to ``concurrency`` keys are reconciled at once, never the same key twice at
+  once (the workqueue guarantees it).
+* **What triggers a key.** Any add, change (new resourceVersion) or delete of a *primary* object; any
+  event on an object of an *owned* resource whose controller owner reference points to a primary kind
+  (the owner's key is queued, for the object before and after an update); any event on a *watched*
+  resource, mapped to keys by its :data:`MapFunc`.
+* **Outcomes.** ``Result()``: done, the key's backoff is reset. ``Result(requeue_after=s)``: reconciled
+  again after ``s`` seconds (backoff reset). An exception: logged with the key and the error's one-line
+  message, and the key is retried with per-key exponential backoff (5 ms doubling to 1000 s by default).
+  A crashing reconcile never stops the worker, the controller or the process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import uuid
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+import structlog
+
+from arc_scaleset.clock import REAL_CLOCK, Clock
+from arc_scaleset.kube.informer import HandlerRegistration, Informer, Object
+from arc_scaleset.kube.resources import Resource
+from arc_scaleset.kube.runtime_metrics import RuntimeMetrics
+from arc_scaleset.kube.workqueue import RateLimiter, ShutDown, WorkQueue
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, order=True)
+class Request:
+    """The key of one primary object; ``namespace`` is ``""`` for cluster-scoped kinds."""
+
+    namespace: str
+    name: str
+
+    @classmethod
+    def for_object(cls, obj: Object) -> Request:
+        meta = obj.get("metadata") or {}
+        return cls(meta.get("namespace") or "", meta.get("name") or "")
+
+    def __str__(self) -> str:
+        return f"{self.namespace}/{self.name}" if self.namespace else self.name
+
+
+@dataclass(frozen=True)
+class Result:
+    """What a successful reconcile asks for: nothing more, or another reconcile after ``requeue_after`` s.
+
+    Use ``requeue_after`` to poll something no watch reports (an external service, a deadline); do not
+    use exceptions for that -- they back off exponentially and are logged as errors.
+    """
+
+    requeue_after: float | None = None
+
+
+Reconcile = Callable[[Request], Awaitable[Result]]
+MapFunc = Callable[[Object], Iterable[Request]]
+"""Maps an object of a watched resource to the primary keys it concerns (possibly none)."""
+
+InformerSource = Callable[[Resource], Sequence[Informer]]
+"""Gives the shared informers (one per watched namespace) of a resource; provided by the manager."""
+
+
+def controller_owner_request(obj: Object, owner: Resource) -> Request | None:
+    """The key of ``obj``'s controller owner when that owner is of the ``owner`` resource's kind, else None.
+
+    Like controller-runtime, the group and kind are matched, not the version: an owner reference written
+    under another served version of the owner's group still names the same object. A namespaced owner
+    is in the child's namespace (owner references cannot cross namespaces).
+    """
+    meta = obj.get("metadata") or {}
+    for ref in meta.get("ownerReferences") or ():
+        if ref.get("controller") is not True:
+            continue
+        group = str(ref.get("apiVersion", "")).rpartition("/")[0]
+        if ref.get("kind") != owner.kind or group != owner.group or not ref.get("name"):
+            return None
+        return Request((meta.get("namespace") or "") if owner.namespaced else "", ref["name"])
+    return None
+
+
+class Controller:
+    """Reconciles one primary resource; see the module docstring for the contract.
+
+    Built by the caller and handed to :meth:`arc_scaleset.kube.manager.Manager.add`, which supplies the
+    shared informers and metrics and starts it (only while leading, when leader election is on). A
+    controller runs once: after :meth:`stop` it cannot be started again.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        primary: Resource,
+        reconcile: Reconcile,
+        *,
+        owns: Sequence[Resource] = (),
+        watches: Sequence[tuple[Resource, MapFunc]] = (),
+        concurrency: int = 1,
+        rate_limiter: RateLimiter | None = None,
+        clock: Clock = REAL_CLOCK,
+    ) -> None:
+        if concurrency < 1:
+            raise ValueError(f"controller {name}: concurrency must be at least 1, got {concurrency}")
+        self.name = name
+        self.primary = primary
+        self.owns = tuple(owns)
+        self.watches = tuple(watches)
+        self.concurrency = concurrency
+        self._reconcile = reconcile
+        self._rate_limiter = rate_limiter
+        self._clock = clock
+        self._queue: WorkQueue[Request] | None = None
+        self._workers: list[asyncio.Task[None]] = []
+        self._registrations: list[HandlerRegistration] = []
+        self._metrics: RuntimeMetrics | None = None
+        self._stopped = False
+
+    def __repr__(self) -> str:
+        return f"Controller({self.name!r}, primary={self.primary})"
+
+    @property
+    def resources(self) -> list[Resource]:
+        """Every resource whose events can trigger this controller (the manager caches each of them)."""
+        seen: dict[Resource, None] = {self.primary: None}
+        for resource in (*self.owns, *(resource for resource, _ in self.watches)):
+            seen.setdefault(resource, None)
+        return list(seen)
+
+    @property
+    def running(self) -> bool:
+        return bool(self._workers) and not self._stopped
+
+    @property
+    def queue(self) -> WorkQueue[Request]:
+        """The controller's workqueue (exists once started)."""
+        if self._queue is None:
+            raise RuntimeError(f"{self!r} has not been started")
+        return self._queue
+
+    def enqueue(self, request: Request) -> None:
+        """Queue a key from outside the informers (an external event); ignored before start."""
+        if self._queue is not None:
+            self._queue.add(request)
+
+    # -- lifecycle ------------------------------------------------------------------------------------
+
+    def start(self, informers: InformerSource, *, metrics: RuntimeMetrics | None = None) -> None:
+        """Connect event handlers to the informers and start the workers.
+
+        Informers that already hold objects replay them as adds, so every existing primary object is
+        reconciled once at start (as after a restart or on becoming leader).
+        """
+        if self._queue is not None:
+            raise RuntimeError(f"{self!r} was already started; controllers run once")
+        self._metrics = metrics
+        self._queue = WorkQueue(name=self.name, rate_limiter=self._rate_limiter, clock=self._clock, metrics=metrics)
+        if metrics is not None:
+            metrics.max_concurrent_reconciles.labels(controller=self.name).set(self.concurrency)
+            metrics.active_workers.labels(controller=self.name).set(0)
+        for resource in self.resources:
+            mappers = self._mappers_for(resource)
+            for informer in informers(resource):
+                self._registrations.append(self._connect(informer, mappers))
+        loop = asyncio.get_running_loop()
+        self._workers = [
+            loop.create_task(self._worker(), name=f"{self.name}-worker-{i}") for i in range(self.concurrency)
+        ]
+        log.info("controller %s started (%d workers, watching %s)", self.name, self.concurrency,
+                 ", ".join(str(r) for r in self.resources))  # fmt: skip
+
+    async def stop(self, *, drain: bool = True, drain_timeout: float | None = None) -> None:
+        """Stop taking keys. With ``drain``, let reconciles in flight finish (for at most ``drain_timeout``
+        seconds, then cancel them); without, cancel them at once (leadership lost: another process may
+        already be acting). Idempotent."""
+        if self._stopped:
+            return
+        self._stopped = True
+        for registration in self._registrations:
+            registration.remove()
+        self._registrations.clear()
+        if self._queue is None:
+            return
+        if drain:
+            try:
+                async with asyncio.timeout(drain_timeout):
+                    await self._queue.shutdown(drain=True)
+            except TimeoutError:
+                log.warning(
+                    "controller %s: reconciles still running after %.0fs; cancelling them", self.name, drain_timeout
+                )
+        else:
+            await self._queue.shutdown(drain=False)
+        for worker in self._workers:
+            worker.cancel()
+        for worker in self._workers:
+            with contextlib.suppress(asyncio.CancelledError):
+                await worker
+        log.info("controller %s stopped", self.name)
+
+    async def wait(self) -> None:
+        """Wait until every worker has ended (after :meth:`stop`)."""
+        if self._workers:
+            await asyncio.gather(*self._workers, return_exceptions=True)
+
+    # -- events to keys -------------------------------------------------------------------------------
+
+    def _mappers_for(self, resource: Resource) -> list[MapFunc]:
+        mappers: list[MapFunc] = []
+        if resource == self.primary:
+            mappers.append(lambda obj: (Request.for_object(obj),))
+        if resource in self.owns:
+            mappers.append(self._controller_owner_of)
+        mappers.extend(map_func for watched, map_func in self.watches if watched == resource)
+        return mappers
+
+    def _controller_owner_of(self, obj: Object) -> Iterable[Request]:
+        request = controller_owner_request(obj, self.primary)
+        return () if request is None else (request,)
+
+    def _connect(self, informer: Informer, mappers: list[MapFunc]) -> HandlerRegistration:
+        def enqueue(*objects: Object) -> None:
+            queue = self._queue
+            if queue is None:
+                return
+            for obj in objects:
+                for mapper in mappers:
+                    for request in mapper(obj):
+                        queue.add(request)
+
+        return informer.add_handler(
+            on_add=enqueue,
+            on_update=lambda old, new: enqueue(old, new),
+            on_delete=enqueue,
+        )
+
+    # -- workers --------------------------------------------------------------------------------------
+
+    async def _worker(self) -> None:
+        queue = self.queue
+        while True:
+            try:
+                request = await queue.get()
+            except ShutDown:
+                return
+            try:
+                await self._reconcile_one(queue, request)
+            finally:
+                queue.done(request)
+
+    async def _reconcile_one(self, queue: WorkQueue[Request], request: Request) -> None:
+        metrics = self._metrics
+        started = self._clock.monotonic()
+        if metrics is not None:
+            metrics.active_workers.labels(controller=self.name).inc()
+        outcome = "error"
+        try:
+            with structlog.contextvars.bound_contextvars(
+                controller=self.name,
+                namespace=request.namespace,
+                name=request.name,
+                reconcile_id=uuid.uuid4().hex[:12],
+            ):
+                try:
+                    result = await self._reconcile(request)
+                except asyncio.CancelledError:
+                    outcome = "cancelled"
+                    raise
+                except Exception as exc:  # a reconcile crash must never take the worker down
+                    queue.add_rate_limited(request)
+                    log.error(
+                        "controller %s: reconcile %s failed (attempt %d): %s",
+                        self.name, request, queue.num_requeues(request), _one_line(exc),
+                    )  # fmt: skip
+                    log.debug("controller %s: reconcile %s traceback", self.name, request, exc_info=True)
+                    if metrics is not None:
+                        metrics.reconcile_errors.labels(controller=self.name).inc()
+                    return
+            queue.forget(request)
+            if result.requeue_after is not None:
+                queue.add_after(request, result.requeue_after)
+                outcome = "requeue_after"
+            else:
+                outcome = "success"
+        finally:
+            if metrics is not None:
+                metrics.active_workers.labels(controller=self.name).dec()
+                if outcome != "cancelled":
+                    metrics.reconcile_total.labels(controller=self.name, result=outcome).inc()
+                    metrics.reconcile_time.labels(controller=self.name).observe(self._clock.monotonic() - started)
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

@@ -1,0 +1,330 @@
+"""Leader election on a ``coordination.k8s.io/v1`` Lease, with client-go's rules.
+
+* A candidate polls the Lease every ``retry_period`` (stretched by up to 120 % jitter). It takes the lease
+  when nobody holds it (no Lease, or an empty ``holderIdentity`` after a release), or when the record has
+  not changed for ``leaseDurationSeconds`` **as measured by the candidate's own monotonic clock** since it
+  last saw the record change. Clocks of different machines are never compared: ``renewTime`` is only
+  data whose change is observed.
+* Every write is an optimistic-concurrency update (the Lease's resourceVersion): of two candidates that
+  decide at once, one wins and the other gets a Conflict and keeps waiting.
+* ``leaseTransitions`` is incremented whenever the holder changes (a takeover, or an acquire after a
+  release); ``acquireTime`` is when the current holder took it.
+* The leader renews every ``retry_period``. If no renewal succeeds for ``renew_deadline`` -- or the Lease
+  shows another holder -- leadership is lost and :meth:`LeaderElector.hold` returns; the caller must stop
+  acting as leader at once (the manager cancels its controllers and exits; see ``manager.py``).
+* On a graceful stop the leader releases the Lease (empty holder, 1 s duration), so a waiting candidate
+  takes over at its next poll instead of after a full lease duration.
+
+The decisions are pure functions (:func:`observe`, :func:`may_acquire`, :func:`next_record`, tested without
+an API); :class:`LeaderElector` is the loop that applies them to the real Lease.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import logging
+import math
+import random
+import socket
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from arc_scaleset.clock import REAL_CLOCK, Clock
+from arc_scaleset.kube.client import KubeClient
+from arc_scaleset.kube.errors import AlreadyExists, Conflict, NotFound
+from arc_scaleset.kube.resources import LEASES
+from arc_scaleset.kube.runtime_metrics import RuntimeMetrics
+
+log = logging.getLogger(__name__)
+
+LEASE_DURATION = 15.0
+RENEW_DEADLINE = 10.0
+RETRY_PERIOD = 2.0
+_JITTER_FACTOR = 1.2  # client-go's JitterFactor for the acquire loop
+
+
+def default_identity() -> str:
+    """``<hostname>_<uuid>``: unique per process even when pods share a hostname."""
+    return f"{socket.gethostname()}_{uuid.uuid4()}"
+
+
+@dataclass(frozen=True)
+class LeaderElectionConfig:
+    """Where the Lease is and how elections are timed (client-go's defaults: 15 s / 10 s / 2 s).
+
+    ``namespace=None`` means the client's default namespace. ``lease_duration`` is written to the Lease
+    as whole seconds (rounded up).
+    """
+
+    name: str
+    namespace: str | None = None
+    identity: str = field(default_factory=default_identity)
+    lease_duration: float = LEASE_DURATION
+    renew_deadline: float = RENEW_DEADLINE
+    retry_period: float = RETRY_PERIOD
+
+    def __post_init__(self) -> None:
+        if not self.identity:
+            raise ValueError("leader election needs a non-empty identity")
+        if not self.lease_duration > self.renew_deadline:
+            raise ValueError("lease_duration must be greater than renew_deadline")
+        if not self.renew_deadline > _JITTER_FACTOR * self.retry_period:
+            raise ValueError(f"renew_deadline must be greater than {_JITTER_FACTOR} * retry_period")
+        if self.retry_period <= 0:
+            raise ValueError("retry_period must be positive")
+
+    @property
+    def lease_duration_seconds(self) -> int:
+        return max(1, math.ceil(self.lease_duration))
+
+
+@dataclass(frozen=True)
+class LeaseRecord:
+    """The election-relevant part of a Lease's spec."""
+
+    holder_identity: str = ""
+    lease_duration_seconds: int | None = None
+    acquire_time: dt.datetime | None = None
+    renew_time: dt.datetime | None = None
+    lease_transitions: int = 0
+
+    @classmethod
+    def from_lease(cls, lease: Mapping[str, Any]) -> LeaseRecord:
+        spec = lease.get("spec") or {}
+        duration = spec.get("leaseDurationSeconds")
+        return cls(
+            holder_identity=spec.get("holderIdentity") or "",
+            lease_duration_seconds=int(duration) if duration is not None else None,
+            acquire_time=_parse_micro_time(spec.get("acquireTime")),
+            renew_time=_parse_micro_time(spec.get("renewTime")),
+            lease_transitions=int(spec.get("leaseTransitions") or 0),
+        )
+
+    def to_spec(self) -> dict[str, Any]:
+        spec: dict[str, Any] = {"holderIdentity": self.holder_identity, "leaseTransitions": self.lease_transitions}
+        if self.lease_duration_seconds is not None:
+            spec["leaseDurationSeconds"] = self.lease_duration_seconds
+        if self.acquire_time is not None:
+            spec["acquireTime"] = _format_micro_time(self.acquire_time)
+        if self.renew_time is not None:
+            spec["renewTime"] = _format_micro_time(self.renew_time)
+        return spec
+
+
+@dataclass(frozen=True)
+class Observation:
+    """The last Lease record a candidate saw, and when (its own monotonic clock) it last saw it change."""
+
+    record: LeaseRecord
+    observed_at: float
+
+
+def observe(previous: Observation | None, record: LeaseRecord, now: float) -> Observation:
+    """The observation after reading ``record`` at ``now``: the clock restarts only when the record changed."""
+    if previous is not None and previous.record == record:
+        return previous
+    return Observation(record, now)
+
+
+def may_acquire(
+    observation: Observation, *, identity: str, now: float, default_lease_duration: float = LEASE_DURATION
+) -> bool:
+    """Whether ``identity`` may write itself into the Lease now (acquire, take over, or renew).
+
+    Yes when it is free (empty holder), when ``identity`` already holds it, or when the record has not
+    changed for the lease duration by the candidate's own clock. The holder's declared duration wins over
+    the default (as in client-go), so holders with longer leases are respected.
+    """
+    record = observation.record
+    if not record.holder_identity or record.holder_identity == identity:
+        return True
+    duration = record.lease_duration_seconds or default_lease_duration
+    return now >= observation.observed_at + duration
+
+
+def next_record(
+    current: LeaseRecord | None, *, identity: str, now: dt.datetime, lease_duration_seconds: int
+) -> LeaseRecord:
+    """The record ``identity`` writes to hold the Lease: a renewal keeps ``acquireTime`` and
+    ``leaseTransitions``; a change of holder (takeover, or acquire after a release) sets ``acquireTime``
+    and counts one more transition; a brand-new Lease starts at 0 transitions."""
+    if current is None:
+        return LeaseRecord(identity, lease_duration_seconds, now, now, 0)
+    if current.holder_identity == identity:
+        return replace(current, lease_duration_seconds=lease_duration_seconds, renew_time=now)
+    return LeaseRecord(identity, lease_duration_seconds, now, now, current.lease_transitions + 1)
+
+
+def released_record(current: LeaseRecord, *, now: dt.datetime) -> LeaseRecord:
+    """What a leader writes to give the Lease up: nobody holds it, and it expires in 1 s anyway."""
+    return LeaseRecord("", 1, now, now, current.lease_transitions)
+
+
+class LeadershipLostError(Exception):
+    """Raised by the manager when it stops because this process is no longer the leader."""
+
+
+class LeaderElector:
+    """Runs an election for one identity on one Lease (see the module docstring for the rules).
+
+    Use :meth:`acquire` (returns once leading), then :meth:`hold` (returns when leadership is lost), and
+    :meth:`release` on a graceful stop.
+    """
+
+    def __init__(
+        self,
+        client: KubeClient,
+        config: LeaderElectionConfig,
+        *,
+        clock: Clock = REAL_CLOCK,
+        metrics: RuntimeMetrics | None = None,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.client = client
+        self.config = config
+        self.namespace = config.namespace or client.namespace
+        self._clock = clock
+        self._metrics = metrics
+        self._rng = rng or random.Random()
+        self._observation: Observation | None = None
+        self._lease: dict[str, Any] | None = None  # the Lease as last read or written, for the next update
+        self._leading = False
+        self._last_renewed = 0.0
+
+    def __repr__(self) -> str:
+        return f"LeaderElector({self.namespace}/{self.config.name}, identity={self.config.identity!r})"
+
+    @property
+    def identity(self) -> str:
+        return self.config.identity
+
+    @property
+    def is_leader(self) -> bool:
+        return self._leading
+
+    @property
+    def observed_holder(self) -> str:
+        """The holder in the last record seen ("" when none, or nothing seen yet)."""
+        return self._observation.record.holder_identity if self._observation else ""
+
+    async def acquire(self) -> None:
+        """Poll until this identity holds the Lease."""
+        log.info("%r: waiting to acquire the lease", self)
+        while not await self.try_acquire_or_renew():
+            await self._clock.sleep(self.config.retry_period * (1.0 + _JITTER_FACTOR * self._rng.random()))
+        self._set_leading(True)
+        self._last_renewed = self._clock.monotonic()
+        log.info("%r: acquired the lease; now leading", self)
+
+    async def hold(self) -> None:
+        """Renew every ``retry_period`` until a renewal fails for ``renew_deadline`` (or another holder is
+        seen); then mark leadership lost and return."""
+        while True:
+            await self._clock.sleep(self.config.retry_period)
+            deadline = self._last_renewed + self.config.renew_deadline
+            remaining = deadline - self._clock.monotonic()
+            renewed = False
+            if remaining > 0:
+                try:
+                    # A renewal that hangs must not outlive the deadline: past it we may no longer lead.
+                    async with asyncio.timeout(remaining):
+                        renewed = await self.try_acquire_or_renew()
+                except TimeoutError:
+                    log.warning("%r: renewing the lease timed out", self)
+            if renewed:
+                self._last_renewed = self._clock.monotonic()
+                continue
+            other = self.observed_holder
+            if other and other != self.identity:
+                log.error("%r: the lease is now held by %s; leadership lost", self, other)
+                break
+            if self._clock.monotonic() >= deadline:
+                log.error("%r: could not renew the lease within %.1fs; leadership lost", self,
+                          self.config.renew_deadline)  # fmt: skip
+                break
+        self._set_leading(False)
+
+    async def release(self) -> None:
+        """Give the Lease up if this identity holds it (best effort: errors are logged)."""
+        if not self._leading or self._lease is None or self._observation is None:
+            return
+        self._set_leading(False)
+        record = released_record(self._observation.record, now=self._clock.now())
+        try:
+            await self.client.replace(LEASES, self._with_record(self._lease, record))
+            log.info("%r: released the lease", self)
+        except Exception as exc:  # best effort: the lease expires on its own anyway
+            log.warning("%r: could not release the lease: %s", self, _one_line(exc))
+
+    async def try_acquire_or_renew(self) -> bool:
+        """One election round: read the Lease and write this identity into it when the rules allow."""
+        now = self._clock.monotonic()
+        cfg = self.config
+        try:
+            try:
+                lease = await self.client.get(LEASES, cfg.name, namespace=self.namespace)
+            except NotFound:
+                record = next_record(
+                    None,
+                    identity=cfg.identity,
+                    now=self._clock.now(),
+                    lease_duration_seconds=cfg.lease_duration_seconds,
+                )
+                body = {"metadata": {"name": cfg.name, "namespace": self.namespace}, "spec": record.to_spec()}
+                try:
+                    self._lease = await self.client.create(LEASES, body, namespace=self.namespace)
+                except AlreadyExists:
+                    return False  # another candidate created it first
+                self._observation = Observation(record, now)
+                return True
+            current = LeaseRecord.from_lease(lease)
+            self._observation = observe(self._observation, current, now)
+            self._lease = lease
+            if not may_acquire(
+                self._observation, identity=cfg.identity, now=now, default_lease_duration=cfg.lease_duration
+            ):
+                return False
+            record = next_record(
+                current, identity=cfg.identity, now=self._clock.now(), lease_duration_seconds=cfg.lease_duration_seconds
+            )
+            try:
+                self._lease = await self.client.replace(LEASES, self._with_record(lease, record))
+            except Conflict:
+                return False  # someone else wrote it between our read and write
+            self._observation = Observation(record, now)
+            return True
+        except Exception as exc:  # any failure is a failed round; the renew deadline decides what it means
+            log.warning("%r: lease %s/%s: %s", self, self.namespace, cfg.name, _one_line(exc))
+            return False
+
+    def _with_record(self, lease: Mapping[str, Any], record: LeaseRecord) -> dict[str, Any]:
+        # Keep the metadata (resourceVersion: optimistic lock) and any spec fields we do not manage.
+        spec = dict(lease.get("spec") or {})
+        spec.update(record.to_spec())
+        return {"apiVersion": LEASES.api_version, "kind": LEASES.kind, "metadata": lease["metadata"], "spec": spec}
+
+    def _set_leading(self, leading: bool) -> None:
+        self._leading = leading
+        if self._metrics is not None:
+            self._metrics.leader_election_status.labels(name=self.config.name).set(1 if leading else 0)
+
+
+def _format_micro_time(value: dt.datetime) -> str:
+    return value.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _parse_micro_time(value: Any) -> dt.datetime | None:
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        return dt.datetime.fromisoformat(value)
+    except ValueError:
+        return None
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
