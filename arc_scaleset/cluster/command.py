@@ -1,4 +1,9 @@
-"""``arc-scaleset cluster build|up|down|status``: the local control plane from the command line."""
+"""``arc-scaleset cluster build|up|down|status|listener-kubelet``: the local control plane from the command line.
+
+``listener-kubelet`` runs :class:`~arc_scaleset.cluster.listener_kubelet.ListenerKubelet` in the foreground:
+a real ``arc-scaleset listener`` process for every listener pod in ``--namespace`` (kwok runs no
+containers), until SIGTERM or Ctrl-C.
+"""
 
 from __future__ import annotations
 
@@ -18,14 +23,32 @@ def default_workdir() -> Path:
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "action",
-        choices=["build", "up", "down", "status"],
+        choices=["build", "up", "down", "status", "listener-kubelet"],
         help="build: compile the binaries once into the cache; up: start a cluster and leave it "
-        "running; down: stop it; status: show what runs",
+        "running; down: stop it; status: show what runs; listener-kubelet: run listener pods of "
+        "--namespace as local processes (foreground)",
     )
     parser.add_argument(
         "--dir", type=Path, default=None, help="work directory of the cluster (default: <cache>/clusters/default)"
     )
     parser.add_argument("--force", action="store_true", help="build: rebuild even when the cache is complete")
+    parser.add_argument(
+        "--namespace",
+        default=None,
+        help="listener-kubelet: the controller namespace, where listener pods live (required)",
+    )
+    parser.add_argument(
+        "--kubeconfig",
+        type=Path,
+        default=None,
+        help="listener-kubelet: an admin kubeconfig (default: the cluster's in --dir, else $KUBECONFIG)",
+    )
+    parser.add_argument(
+        "--log-dir",
+        type=Path,
+        default=None,
+        help="listener-kubelet: where each listener pod's output goes, <pod>.log (default: <dir>/logs/listeners)",
+    )
 
 
 def build_with_progress(*, force: bool = False) -> Path:
@@ -57,9 +80,45 @@ def build_with_progress(*, force: bool = False) -> Path:
         return binaries.build(progress=report, force=force)
 
 
+def run_listener_kubelet(args: argparse.Namespace, workdir: Path) -> int:
+    import asyncio
+    import logging
+    import os
+
+    from arc_scaleset.cluster.listener_kubelet import ListenerKubelet
+    from arc_scaleset.kube.errors import KubeconfigError
+
+    if not args.namespace:
+        print("error: listener-kubelet needs --namespace (the controller namespace)", file=sys.stderr)
+        return 2
+    kubeconfig: Path | None = args.kubeconfig
+    if kubeconfig is None:
+        state = read_state(workdir)
+        if state:
+            kubeconfig = Path(state["kubeconfig"])
+        elif os.environ.get("KUBECONFIG"):
+            kubeconfig = Path(os.environ["KUBECONFIG"].split(os.pathsep)[0])
+    if kubeconfig is None or not kubeconfig.is_file():
+        print(f"error: no kubeconfig: no cluster recorded in {workdir}; pass --kubeconfig", file=sys.stderr)
+        return 1
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)-7s %(name)s: %(message)s")
+    try:
+        kubelet = ListenerKubelet(
+            kubeconfig=kubeconfig, namespace=args.namespace, log_dir=args.log_dir or workdir / "logs" / "listeners"
+        )
+    except KubeconfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    print(f"listener kubelet: pods of {args.namespace}, logs in {kubelet.log_dir} (Ctrl-C stops)", file=sys.stderr)
+    asyncio.run(kubelet.run(handle_signals=True))
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     workdir: Path = args.dir or default_workdir()
     try:
+        if args.action == "listener-kubelet":
+            return run_listener_kubelet(args, workdir)
         if args.action == "build":
             print(build_with_progress(force=args.force))
             return 0

@@ -19,7 +19,8 @@ from pathlib import Path
 _PR_SET_PDEATHSIG = 1
 
 
-def _die_with_parent() -> None:  # runs in the child between fork and exec
+def die_with_parent() -> None:
+    """Ask the kernel to SIGKILL this process when its parent dies (use as ``preexec_fn``)."""
     libc = ctypes.CDLL("libc.so.6", use_errno=True)
     libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
@@ -89,7 +90,7 @@ class ManagedProcess:
                 env=self.env,
                 # Own session: a Ctrl-C in the terminal reaches the parent, which stops children in order.
                 start_new_session=True,
-                preexec_fn=_die_with_parent if tie_to_parent else None,
+                preexec_fn=die_with_parent if tie_to_parent else None,
             )
 
     def exit_code(self) -> int | None:
