@@ -347,7 +347,14 @@ def _context_free_rewrite(value: Any, parent: str | None, draw: st.DrawFn) -> An
                 if draw(st.booleans()):
                     out[key] = None
                 continue  # drop it
-            child_parent = "__quantity__" if parent in QUANTITY_MAP_FIELDS else key
+            # A key inside a plain map (labels, annotations) is data, never a field name: its value is not
+            # a quantity even when the key happens to read "sizeLimit".
+            if parent in QUANTITY_MAP_FIELDS:
+                child_parent = "__quantity__"
+            elif is_map:
+                child_parent = "__map_value__"
+            else:
+                child_parent = key
             out[key] = _context_free_rewrite(item, child_parent, draw)
         return out
     if isinstance(value, list):
