@@ -8,9 +8,11 @@ from pydantic import ConfigDict, Field
 from pydantic.config import JsonDict
 
 from arc_scaleset.api.common import (
+    CONDITIONS_LIST_MARKERS,
     GROUP,
     VERSION,
     ApiModel,
+    Condition,
     KubeObject,
     LocalObjectReference,
     MetricsConfig,
@@ -66,7 +68,10 @@ class AutoscalingListenerSpec(ApiModel):
 
 
 class AutoscalingListenerStatus(ApiModel):
-    """Empty: the listener reports through its pod and the EphemeralRunnerSet."""
+    """The listener pod's health as the controller sees it (ARC's status is empty)."""
+
+    conditions: list[Condition] | None = Field(default=None, json_schema_extra=CONDITIONS_LIST_MARKERS)
+    """Ready (the listener pod runs) and Degraded (it keeps failing; the restart backoff is in the message)."""
 
 
 class AutoscalingListener(KubeObject):

@@ -8,9 +8,11 @@ from pydantic import ConfigDict, Field
 from pydantic.config import JsonDict
 
 from arc_scaleset.api.common import (
+    CONDITIONS_LIST_MARKERS,
     GROUP,
     VERSION,
     ApiModel,
+    Condition,
     KubeObject,
     MetricsConfig,
     PodTemplateSpec,
@@ -123,6 +125,8 @@ class AutoscalingRunnerSetStatus(ApiModel):
     """The metadata.generation the controller last brought the children in line with."""
     phase: str = ""
     """Pending (a spec change is being applied), Running, or Outdated."""
+    conditions: list[Condition] | None = Field(default=None, json_schema_extra=CONDITIONS_LIST_MARKERS)
+    """Ready / Progressing / Degraded, each with a reason and a message a person can act on."""
     current_runners: int | None = None
     pending_ephemeral_runners: int | None = None
     running_ephemeral_runners: int | None = None

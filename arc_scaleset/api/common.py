@@ -48,6 +48,12 @@ PodTemplateSpec = Annotated[dict[str, Any], k8s_schema("io.k8s.api.core.v1.PodTe
 PodSpec = Annotated[dict[str, Any], k8s_schema("io.k8s.api.core.v1.PodSpec")]
 """A core/v1 PodSpec as a plain dict."""
 
+Condition = Annotated[dict[str, Any], k8s_schema("io.k8s.apimachinery.pkg.apis.meta.v1.Condition")]
+"""A metav1.Condition (type, status, reason, message, observedGeneration, lastTransitionTime)."""
+
+CONDITIONS_LIST_MARKERS: dict[str, Any] = {"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"]}
+"""Conditions are a map keyed by ``type``: server-side apply merges them per type, as in every core kind."""
+
 PodTemplateMetadata = Annotated[dict[str, Any], k8s_schema("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta")]
 """The ``metadata`` of a pod template (labels, annotations, ...) as a plain dict."""
 

@@ -6,7 +6,15 @@ from typing import ClassVar
 
 from pydantic import Field
 
-from arc_scaleset.api.common import GROUP, VERSION, ApiModel, KubeObject, ResourceMeta
+from arc_scaleset.api.common import (
+    CONDITIONS_LIST_MARKERS,
+    GROUP,
+    VERSION,
+    ApiModel,
+    Condition,
+    KubeObject,
+    ResourceMeta,
+)
 from arc_scaleset.api.ephemeralrunner import EphemeralRunnerSpec
 from arc_scaleset.kube.resources import Resource
 
@@ -41,6 +49,8 @@ class EphemeralRunnerSetStatus(ApiModel):
     """The spec.actionableRevision whose cleanup has been done: runners of older revisions are being replaced."""
     finished_runner_cleanup_patch_id: int = 0
     """The spec.patchID at which finished runners were last reaped; scale-up waits for the next patch."""
+    conditions: list[Condition] | None = Field(default=None, json_schema_extra=CONDITIONS_LIST_MARKERS)
+    """Ready / Progressing / Degraded, each with a reason and a message a person can act on."""
     current_replicas: int | None = None
     pending_ephemeral_runners: int | None = None
     running_ephemeral_runners: int | None = None

@@ -224,10 +224,19 @@ class ActionsClient:
         return _model(response, RunnerScaleSet)
 
     async def update_runner_scale_set(
-        self, scale_set_id: int, *, name: str | None = None, runner_group_id: int | None = None
+        self,
+        scale_set_id: int,
+        *,
+        name: str | None = None,
+        runner_group_id: int | None = None,
+        labels: Sequence[str] | None = None,
     ) -> RunnerScaleSet:
-        """Change a scale set's name and/or runner group (only the given fields are sent)."""
-        patch = RunnerScaleSet(name=name or "", runner_group_id=runner_group_id or 0)
+        """Change a scale set's name, runner group and/or labels (only the given fields are sent)."""
+        patch = RunnerScaleSet(
+            name=name or "",
+            runner_group_id=runner_group_id or 0,
+            labels=[Label(name=label) for label in labels] if labels else [],
+        )
         response = await self._admin_request(
             "PATCH", f"_apis/runtime/runnerscalesets/{scale_set_id}", body=patch.request_body()
         )

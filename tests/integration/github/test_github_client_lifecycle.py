@@ -37,6 +37,9 @@ async def test_full_lifecycle_from_registration_to_session_deletion(
 
         renamed = await client.update_runner_scale_set(created.id, name="arc-renamed")
         assert renamed.name == "arc-renamed"
+        relabelled = await client.update_runner_scale_set(created.id, labels=["arc-runners", "gpu", "linux"])
+        assert [label.name for label in relabelled.labels] == ["arc-runners", "gpu", "linux"]
+        assert relabelled.name == "arc-renamed"
 
         jit = await client.generate_jit_runner_config(created.id, name="arc-renamed-runner-1")
         assert jit.encoded_jit_config
