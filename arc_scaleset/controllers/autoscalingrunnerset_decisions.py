@@ -1,0 +1,181 @@
+"""The AutoscalingRunnerSet's decisions about its children (spec 2.6.2), as pure functions.
+
+- :func:`next_actionable_revision`: the revision a runner-spec change gets (past both the spec's and the
+  applied value, so an update still being applied is not confused with a new one).
+- :func:`plan_ephemeral_runner_set`: given the live EphemeralRunnerSet (or none) and the desired one,
+  exactly one of: create it, wait for it, tear it down (Outdated at its current revision), patch its
+  runner spec with a revision bump, merge its metadata, or nothing.
+- :func:`listener_differences`: which listener-relevant fields differ (any → the listener is recreated).
+
+Comparisons are semantic (``arc_scaleset.kube.semantic.deep_equal``: nil == empty, Quantities by value), so
+an ``env: []`` or ``cpu: 1000m`` versus ``1`` is never a change; they are deliberately not short-circuited
+on ``metadata.generation`` (re-registration changes only an annotation, and must still reach the set).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from arc_scaleset.api.keys import AutoscalingRunnerSetPhase, EphemeralRunnerSetPhase
+from arc_scaleset.controllers.drift import contains_all, merge_metadata
+from arc_scaleset.kube.retry import merge_patch
+from arc_scaleset.kube.semantic import deep_equal
+
+
+class ErsAction(enum.Enum):
+    CREATE = "create"
+    WAIT_FOR_DELETION = "wait-for-deletion"
+    TEAR_DOWN = "tear-down"
+    BUMP_REVISION = "bump-revision"
+    MERGE_METADATA = "merge-metadata"
+    NONE = "none"
+
+
+@dataclass(frozen=True)
+class ErsPlan:
+    """What to do with the EphemeralRunnerSet; ``patch`` is a JSON merge patch (with a resourceVersion lock)."""
+
+    action: ErsAction
+    patch: dict[str, Any] = field(default_factory=dict)
+    revision_from: int = 0
+    revision_to: int = 0
+    changed_fields: tuple[str, ...] = ()
+
+
+def _int(value: object) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def revisions_of(ers: Mapping[str, Any]) -> tuple[int, int]:
+    """``(spec.actionableRevision, status.appliedActionableRevision)`` of a live set (missing = 0)."""
+    return _int((ers.get("spec") or {}).get("actionableRevision")), _int(
+        (ers.get("status") or {}).get("appliedActionableRevision")
+    )
+
+
+def next_actionable_revision(ers: Mapping[str, Any] | None) -> int:
+    """The next-revision rule: spec + 1 while an update is still being applied (spec > applied), else
+    applied + 1; 1 when there is no set. Never at or below either current value."""
+    if ers is None:
+        return 1
+    spec_revision, applied = revisions_of(ers)
+    return spec_revision + 1 if spec_revision > applied else applied + 1
+
+
+def outdated_teardown_due(ers: Mapping[str, Any], *, ars_phase: str) -> bool:
+    """ERS Outdated *at its current revision* while the ARS is Running (#4644).
+
+    Right after a runner-spec change, spec.actionableRevision > applied, so an Outdated verdict left over
+    from the previous spec cannot tear the scale set down; it counts once the set applied the revision.
+    """
+    if ars_phase != AutoscalingRunnerSetPhase.RUNNING:
+        return False
+    if (ers.get("status") or {}).get("phase") != EphemeralRunnerSetPhase.OUTDATED:
+        return False
+    spec_revision, applied = revisions_of(ers)
+    return applied >= spec_revision
+
+
+def _spec_field_names(live: Mapping[str, Any], desired: Mapping[str, Any]) -> tuple[str, ...]:
+    keys = sorted(set(live) | set(desired))
+    return tuple(key for key in keys if not deep_equal(live.get(key), desired.get(key)))
+
+
+def plan_ephemeral_runner_set(
+    live: Mapping[str, Any] | None,
+    desired: Mapping[str, Any],
+    *,
+    ars_phase: str,
+    excluded_label_prefixes: Iterable[str] = (),
+) -> ErsPlan:
+    """Decide the one next step for the EphemeralRunnerSet (see the module docstring)."""
+    if live is None:
+        return ErsPlan(ErsAction.CREATE)
+    meta = live.get("metadata") or {}
+    if meta.get("deletionTimestamp"):
+        return ErsPlan(ErsAction.WAIT_FOR_DELETION)
+    if outdated_teardown_due(live, ars_phase=ars_phase):
+        return ErsPlan(ErsAction.TEAR_DOWN)
+
+    live_spec = live.get("spec") or {}
+    desired_spec = desired.get("spec") or {}
+    desired_meta = desired.get("metadata") or {}
+    merged = merge_metadata(
+        live,
+        labels=desired_meta.get("labels"),
+        annotations=desired_meta.get("annotations"),
+        excluded_label_prefixes=excluded_label_prefixes,
+    )
+    lock = {"resourceVersion": meta.get("resourceVersion")}
+    live_runner_spec = live_spec.get("ephemeralRunnerSpec") or {}
+    desired_runner_spec = desired_spec.get("ephemeralRunnerSpec") or {}
+    runner_metadata_patch = _replace_wholesale(
+        live_spec.get("ephemeralRunnerMetadata"), desired_spec.get("ephemeralRunnerMetadata")
+    )
+
+    if not deep_equal(live_runner_spec, desired_runner_spec):
+        current, _ = revisions_of(live)
+        target = next_actionable_revision(live)
+        spec_patch: dict[str, Any] = {
+            "ephemeralRunnerSpec": merge_patch(live_runner_spec, desired_runner_spec),
+            "actionableRevision": target,
+        }
+        if runner_metadata_patch is not _UNCHANGED:
+            spec_patch["ephemeralRunnerMetadata"] = runner_metadata_patch
+        return ErsPlan(
+            ErsAction.BUMP_REVISION,
+            patch={"metadata": {**merged.patch.get("metadata", {}), **lock}, "spec": spec_patch},
+            revision_from=current,
+            revision_to=target,
+            changed_fields=_spec_field_names(live_runner_spec, desired_runner_spec),
+        )
+
+    metadata_drift = not deep_equal(
+        live_spec.get("ephemeralRunnerMetadata"), desired_spec.get("ephemeralRunnerMetadata")
+    )
+    if merged.changed or metadata_drift:
+        patch: dict[str, Any] = {"metadata": {**merged.patch.get("metadata", {}), **lock}}
+        if metadata_drift and runner_metadata_patch is not _UNCHANGED:
+            patch["spec"] = {"ephemeralRunnerMetadata": runner_metadata_patch}
+        return ErsPlan(ErsAction.MERGE_METADATA, patch=patch)
+    return ErsPlan(ErsAction.NONE)
+
+
+class _Unchanged:
+    pass
+
+
+_UNCHANGED: Any = _Unchanged()
+
+
+def _replace_wholesale(live: Any, desired: Any) -> Any:
+    """The merge-patch value that replaces ``live`` by ``desired`` (``None`` deletes; maps are diffed so keys
+    the desired value lacks are deleted too)."""
+    if desired is None:
+        return None if live is not None else _UNCHANGED
+    if isinstance(live, dict) and isinstance(desired, dict):
+        diff = merge_patch(live, desired)
+        return diff if diff else _UNCHANGED
+    return desired
+
+
+def listener_differences(live: Mapping[str, Any], desired: Mapping[str, Any]) -> tuple[str, ...]:
+    """The listener-relevant differences between a live AutoscalingListener and the desired one.
+
+    Spec fields are compared semantically, field by field (the names are returned, for the Event); labels and
+    annotations the controller sets must be present with its values, while keys added by others are allowed
+    (comparing whole maps would recreate the listener forever once a tool adds a label).
+    """
+    live_spec = live.get("spec") or {}
+    desired_spec = desired.get("spec") or {}
+    differences = [f"spec.{name}" for name in _spec_field_names(live_spec, desired_spec)]
+    live_meta = live.get("metadata") or {}
+    desired_meta = desired.get("metadata") or {}
+    if not contains_all(live_meta.get("labels"), desired_meta.get("labels")):
+        differences.append("metadata.labels")
+    if not contains_all(live_meta.get("annotations"), desired_meta.get("annotations")):
+        differences.append("metadata.annotations")
+    return tuple(differences)

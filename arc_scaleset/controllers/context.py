@@ -1,0 +1,82 @@
+"""What every reconciler is given: one :class:`ControllerContext` per controller-manager process.
+
+Reconcilers read watched objects through :meth:`ControllerContext.cache` (shared informers, never
+mutate what they return), write through :attr:`ControllerContext.kube`, and read Secrets and ConfigMaps
+uncached through :attr:`ControllerContext.github` (or :mod:`arc_scaleset.controllers.secrets`).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from arc_scaleset.clock import Clock
+from arc_scaleset.controllers.github_access import GitHubAccess
+from arc_scaleset.controllers.metrics import ControllerMetrics
+from arc_scaleset.controllers.settings import ControllerSettings
+from arc_scaleset.github import ActionsClientPool, SystemInfo
+from arc_scaleset.kube.client import KubeClient
+from arc_scaleset.kube.events import EventRecorder
+from arc_scaleset.kube.manager import Cache, Manager
+from arc_scaleset.kube.resources import Resource
+
+EVENT_COMPONENT = "arc-scaleset.dev/controller"
+"""The ``reportingController`` of the controller's Events."""
+FIELD_MANAGER = "arc-scaleset-controller"
+GITHUB_SUBSYSTEM = "gha-scale-set-controller"
+GITHUB_CLIENT_OPTIONS: dict[str, object] = {"request_timeout": 15.0, "retry_max": 2, "retry_wait_max": 5.0}
+"""A reconcile worker must not wait on GitHub for long: few, short retries; the workqueue backs off after."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ControllerContext:
+    """The shared services of the controller manager.
+
+    ``manager`` supplies the caches (call :meth:`cache` while setting up, so the manager waits for them
+    to sync before starting controllers); ``events`` records Kubernetes Events; ``metrics`` holds the
+    ``gha_controller_*`` families; ``clock`` is the one clock every backoff and timestamp uses.
+    """
+
+    kube: KubeClient
+    manager: Manager
+    settings: ControllerSettings
+    github: GitHubAccess
+    events: EventRecorder
+    metrics: ControllerMetrics
+    clock: Clock
+
+    def cache(self, resource: Resource) -> Cache:
+        """The shared cache of ``resource`` (its informers are created on first use)."""
+        return self.manager.cache(resource)
+
+    @classmethod
+    def create(
+        cls,
+        kube: KubeClient,
+        manager: Manager,
+        settings: ControllerSettings,
+        *,
+        pool: ActionsClientPool | None = None,
+        environ: Mapping[str, str] = os.environ,
+        events: EventRecorder | None = None,
+    ) -> ControllerContext:
+        """The usual wiring: the manager's clock and registry, a new client pool unless one is given.
+
+        The caller owns the pool's shutdown (``await context.github.pool.aclose()``).
+        """
+        clock = manager.clock
+        client_pool = pool or ActionsClientPool(
+            system_info=SystemInfo(subsystem=GITHUB_SUBSYSTEM, version=settings.build_version),
+            clock=clock,
+            client_options=GITHUB_CLIENT_OPTIONS,
+        )
+        return cls(
+            kube=kube,
+            manager=manager,
+            settings=settings,
+            github=GitHubAccess(kube, pool=client_pool, environ=environ),
+            events=events or EventRecorder(kube, component=EVENT_COMPONENT, clock=clock),
+            metrics=ControllerMetrics(manager.registry, enabled=settings.metrics_enabled),
+            clock=clock,
+        )

@@ -1,0 +1,71 @@
+"""Metadata drift without loops: merge what the controller wants into what is there, never overwrite.
+
+Other actors (admission webhooks, GitOps tools, users with ``kubectl label``) add labels and annotations
+to the objects the controller generates. Comparing the live maps with the *desired* maps would see those
+keys as drift on every pass and patch forever (ARC's bug fixed by #4634). Instead the controller computes
+the *merge* of live and desired and compares the live maps with that merge: a foreign key survives and
+is never drift; a key the controller wants (or wants changed) is drift exactly once, until the patch lands.
+
+Merging never deletes a key the controller stops wanting; it only drops labels whose key has an excluded
+prefix (``--exclude-label-propagation-prefix``), so such labels disappear from generated objects.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from arc_scaleset.api.labels import filter_and_merge_labels, merge_annotations
+from arc_scaleset.kube.retry import merge_patch
+
+
+@dataclass(frozen=True)
+class MetadataMerge:
+    """The labels and annotations an object should carry, and the merge patch that gets it there."""
+
+    labels: dict[str, str]
+    annotations: dict[str, str]
+    patch: dict[str, Any]
+    """``{"metadata": {...}}`` with only what changes (``None`` values delete); ``{}`` when nothing does."""
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.patch)
+
+
+def merge_metadata(
+    live: Mapping[str, Any],
+    *,
+    labels: Mapping[str, str] | None,
+    annotations: Mapping[str, str] | None,
+    excluded_label_prefixes: Iterable[str] = (),
+) -> MetadataMerge:
+    """Merge desired ``labels``/``annotations`` into ``live``'s (an object as read).
+
+    Labels: ``filterMerge(live, desired)`` (desired wins, excluded prefixes dropped from both);
+    annotations: ``merge(live, desired)``. The patch compares exactly against the live maps.
+    """
+    meta = live.get("metadata") or {}
+    live_labels: dict[str, str] = dict(meta.get("labels") or {})
+    live_annotations: dict[str, str] = dict(meta.get("annotations") or {})
+    merged_labels = filter_and_merge_labels(live_labels, labels or {}, excluded_label_prefixes) or {}
+    merged_annotations = merge_annotations(live_annotations, annotations or {}) or {}
+    patch: dict[str, Any] = {}
+    label_patch = merge_patch(live_labels, merged_labels)
+    if label_patch:
+        patch["labels"] = label_patch
+    annotation_patch = merge_patch(live_annotations, merged_annotations)
+    if annotation_patch:
+        patch["annotations"] = annotation_patch
+    return MetadataMerge(
+        labels=merged_labels,
+        annotations=merged_annotations,
+        patch={"metadata": patch} if patch else {},
+    )
+
+
+def contains_all(live: Mapping[str, str] | None, desired: Mapping[str, str] | None) -> bool:
+    """Whether every key of ``desired`` is in ``live`` with the same value (foreign keys are allowed)."""
+    have = live or {}
+    return all(have.get(key) == value for key, value in (desired or {}).items())

@@ -1,0 +1,398 @@
+"""The EphemeralRunner controller: one JIT registration, its Secret and its pod, until the runner is done.
+
+A pass (spec 2.4, 2.8; the pod verdicts are :mod:`~arc_scaleset.controllers.ephemeralrunner_outcome`):
+
+1. being deleted -> :mod:`~arc_scaleset.controllers.ephemeralrunner_deletion` (remove the registration, delete
+   pod and Secret, drop the finalizers);
+2. done (Succeeded, Failed, Outdated) -> delete pod and Secret; the EphemeralRunnerSet deletes the runner;
+3. ensure both finalizers (runners the set creates already carry them: no write);
+4. no pod yet, or no runner ID in the status -> ensure the JIT Secret: register the runner with GitHub
+   under the runner's name (name collisions handled as the spec says) and store the one-shot config;
+5. more than 5 failures -> delete the runner; inside the failure backoff (0/5/10/20/40/80 s) -> wait;
+6. no pod -> create it (a pod rejected by the API server marks the runner Failed with reason
+   ``InvalidPod``; a quota rejection waits, for at most 10 minutes of the runner's life); a pod that
+   vanished after the runner ran is a lost runner;
+7. a pod -> act on its verdict: mirror phase/readiness; Succeeded then delete; Outdated and unregister;
+   retry (delete the pod, record the failure); delete the runner (a job was lost, or the pod was
+   OOM-killed, evicted or lost with its node); or fail fast when it can never start.
+
+Status is written once per pass, as a merge patch of the fields this pass changes (the listener writes the
+job fields of the same status concurrently; neither write can drop the other's fields).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Mapping
+from datetime import timedelta
+from typing import Any, Final
+
+from arc_scaleset.api.ephemeralrunner import DONE_PHASES, EPHEMERAL_RUNNERS
+from arc_scaleset.api.keys import (
+    EPHEMERAL_RUNNER_FINALIZER,
+    EPHEMERAL_RUNNER_REGISTRATION_FINALIZER,
+    EphemeralRunnerPhase,
+)
+from arc_scaleset.controllers.context import ControllerContext
+from arc_scaleset.controllers.ephemeralrunner_deletion import (
+    cleanup_runner_resources,
+    finalize_runner,
+)
+from arc_scaleset.controllers.ephemeralrunner_deletion import (
+    delete_ignoring_missing as _delete_ignoring_missing,
+)
+from arc_scaleset.controllers.ephemeralrunner_outcome import (
+    MAX_FAILURES,
+    Outcome,
+    Verdict,
+    backoff_remaining,
+    failure_count,
+    pod_outcome,
+)
+from arc_scaleset.controllers.errors import ConfigurationError
+from arc_scaleset.controllers.runner_classification import parse_timestamp
+from arc_scaleset.controllers.runner_github import client_for_runner_spec, remove_registration
+from arc_scaleset.controllers.runner_pod import (
+    desired_jit_secret,
+    desired_runner_pod,
+    runner_work_folder,
+    secret_runner_id,
+)
+from arc_scaleset.github import ActionsClient, GitHubError, RunnerExists
+from arc_scaleset.kube.client import PatchType
+from arc_scaleset.kube.conditions import format_time
+from arc_scaleset.kube.controller import Controller, Request, Result
+from arc_scaleset.kube.errors import AlreadyExists, Forbidden, Invalid, NotFound
+from arc_scaleset.kube.informer import Object
+from arc_scaleset.kube.resources import PODS, SECRETS
+from arc_scaleset.kube.retry import update_with_retry
+
+log = logging.getLogger(__name__)
+
+CONTROLLER_NAME: Final = "ephemeralrunner"
+QUOTA_EXCEEDED_MARKER: Final = "exceeded quota:"
+QUOTA_GIVE_UP_AFTER: Final = timedelta(minutes=10)
+POD_EXISTS_REQUEUE: Final = 5.0
+QUOTA_REQUEUE: Final = 30.0
+NAME_COLLISION_REQUEUE: Final = 1.0
+_FINALIZERS: Final = (EPHEMERAL_RUNNER_FINALIZER, EPHEMERAL_RUNNER_REGISTRATION_FINALIZER)
+
+
+class EphemeralRunnerReconciler:
+    """Reconciles EphemeralRunners (primary) and their pods (owned); see the module docstring."""
+
+    def __init__(self, ctx: ControllerContext) -> None:
+        self._ctx = ctx
+        self._kube = ctx.kube
+        self._runners = ctx.cache(EPHEMERAL_RUNNERS)
+        self._pods = ctx.cache(PODS)
+        self.retrying: dict[str, str] = {}
+        """Runner UID -> UID of the pod this process deleted to retry it. Our caches may show the pod gone
+        before they show our own status write (two watch streams), so "the pod vanished while Running" must
+        not be mistaken for a lost pod when we deleted it ourselves."""
+
+    def controller(self) -> Controller:
+        return Controller(
+            CONTROLLER_NAME,
+            EPHEMERAL_RUNNERS,
+            self.reconcile,
+            owns=[PODS],
+            concurrency=self._ctx.settings.runner_max_concurrent_reconciles,
+            clock=self._ctx.clock,
+        )
+
+    async def reconcile(self, request: Request) -> Result:
+        er = self._runners.get(request.namespace, request.name)
+        if er is None:
+            return Result()
+        meta = er.get("metadata") or {}
+        if meta.get("deletionTimestamp"):
+            self.retrying.pop(str(meta.get("uid") or ""), None)
+            return await finalize_runner(self._ctx, er)
+        status = er.get("status") or {}
+        if status.get("phase") in DONE_PHASES:
+            await cleanup_runner_resources(self._kube, er, pod=self._pods.get(request.namespace, request.name))
+            return Result()
+        if not all(f in (meta.get("finalizers") or ()) for f in _FINALIZERS):
+            await self._add_finalizers(er)
+        return await _RunnerPass(self, er).run()
+
+    async def _add_finalizers(self, er: Object) -> None:
+        def add(current: dict[str, Any]) -> dict[str, Any] | None:
+            meta = current.setdefault("metadata", {})
+            present = list(meta.get("finalizers") or [])
+            missing = [f for f in _FINALIZERS if f not in present]
+            if not missing:
+                return None
+            meta["finalizers"] = present + missing
+            return current
+
+        meta = er.get("metadata") or {}
+        await update_with_retry(
+            self._kube, EPHEMERAL_RUNNERS, str(meta["name"]), namespace=str(meta["namespace"]), mutate=add,
+            clock=self._ctx.clock,
+        )  # fmt: skip
+
+
+class _RunnerPass:
+    """One reconcile of a live, not-done EphemeralRunner: gathers status changes, writes them once."""
+
+    def __init__(self, owner: EphemeralRunnerReconciler, er: Object) -> None:
+        self._ctx = owner._ctx
+        self._kube = owner._kube
+        self._er = er
+        meta = er.get("metadata") or {}
+        self._name = str(meta.get("name"))
+        self._namespace = str(meta.get("namespace"))
+        self._status: Mapping[str, Any] = er.get("status") or {}
+        self._pod = owner._pods.get(self._namespace, self._name)
+        self._retrying = owner.retrying
+        self._uid = str(meta.get("uid") or "")
+        self._changes: dict[str, Any] = {}
+        self._client: ActionsClient | None = None
+
+    # -- the pass ---------------------------------------------------------------------------------------
+
+    async def run(self) -> Result:
+        runner_id = int(self._status.get("runnerId") or 0)
+        if self._pod is None or runner_id == 0:
+            ensured = await self._ensure_jit_secret()
+            if isinstance(ensured, Result):
+                return ensured
+            if runner_id != ensured:
+                runner_id = ensured
+                self._changes.update(runnerId=ensured, runnerName=self._name)
+
+        if failure_count(self._er) > MAX_FAILURES:
+            await self._event("Warning", "TooManyFailures", f"the runner pod failed {failure_count(self._er)} times")
+            await self._delete_runner()
+            return Result()
+
+        if self._pod is None:
+            return await self._without_pod(runner_id)
+        return await self._with_pod(runner_id, self._pod)
+
+    async def _without_pod(self, runner_id: int) -> Result:
+        if self._status.get("phase") == EphemeralRunnerPhase.RUNNING and self._uid not in self._retrying:
+            # The runner had been seen running and the pod is gone without us deleting it (we set the
+            # phase back to Pending whenever we delete a pod to retry): node lost and pod garbage-collected,
+            # or deleted by hand. The registration may be mid-job on a dead runner: terminal.
+            await self._lost(Outcome(Verdict.LOST, reason="PodDeleted", message="the runner pod disappeared"))
+            return Result()
+        wait = backoff_remaining(self._er, now=self._ctx.clock.now())
+        if wait > 0:
+            await self._flush()
+            return Result(requeue_after=wait)
+        pod = desired_runner_pod(self._er, runner_id=runner_id, version=self._ctx.settings.build_version)
+        try:
+            await self._kube.create(PODS, pod)
+            self._retrying.pop(self._uid, None)
+        except AlreadyExists:
+            # Our cache has not seen the pod yet (or someone else holds the name): look again shortly.
+            await self._flush()
+            return Result(requeue_after=POD_EXISTS_REQUEUE)
+        except Invalid as exc:
+            await self._mark_done(
+                EphemeralRunnerPhase.FAILED, "InvalidPod", f"Failed to create the pod: {exc}", runner_id
+            )
+            return Result()
+        except Forbidden as exc:
+            if QUOTA_EXCEEDED_MARKER in str(exc):
+                return await self._quota_exceeded(str(exc))
+            await self._mark_done(
+                EphemeralRunnerPhase.FAILED, "InvalidPod", f"Failed to create the pod: {exc}", runner_id
+            )
+            return Result()
+        if not self._status.get("phase"):
+            self._changes["phase"] = EphemeralRunnerPhase.PENDING
+        await self._flush()
+        return Result()
+
+    async def _with_pod(self, runner_id: int, pod: Object) -> Result:
+        if self._retrying.get(self._uid) == (pod.get("metadata") or {}).get("uid"):
+            await self._flush()  # the pod we deleted to retry, still on its way out
+            return Result()
+        outcome = pod_outcome(
+            pod, has_job=bool(self._status.get("jobId")), runner_phase=str(self._status.get("phase") or "")
+        )
+        match outcome.verdict:
+            case Verdict.WAIT:
+                await self._flush()
+            case Verdict.MIRROR:
+                if outcome.phase != self._status.get("phase") or outcome.ready != bool(self._status.get("ready")):
+                    self._changes.update(
+                        phase=outcome.phase, ready=outcome.ready, reason=outcome.reason, message=outcome.message
+                    )
+                await self._flush()
+            case Verdict.SUCCEEDED:
+                self._changes.update(
+                    phase=EphemeralRunnerPhase.SUCCEEDED, ready=False, reason=outcome.reason, message=outcome.message
+                )
+                await self._flush()
+                await self._delete_runner()
+            case Verdict.OUTDATED:
+                await self._mark_done(EphemeralRunnerPhase.OUTDATED, "Outdated", outcome.message, runner_id)
+            case Verdict.CANNOT_START:
+                await self._event("Warning", outcome.reason, outcome.message)
+                await self._mark_done(EphemeralRunnerPhase.FAILED, outcome.reason, outcome.message, runner_id)
+            case Verdict.RETRY:
+                await self._retry_pod(pod, outcome)
+            case Verdict.DELETE_RUNNER:
+                await self._event("Warning", "RunnerPodFailed", f"{outcome.message}; the job it ran is lost")
+                await self._delete_runner()
+                await self._best_effort_remove(runner_id)
+            case Verdict.LOST:
+                await self._lost(outcome)
+        return Result()
+
+    # -- JIT registration -------------------------------------------------------------------------------
+
+    async def _ensure_jit_secret(self) -> int | Result:
+        """The runner ID from the JIT Secret, registering the runner first when there is no Secret."""
+        try:
+            secret = await self._kube.get(SECRETS, self._name, namespace=self._namespace)
+        except NotFound:
+            secret = None
+        if secret is not None:
+            runner_id = secret_runner_id(secret)
+            if runner_id is not None:
+                return runner_id
+            log.warning("JIT secret %s/%s has no usable runnerId; deleting it to register again", self._namespace,
+                        self._name)  # fmt: skip
+            await _delete_ignoring_missing(self._kube, SECRETS, self._name, self._namespace)
+            return Result(requeue_after=NAME_COLLISION_REQUEUE)
+
+        client = await self._github()
+        spec = self._er.get("spec") or {}
+        scale_set_id = int(spec.get("runnerScaleSetId") or 0)
+        try:
+            jit = await client.generate_jit_runner_config(
+                scale_set_id, name=self._name, work_folder=runner_work_folder(self._er)
+            )
+        except RunnerExists:
+            return await self._name_collision(client, scale_set_id)
+        secret_body = desired_jit_secret(
+            self._er,
+            encoded_jit_config=jit.encoded_jit_config,
+            runner_id=jit.runner.id,
+            runner_name=jit.runner.name or self._name,
+            scale_set_id=scale_set_id,
+        )
+        try:
+            await self._kube.create(SECRETS, secret_body)
+        except AlreadyExists:
+            # Only this runner's reconcile writes this name, one at a time: a leftover from a pass that
+            # failed after creating it. Use what it holds next time.
+            return Result(requeue_after=NAME_COLLISION_REQUEUE)
+        return jit.runner.id
+
+    async def _name_collision(self, client: ActionsClient, scale_set_id: int) -> Result:
+        existing = await client.get_runner_by_name(self._name)
+        if existing is None:
+            return Result(requeue_after=NAME_COLLISION_REQUEUE)
+        if existing.runner_scale_set_id == scale_set_id:
+            # Our own earlier registration whose Secret was lost: remove it and register again.
+            await remove_registration(client, existing.id)
+            return Result(requeue_after=NAME_COLLISION_REQUEUE)
+        await self._event(
+            "Warning",
+            "RunnerNameTaken",
+            f"a runner named {self._name} is registered in another scale set ({existing.runner_scale_set_id});"
+            " deleting this EphemeralRunner",
+        )
+        await self._delete_runner()
+        return Result()
+
+    async def _github(self) -> ActionsClient:
+        if self._client is None:
+            try:
+                self._client = await client_for_runner_spec(
+                    self._ctx.github, namespace=self._namespace, spec=self._er.get("spec") or {}
+                )
+            except ConfigurationError as exc:
+                await self._event("Warning", exc.reason, exc.message)
+                if self._status.get("reason") != exc.reason or self._status.get("message") != exc.message:
+                    self._changes.update(reason=exc.reason, message=exc.message)
+                await self._flush()
+                raise
+        return self._client
+
+    # -- actions ----------------------------------------------------------------------------------------
+
+    async def _mark_done(self, phase: EphemeralRunnerPhase, reason: str, message: str, runner_id: int) -> None:
+        """Failed or Outdated: record it, then unregister (the runner will never run a job)."""
+        self._changes.update(phase=phase, reason=reason, message=message, ready=False)
+        await self._flush()
+        if runner_id:
+            await remove_registration(await self._github(), runner_id)
+
+    async def _retry_pod(self, pod: Object, outcome: Outcome) -> None:
+        pod_meta = pod.get("metadata") or {}
+        uid = str(pod_meta.get("uid") or "")
+        failures = self._status.get("failures") or {}
+        if uid and uid not in failures:
+            self._changes["failures"] = {uid: format_time(self._ctx.clock.now())}
+            await self._event(
+                "Warning", "RunnerPodFailed", f"{outcome.message}; retrying ({len(failures) + 1} of {MAX_FAILURES})"
+            )
+        # Pending again: the next pod is not running yet, and a missing pod then means "recreate" rather
+        # than "lost".
+        self._changes.update(ready=False, reason=outcome.reason, message=outcome.message,
+                             phase=EphemeralRunnerPhase.PENDING)  # fmt: skip
+        # Status first, then the pod: after a crash in between, the runner reads Pending with the failure
+        # recorded, and the failed pod is still there to be retried again.
+        await self._flush()
+        self._retrying[self._uid] = uid
+        if not pod_meta.get("deletionTimestamp"):
+            await _delete_ignoring_missing(self._kube, PODS, self._name, self._namespace)
+
+    async def _lost(self, outcome: Outcome) -> None:
+        await self._event("Warning", outcome.reason or "RunnerLost", f"{outcome.message}; deleting the runner")
+        await self._delete_runner()
+
+    async def _quota_exceeded(self, message: str) -> Result:
+        created = parse_timestamp((self._er.get("metadata") or {}).get("creationTimestamp"))
+        if created is not None and self._ctx.clock.now() - created > QUOTA_GIVE_UP_AFTER:
+            await self._event("Warning", "QuotaExceeded", f"{message}; giving up after 10 minutes")
+            await self._delete_runner()
+            return Result()
+        await self._event("Warning", "QuotaExceeded", message)
+        await self._flush()
+        return Result(requeue_after=QUOTA_REQUEUE)
+
+    async def _best_effort_remove(self, runner_id: int) -> None:
+        try:
+            await remove_registration(await self._github(), runner_id)
+        except (GitHubError, ConfigurationError) as exc:
+            log.info("could not remove runner %s of %s/%s now (the finalizer retries): %s", runner_id,
+                     self._namespace, self._name, exc)  # fmt: skip
+
+    async def _delete_runner(self) -> None:
+        await _delete_ignoring_missing(self._kube, EPHEMERAL_RUNNERS, self._name, self._namespace)
+
+    async def _event(self, type_: str, reason: str, note: str) -> None:
+        await self._ctx.events.event(self._er, type="Warning" if type_ == "Warning" else "Normal",
+                                     reason=reason, note=note, action="Reconcile")  # fmt: skip
+
+    async def _flush(self) -> None:
+        """Write the status changes gathered in this pass (one merge patch), if any."""
+        if not self._changes:
+            return
+        changes, self._changes = self._changes, {}
+        with contextlib.suppress(NotFound):
+            await self._kube.patch(
+                EPHEMERAL_RUNNERS,
+                self._name,
+                {"status": changes},
+                namespace=self._namespace,
+                patch_type=PatchType.MERGE,
+                subresource="status",
+            )
+
+
+def setup_ephemeral_runner_controller(ctx: ControllerContext) -> Controller:
+    """Build the EphemeralRunner controller and register it with the context's manager."""
+    controller = EphemeralRunnerReconciler(ctx).controller()
+    ctx.manager.add(controller)
+    return controller

@@ -1,0 +1,183 @@
+"""What an EphemeralRunner's pod says, as a pure function (spec 2.4 step 9, 2.8, field survey 2.4).
+
+:func:`pod_outcome` reads a runner pod (and two facts about its EphemeralRunner) and returns one
+:class:`Outcome`; the reconciler acts on it. Checked in this order:
+
+1. the ``runner`` container terminated: exit 0 -> ``SUCCEEDED``; exit 7 -> ``OUTDATED`` (runner version
+   deprecated); reason ``OOMKilled`` -> ``LOST``; any other code -> a pod failure (below);
+2. pod phase ``Failed``: evicted, node lost or shut down (``status.reason``), or a ``DisruptionTarget``
+   condition -> ``LOST``; otherwise a pod failure;
+3. an init container terminated non-zero -> a pod failure;
+4. the pod is being deleted although the runner never finished, and the EphemeralRunner had seen it run
+   -> ``LOST`` (drained, evicted through the API, or its node vanished and the pod was garbage-collected);
+5. a container waiting for a reason that never resolves by waiting (``InvalidImageName``,
+   ``ErrImageNeverPull``) -> ``CANNOT_START``: fail fast with a reason that says so;
+6. no status for the ``runner`` container yet -> ``WAIT``; otherwise ``MIRROR`` the pod phase and readiness.
+
+A pod failure is ``DELETE_RUNNER`` when the runner has a job (the job is lost with the pod; ARC's rule)
+and ``RETRY`` otherwise (delete the pod, record the failure, recreate it after the backoff).
+
+Beyond ARC, ``LOST`` is terminal whether or not a job was assigned: the EphemeralRunner is deleted, which
+removes its registration through its finalizer, and the set replaces it. Restarting the same registration
+on a new pod after an OOM kill or a lost node is what leaves zombie runners in ARC (field survey 2.4).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import enum
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from arc_scaleset.api.keys import RUNNER_CONTAINER_NAME, EphemeralRunnerPhase
+from arc_scaleset.controllers.runner_classification import parse_timestamp
+
+EXIT_SUCCESS: Final = 0
+EXIT_RUNNER_OUTDATED: Final = 7
+
+MAX_FAILURES: Final = 5
+FAILURE_BACKOFF: Final = (0.0, 5.0, 10.0, 20.0, 40.0, 80.0)
+"""Seconds to wait before recreating a pod, by the number of failures recorded so far."""
+
+NEVER_STARTS: Final = frozenset({"InvalidImageName", "ErrImageNeverPull"})
+"""Container waiting reasons the kubelet never recovers from on its own: the spec must change."""
+LOST_POD_REASONS: Final = frozenset({"Evicted", "NodeLost", "Shutdown", "NodeShutdown", "Terminated"})
+"""Pod ``status.reason`` values of a pod the node took away (evicted, lost, shut down). Admission
+rejections (``OutOfcpu``, ``OutOfmemory``...) are not among them: the pod never ran, a retry may fit."""
+OOM_KILLED: Final = "OOMKilled"
+
+
+class Verdict(enum.StrEnum):
+    WAIT = "Wait"
+    MIRROR = "Mirror"
+    SUCCEEDED = "Succeeded"
+    OUTDATED = "Outdated"
+    RETRY = "Retry"
+    DELETE_RUNNER = "DeleteRunner"
+    LOST = "Lost"
+    CANNOT_START = "CannotStart"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """A verdict with the reason and message to record (status, Event); ``phase``/``ready`` for MIRROR."""
+
+    verdict: Verdict
+    reason: str = ""
+    message: str = ""
+    phase: str = ""
+    ready: bool = False
+
+
+def _status(pod: Mapping[str, Any]) -> Mapping[str, Any]:
+    status = pod.get("status")
+    return status if isinstance(status, Mapping) else {}
+
+
+def container_status(statuses: Sequence[Mapping[str, Any]] | None, name: str) -> Mapping[str, Any] | None:
+    for status in statuses or ():
+        if status.get("name") == name:
+            return status
+    return None
+
+
+def pod_ready(pod: Mapping[str, Any]) -> bool:
+    """The ``Ready`` condition's status; with several (should not happen), the latest transition wins."""
+    ready = [c for c in _status(pod).get("conditions") or () if c.get("type") == "Ready"]
+    if not ready:
+        return False
+    latest = max(
+        ready, key=lambda c: parse_timestamp(c.get("lastTransitionTime")) or dt.datetime.min.replace(tzinfo=dt.UTC)
+    )
+    return bool(latest.get("status") == "True")
+
+
+def _failure(has_job: bool, reason: str, message: str) -> Outcome:
+    return Outcome(Verdict.DELETE_RUNNER if has_job else Verdict.RETRY, reason=reason, message=message)
+
+
+def pod_outcome(pod: Mapping[str, Any], *, has_job: bool, runner_phase: str) -> Outcome:
+    """See the module docstring. ``runner_phase`` is the EphemeralRunner's ``status.phase``."""
+    status = _status(pod)
+    phase = str(status.get("phase") or "")
+    runner = container_status(status.get("containerStatuses"), RUNNER_CONTAINER_NAME)
+    terminated = (runner or {}).get("state", {}).get("terminated") if runner else None
+
+    if terminated is not None:
+        code = terminated.get("exitCode")
+        reason = str(terminated.get("reason") or "")
+        if code == EXIT_SUCCESS:
+            return Outcome(Verdict.SUCCEEDED, reason="Succeeded", message="the runner finished its job")
+        if code == EXIT_RUNNER_OUTDATED:
+            return Outcome(Verdict.OUTDATED, reason="Outdated", message="Runner is deprecated")
+        if reason == OOM_KILLED:
+            return Outcome(Verdict.LOST, reason=OOM_KILLED, message="the runner container was OOM-killed")
+        return _failure(has_job, reason or "Error", f"the runner container exited with code {code}")
+
+    if phase == "Failed":
+        pod_reason = str(status.get("reason") or "")
+        message = str(status.get("message") or "")
+        if pod_reason in LOST_POD_REASONS or _disrupted(status):
+            return Outcome(
+                Verdict.LOST, reason=pod_reason or "DisruptionTarget", message=message or "the pod was taken away"
+            )
+        return _failure(has_job, pod_reason or "PodFailed", message or "the runner pod failed")
+
+    for init in status.get("initContainerStatuses") or ():
+        init_terminated = (init.get("state") or {}).get("terminated")
+        if init_terminated is not None and init_terminated.get("exitCode") not in (None, 0):
+            return _failure(
+                has_job,
+                "InitContainerFailed",
+                f"init container {init.get('name')} exited with code {init_terminated.get('exitCode')}",
+            )
+
+    if (pod.get("metadata") or {}).get("deletionTimestamp") and runner_phase == EphemeralRunnerPhase.RUNNING:
+        return Outcome(Verdict.LOST, reason="PodDeleted", message="the runner pod was deleted while the runner ran")
+
+    for waiting_status in (*(status.get("initContainerStatuses") or ()), *(status.get("containerStatuses") or ())):
+        waiting = (waiting_status.get("state") or {}).get("waiting") or {}
+        if waiting.get("reason") in NEVER_STARTS:
+            detail = str(waiting.get("message") or "")
+            return Outcome(
+                Verdict.CANNOT_START,
+                reason=str(waiting["reason"]),
+                message=(
+                    f"container {waiting_status.get('name')} can never start ({waiting['reason']}"
+                    f"{': ' + detail if detail else ''}); fix the runner template"
+                ),
+            )
+
+    if runner is None:
+        return Outcome(Verdict.WAIT)
+    mirrored = phase if phase in (EphemeralRunnerPhase.PENDING, EphemeralRunnerPhase.RUNNING) else "Pending"
+    return Outcome(
+        Verdict.MIRROR,
+        phase=mirrored,
+        ready=pod_ready(pod),
+        reason=str(status.get("reason") or ""),
+        message=str(status.get("message") or ""),
+    )
+
+
+def _disrupted(status: Mapping[str, Any]) -> bool:
+    return any(
+        c.get("type") == "DisruptionTarget" and c.get("status") == "True" for c in status.get("conditions") or ()
+    )
+
+
+def failure_count(er: Mapping[str, Any]) -> int:
+    return len((er.get("status") or {}).get("failures") or {})
+
+
+def backoff_remaining(er: Mapping[str, Any], *, now: dt.datetime) -> float:
+    """Seconds to wait before recreating the pod (0: now), from the recorded failures (spec 2.4 step 7)."""
+    failures = (er.get("status") or {}).get("failures") or {}
+    if not failures:
+        return 0.0
+    times = [t for t in (parse_timestamp(v) for v in failures.values()) if t is not None]
+    if not times:
+        return 0.0
+    delay = FAILURE_BACKOFF[min(len(failures), len(FAILURE_BACKOFF) - 1)]
+    return max(0.0, (max(times) + dt.timedelta(seconds=delay) - now).total_seconds())

@@ -1,0 +1,70 @@
+"""Configuration errors: bad input a user must fix, reported as a condition and an Event, never a crash.
+
+Each class carries ``reason`` (CamelCase, for a condition's ``reason`` and an Event's ``reason``) and a
+message that says what is wrong and how to fix it. Messages name Secrets, keys and URLs, never a secret
+value. A reconciler that catches one sets its conditions, records a Warning Event and lets the key retry
+with backoff: the input may be fixed at any time, and nothing is deleted on the strength of bad input.
+"""
+
+# ruff: noqa: N818  (the names read as the condition they report, like the Kubernetes Status reasons)
+from __future__ import annotations
+
+from typing import ClassVar
+
+
+class ConfigurationError(Exception):
+    """Input the controller cannot use until a user changes it."""
+
+    reason: ClassVar[str] = "InvalidConfiguration"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class SecretNotFound(ConfigurationError):
+    """A Secret the object names does not exist (or may not be read by the controller)."""
+
+    reason = "SecretNotFound"
+
+
+class InvalidSecret(ConfigurationError):
+    """A Secret exists but its data cannot be used (no credentials, both kinds, malformed key...)."""
+
+    reason = "InvalidSecret"
+
+
+class InvalidGitHubConfigURL(ConfigurationError):
+    """``githubConfigUrl`` is not an enterprise, organization or repository URL."""
+
+    reason = "InvalidGitHubConfigURL"
+
+
+class TLSConfigError(ConfigurationError):
+    """``githubServerTLS`` names a ConfigMap or key that is missing, or the PEM cannot be parsed."""
+
+    reason = "InvalidTLSConfig"
+
+
+class VaultNotSupported(ConfigurationError):
+    """``vaultConfig`` asks for a secret store this controller cannot reach (Azure Key Vault)."""
+
+    reason = "VaultNotSupported"
+
+
+class RunnerGroupNotFound(ConfigurationError):
+    """``runnerGroup`` names a runner group that does not exist on GitHub."""
+
+    reason = "RunnerGroupNotFound"
+
+
+class InvalidSpec(ConfigurationError):
+    """The object's spec cannot be read (a field of the wrong type that the CRD schema let through)."""
+
+    reason = "InvalidSpec"
+
+
+class UnsupportedVersion(ConfigurationError):
+    """The object's ``app.kubernetes.io/version`` label names a version this build does not manage."""
+
+    reason = "UnsupportedVersion"

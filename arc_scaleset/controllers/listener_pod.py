@@ -1,0 +1,190 @@
+"""The listener pod: built from the AutoscalingListener (spec 1.9), merged with ``listenerTemplate``, and
+compared with the live pod by derivation, not equality (spec 2.6.4).
+
+- :func:`desired_listener_pod`: the pod the listener should run as (pure).
+- :func:`merge_listener_template`: ARC's merge rules for a user-supplied pod template.
+- :func:`recreation_reason`: why the live pod must be replaced, or ``None``. Checked in order: the config
+  Secret's resourceVersion annotation (a missing one on the live pod counts: a pod from before the
+  annotation existed is recreated once, so no config change slips through an upgrade unapplied); a
+  container that lost a port (invisible to derivation); ``deep_derivative(desired.spec, live.spec)``, so
+  fields the API server defaults or admission injects never cause churn.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable, Mapping
+from typing import Any, Final
+
+from arc_scaleset.api.autoscalinglistener import AutoscalingListener
+from arc_scaleset.api.keys import ANNOTATION_LISTENER_CONFIG_RESOURCE_VERSION, LISTENER_CONTAINER_NAME
+from arc_scaleset.api.naming import (
+    listener_config_secret_name,
+    listener_pod_name,
+    listener_proxy_secret_name,
+    listener_service_account_name,
+)
+from arc_scaleset.kube.ownerrefs import controller_ref
+from arc_scaleset.kube.semantic import deep_derivative
+
+CONFIG_VOLUME: Final = "listener-config"
+CONFIG_MOUNT_PATH: Final = "/etc/gha-listener"
+CONFIG_PATH_ENV: Final = "LISTENER_CONFIG_PATH"
+METRICS_PORT_NAME: Final = "metrics"
+TERMINATION_GRACE_PERIOD_SECONDS: Final = 60
+
+# Container fields a template's "listener" container replaces (when it sets them), or appends to.
+_CONTAINER_REPLACED: Final = (
+    "imagePullPolicy", "workingDir", "resources", "livenessProbe", "readinessProbe", "startupProbe", "lifecycle",
+    "terminationMessagePath", "terminationMessagePolicy", "securityContext", "resizePolicy", "restartPolicy",
+    "stdin", "stdinOnce", "tty",
+)  # fmt: skip
+_CONTAINER_APPENDED: Final = ("env", "args", "ports", "envFrom", "volumeMounts", "volumeDevices")
+# Pod fields replaced only when the template sets them.
+_POD_REPLACED_IF_SET: Final = ("restartPolicy", "imagePullSecrets", "nodeSelector")
+# Pod fields replaced unconditionally (unset in the template clears them, as ARC's Go assignment does).
+_POD_REPLACED: Final = (
+    "initContainers", "ephemeralContainers", "terminationGracePeriodSeconds", "activeDeadlineSeconds", "dnsPolicy",
+    "nodeName", "hostNetwork", "hostPID", "hostIPC", "shareProcessNamespace", "securityContext", "hostname",
+    "subdomain", "affinity", "schedulerName", "tolerations", "hostAliases", "priorityClassName", "priority",
+    "dnsConfig", "readinessGates", "runtimeClassName", "enableServiceLinks", "preemptionPolicy", "overhead",
+    "topologySpreadConstraints", "setHostnameAsFQDN", "os", "hostUsers", "schedulingGates", "resourceClaims",
+)  # fmt: skip
+
+PROXY_ENV: Final = (("http_proxy", "http"), ("https_proxy", "https"), ("no_proxy", "no_proxy"))
+
+
+def _proxy_env(listener: AutoscalingListener) -> list[dict[str, Any]]:
+    proxy = listener.spec.proxy
+    if proxy is None:
+        return []
+    configured = {
+        "http": proxy.http is not None,
+        "https": proxy.https is not None,
+        "no_proxy": bool(proxy.no_proxy),
+    }
+    secret = listener_proxy_secret_name(listener.name)
+    return [
+        {"name": key, "valueFrom": {"secretKeyRef": {"name": secret, "key": key}}}
+        for key, part in PROXY_ENV
+        if configured[part]
+    ]
+
+
+def desired_listener_pod(
+    listener_object: Mapping[str, Any],
+    listener: AutoscalingListener,
+    *,
+    command: Iterable[str],
+    metrics_port: int | None,
+    config_resource_version: str,
+) -> dict[str, Any]:
+    """The listener pod; ``config_resource_version`` is the config Secret's ``metadata.resourceVersion``."""
+    container: dict[str, Any] = {
+        "name": LISTENER_CONTAINER_NAME,
+        "image": listener.spec.image,
+        "command": list(command),
+        "env": [{"name": CONFIG_PATH_ENV, "value": f"{CONFIG_MOUNT_PATH}/config.json"}, *_proxy_env(listener)],
+        "volumeMounts": [{"name": CONFIG_VOLUME, "mountPath": CONFIG_MOUNT_PATH, "readOnly": True}],
+    }
+    if metrics_port is not None:
+        container["ports"] = [{"name": METRICS_PORT_NAME, "containerPort": metrics_port, "protocol": "TCP"}]
+    spec: dict[str, Any] = {
+        "serviceAccountName": listener_service_account_name(listener.name),
+        "containers": [container],
+        "volumes": [{"name": CONFIG_VOLUME, "secret": {"secretName": listener_config_secret_name(listener.name)}}],
+        "nodeSelector": {"kubernetes.io/os": "linux"},
+        "restartPolicy": "Never",
+        "terminationGracePeriodSeconds": TERMINATION_GRACE_PERIOD_SECONDS,
+    }
+    if listener.spec.image_pull_secrets:
+        spec["imagePullSecrets"] = [secret.to_json() for secret in listener.spec.image_pull_secrets]
+    pod: dict[str, Any] = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": listener_pod_name(listener.name),
+            "namespace": listener.namespace,
+            "labels": dict(listener.metadata.labels or {}),
+            "annotations": {ANNOTATION_LISTENER_CONFIG_RESOURCE_VERSION: config_resource_version},
+            "ownerReferences": [controller_ref(listener_object)],
+        },
+        "spec": spec,
+    }
+    if listener.spec.template:
+        pod = merge_listener_template(pod, listener.spec.template)
+    return pod
+
+
+def merge_listener_template(pod: Mapping[str, Any], template: Mapping[str, Any]) -> dict[str, Any]:
+    """``pod`` with a ``listenerTemplate`` merged in by ARC's rules (spec 1.9); neither input is modified."""
+    merged = copy.deepcopy(dict(pod))
+    template = copy.deepcopy(dict(template))
+    meta = merged.setdefault("metadata", {})
+    template_meta = template.get("metadata") or {}
+    for field in ("labels", "annotations"):
+        existing = meta.setdefault(field, {})
+        for key, value in (template_meta.get(field) or {}).items():
+            existing.setdefault(key, value)
+
+    spec = merged.setdefault("spec", {})
+    template_spec = template.get("spec") or {}
+    containers = spec.setdefault("containers", [])
+    for template_container in template_spec.get("containers") or []:
+        if template_container.get("name") == LISTENER_CONTAINER_NAME:
+            for container in containers:
+                if container.get("name") == LISTENER_CONTAINER_NAME:
+                    _merge_listener_container(container, template_container)
+        else:
+            containers.append(template_container)
+    for field in _POD_REPLACED_IF_SET:
+        if template_spec.get(field) is not None:
+            spec[field] = template_spec[field]
+    if template_spec.get("volumes"):
+        spec["volumes"] = [*(spec.get("volumes") or []), *template_spec["volumes"]]
+    for field in _POD_REPLACED:
+        if template_spec.get(field) is not None:
+            spec[field] = template_spec[field]
+        else:
+            spec.pop(field, None)
+    return merged
+
+
+def _merge_listener_container(container: dict[str, Any], template: Mapping[str, Any]) -> None:
+    if template.get("image"):
+        container["image"] = template["image"]
+    if template.get("command"):
+        container["command"] = template["command"]
+    for field in _CONTAINER_APPENDED:
+        if template.get(field):
+            container[field] = [*(container.get(field) or []), *template[field]]
+    for field in _CONTAINER_REPLACED:
+        if template.get(field) is not None:
+            container[field] = template[field]
+        else:
+            container.pop(field, None)
+
+
+def recreation_reason(live: Mapping[str, Any], desired: Mapping[str, Any]) -> str | None:
+    """Why the live listener pod must be recreated to match ``desired``; ``None`` when it need not be."""
+    desired_version = ((desired.get("metadata") or {}).get("annotations") or {}).get(
+        ANNOTATION_LISTENER_CONFIG_RESOURCE_VERSION, ""
+    )
+    if desired_version:
+        live_version = ((live.get("metadata") or {}).get("annotations") or {}).get(
+            ANNOTATION_LISTENER_CONFIG_RESOURCE_VERSION
+        )
+        if live_version is None:
+            return "the pod predates the config-version annotation"
+        if live_version != desired_version:
+            return f"the listener config changed (Secret resourceVersion {live_version} -> {desired_version})"
+    live_spec = live.get("spec") or {}
+    desired_spec = desired.get("spec") or {}
+    live_containers = {c.get("name"): c for c in live_spec.get("containers") or []}
+    for container in desired_spec.get("containers") or []:
+        counterpart = live_containers.get(container.get("name"))
+        if counterpart is not None and len(counterpart.get("ports") or []) > len(container.get("ports") or []):
+            return f"container {container.get('name')!r} has ports the desired pod no longer has"
+    if not deep_derivative(desired_spec, live_spec):
+        return "the pod spec changed"
+    return None

@@ -1,0 +1,156 @@
+"""When a listener pod must be replaced because it stopped, and how long to wait before the next one.
+
+ARC recreates a failed listener pod at once (#4656: a revoked token or a deleted scale set becomes a
+tight crash loop), and misses pods that were evicted or lost their node (#4331, #4469). Here:
+
+- :func:`listener_pod_failure` reads the live pod: Failed, evicted, the listener container terminated,
+  a disruption (``DisruptionTarget``, e.g. taint eviction of a lost node), or a deletion that cannot finish
+  because the kubelet is gone (still terminating well past its grace period). Each has a reason.
+- :class:`RestartBackoff` spaces recreations per listener: ``base * 2**(n-1)`` seconds up to ``cap`` after
+  the n-th consecutive failure; a listener that ran longer than ``cap`` before failing starts over.
+
+Pure: time comes in as arguments.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from arc_scaleset.api.keys import LISTENER_CONTAINER_NAME
+
+STUCK_TERMINATING_GRACE: Final = 60.0
+"""Seconds past a pod's deletion deadline after which its node is presumed gone."""
+
+
+@dataclass(frozen=True)
+class PodFailure:
+    reason: str
+    """CamelCase: ``ListenerFailed``, ``ListenerEvicted``, ``ListenerDisrupted``, ``ListenerNodeLost``."""
+    message: str
+    ran_for: float | None = None
+    """Seconds the listener container ran before it ended, when known."""
+    force_delete: bool = False
+    """Delete with grace period 0: the kubelet is gone and will never confirm a graceful deletion."""
+
+
+def _parse_time(value: object) -> dt.datetime | None:
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        return dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+def _listener_status(pod: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    for status in (pod.get("status") or {}).get("containerStatuses") or []:
+        if status.get("name") == LISTENER_CONTAINER_NAME:
+            return status  # type: ignore[no-any-return]
+    return None
+
+
+def listener_pod_failure(pod: Mapping[str, Any], *, now: dt.datetime) -> PodFailure | None:
+    """Why the listener pod is finished and must be replaced, or ``None`` while it runs or starts."""
+    meta = pod.get("metadata") or {}
+    status = pod.get("status") or {}
+    deletion = _parse_time(meta.get("deletionTimestamp"))
+    if deletion is not None:
+        grace = meta.get("deletionGracePeriodSeconds") or 0
+        overdue = (now - deletion).total_seconds() - float(grace)
+        if overdue > STUCK_TERMINATING_GRACE:
+            node = (pod.get("spec") or {}).get("nodeName") or "its node"
+            return PodFailure(
+                "ListenerNodeLost",
+                f"the listener pod has been terminating for {overdue:.0f}s past its grace period; {node} is"
+                " presumed lost",
+                force_delete=True,
+            )
+        return None
+    if status.get("reason") == "Evicted":
+        return PodFailure("ListenerEvicted", f"the listener pod was evicted: {status.get('message') or 'no message'}")
+    for condition in status.get("conditions") or []:
+        if condition.get("type") == "DisruptionTarget" and condition.get("status") == "True":
+            return PodFailure(
+                "ListenerDisrupted",
+                f"the listener pod is being disrupted ({condition.get('reason') or 'unknown reason'}):"
+                f" {condition.get('message') or ''}".rstrip(": "),
+            )
+    container = _listener_status(pod)
+    terminated = ((container or {}).get("state") or {}).get("terminated")
+    if terminated is not None:
+        started = _parse_time(terminated.get("startedAt"))
+        finished = _parse_time(terminated.get("finishedAt"))
+        ran_for = (finished - started).total_seconds() if started and finished else None
+        detail = terminated.get("reason") or "Error"
+        return PodFailure(
+            "ListenerFailed",
+            f"the listener container exited with code {terminated.get('exitCode')} ({detail})",
+            ran_for=ran_for,
+        )
+    if status.get("phase") == "Failed":
+        return PodFailure("ListenerFailed", f"the listener pod failed: {status.get('reason') or 'unknown reason'}")
+    if status.get("phase") == "Succeeded":
+        return PodFailure("ListenerFailed", "the listener pod exited")
+    return None
+
+
+def listener_running(pod: Mapping[str, Any]) -> bool:
+    """Whether the listener container is running (for ``gha_controller_running_listeners``)."""
+    container = _listener_status(pod)
+    return ((container or {}).get("state") or {}).get("running") is not None
+
+
+@dataclass
+class _Track:
+    failures: int
+    not_before: float
+    last_pod_uid: str = ""
+
+
+class RestartBackoff:
+    """Per-listener spacing of recreations after failures (monotonic seconds in, seconds out)."""
+
+    def __init__(self, *, base: float, cap: float) -> None:
+        if not 0 < base <= cap:
+            raise ValueError("restart backoff needs 0 < base <= cap")
+        self.base = base
+        self.cap = cap
+        self._tracks: dict[str, _Track] = {}
+
+    def record_failure(self, key: str, *, pod_uid: str, now: float, ran_for: float | None = None) -> float:
+        """Count the failure of pod ``pod_uid``; returns the delay before the listener may be recreated.
+
+        The same pod is counted once, however many reconciles see it before it is gone.
+        """
+        track = self._tracks.get(key)
+        if track is not None and pod_uid and track.last_pod_uid == pod_uid:
+            return self.remaining(key, now=now)
+        if track is None or (ran_for is not None and ran_for >= self.cap):
+            # A listener that ran for a while before failing is not crash-looping: start over.
+            track = _Track(failures=0, not_before=now)
+        track.failures += 1
+        delay = float(min(self.cap, self.base * 2.0 ** (track.failures - 1)))
+        track.not_before = now + delay
+        track.last_pod_uid = pod_uid
+        self._tracks[key] = track
+        return delay
+
+    def is_recorded(self, key: str, *, pod_uid: str) -> bool:
+        """Whether the failure of pod ``pod_uid`` was already counted."""
+        track = self._tracks.get(key)
+        return track is not None and bool(pod_uid) and track.last_pod_uid == pod_uid
+
+    def remaining(self, key: str, *, now: float) -> float:
+        """Seconds until the listener may be recreated (0 when it may now)."""
+        track = self._tracks.get(key)
+        return 0.0 if track is None else max(0.0, track.not_before - now)
+
+    def failures(self, key: str) -> int:
+        track = self._tracks.get(key)
+        return 0 if track is None else track.failures
+
+    def forget(self, key: str) -> None:
+        self._tracks.pop(key, None)

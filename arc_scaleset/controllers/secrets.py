@@ -1,0 +1,56 @@
+"""Reading Secret and ConfigMap data straight from the API (spec 2.1: never from the cache).
+
+The controller does not cache Secrets: it would need list/watch on every Secret of every namespace, and a
+stale credential is worse than one extra GET per reconcile.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+
+from arc_scaleset.controllers.errors import InvalidSecret, SecretNotFound
+from arc_scaleset.kube.client import KubeClient
+from arc_scaleset.kube.errors import Forbidden, NotFound
+from arc_scaleset.kube.resources import CONFIG_MAPS, SECRETS
+
+
+async def read_secret_data(kube: KubeClient, namespace: str, name: str, *, purpose: str) -> dict[str, str]:
+    """The decoded ``data`` of Secret ``namespace/name`` (values as UTF-8 text).
+
+    ``purpose`` names the field that refers to the Secret, for the error message. Raises
+    :class:`SecretNotFound` (missing, or the controller may not read it) and :class:`InvalidSecret` (a value
+    that is not base64 UTF-8 text); other API errors propagate.
+    """
+    if not name:
+        raise SecretNotFound(f"{purpose} is empty: set it to the name of a Secret in namespace {namespace}")
+    try:
+        secret = await kube.get(SECRETS, name, namespace=namespace)
+    except NotFound:
+        raise SecretNotFound(
+            f"Secret {namespace}/{name} (named by {purpose}) does not exist: create it, or fix {purpose}"
+        ) from None
+    except Forbidden:
+        raise SecretNotFound(
+            f"the controller may not read Secret {namespace}/{name} (named by {purpose}): grant it get on secrets"
+        ) from None
+    decoded: dict[str, str] = {}
+    for key, value in (secret.get("data") or {}).items():
+        try:
+            decoded[key] = base64.b64decode(value or "", validate=True).decode("utf-8")
+        except (binascii.Error, UnicodeDecodeError, ValueError):
+            raise InvalidSecret(f"key {key!r} of Secret {namespace}/{name} is not UTF-8 text") from None
+    return decoded
+
+
+async def read_config_map_value(kube: KubeClient, namespace: str, name: str, key: str) -> str | None:
+    """The value of ``key`` in ConfigMap ``namespace/name``; ``None`` when the ConfigMap or the key is missing.
+
+    Other API errors (including Forbidden) propagate.
+    """
+    try:
+        config_map = await kube.get(CONFIG_MAPS, name, namespace=namespace)
+    except NotFound:
+        return None
+    value = (config_map.get("data") or {}).get(key)
+    return None if value is None else str(value)

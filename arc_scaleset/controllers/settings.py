@@ -1,0 +1,161 @@
+"""The controller manager's options (spec section 6) as one frozen value every reconciler reads.
+
+Built once at startup, by the ``controller`` command from its flags and the environment
+(:meth:`ControllerSettings.from_environment`), or directly by tests. Nothing here talks to an API; the
+derived properties (listener metrics port, the listener's log settings) are pure functions of the fields.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+import arc_scaleset
+
+POD_NAMESPACE_ENV: Final = "CONTROLLER_MANAGER_POD_NAMESPACE"
+CONTAINER_IMAGE_ENV: Final = "CONTROLLER_MANAGER_CONTAINER_IMAGE"
+LISTENER_ENTRYPOINT_ENV: Final = "LISTENER_ENTRYPOINT"
+
+DEFAULT_LISTENER_COMMAND: Final = ("arc-scaleset", "listener")
+"""The listener container runs this project's listener from the controller's own image."""
+
+LOG_LEVELS: Final = ("debug", "info", "warn", "error")
+LOG_FORMATS: Final = ("text", "json")
+DISABLED_ADDRESS: Final = "0"
+
+
+class SettingsError(ValueError):
+    """An option that cannot be used; the message names the option and what is expected."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ControllerSettings:
+    """Options shared by the four reconcilers.
+
+    - ``controller_namespace``: where AutoscalingListeners and the listener pods live (the controller's
+      own namespace, env ``CONTROLLER_MANAGER_POD_NAMESPACE``).
+    - ``controller_image``: the listener image (env ``CONTROLLER_MANAGER_CONTAINER_IMAGE``).
+    - ``listener_entrypoint``: the listener container's command; ``("arc-scaleset", "listener")`` unless
+      env ``LISTENER_ENTRYPOINT`` names another (``"/x"`` gives ``("/x",)``).
+    - ``log_level`` / ``log_format``: the controller's, also written into every listener config.
+    - ``listener_metrics_addr`` / ``listener_metrics_endpoint``: the listener's metrics server;
+      ``listener_metrics_addr="0"`` disables it (no port on the pod, empty addr in the config).
+    - ``metrics_enabled``: whether the controller publishes its ``gha_controller_*`` metrics
+      (``--metrics-addr`` not ``"0"``).
+    - ``exclude_label_prefixes``: label keys with these prefixes are never propagated to generated objects.
+    - ``image_pull_secrets``: names given to every listener pod.
+    - ``runner_max_concurrent_reconciles``: EphemeralRunner controller workers (others use 1).
+    - ``runner_create_concurrency``: how many EphemeralRunners one scale-up creates at once.
+    - ``watch_namespace``: restrict the caches to this namespace (plus the controller namespace);
+      ``None`` watches every namespace.
+    - ``build_version``: this build's version, for the ``app.kubernetes.io/version`` gate.
+    - ``listener_restart_backoff_base`` / ``listener_restart_backoff_cap``: seconds between recreations of
+      a listener pod that keeps failing (per listener, doubling).
+    - ``scale_set_verify_interval``: seconds between checks that a registered scale set still exists on
+      GitHub (re-registered when it is definitively gone; also checked on every spec change), and between
+      re-reads of a listener's GitHub Secret (a rotated credential reaches its config within this time).
+    """
+
+    controller_namespace: str
+    controller_image: str
+    listener_entrypoint: tuple[str, ...] = DEFAULT_LISTENER_COMMAND
+    log_level: str = "debug"
+    log_format: str = "text"
+    listener_metrics_addr: str = ":8080"
+    listener_metrics_endpoint: str = "/metrics"
+    metrics_enabled: bool = True
+    exclude_label_prefixes: tuple[str, ...] = ()
+    image_pull_secrets: tuple[str, ...] = ()
+    runner_max_concurrent_reconciles: int = 2
+    runner_create_concurrency: int = 50
+    watch_namespace: str | None = None
+    build_version: str = arc_scaleset.__version__
+    listener_restart_backoff_base: float = 5.0
+    listener_restart_backoff_cap: float = 300.0
+    scale_set_verify_interval: float = 300.0
+
+    def __post_init__(self) -> None:
+        if not self.controller_namespace:
+            raise SettingsError(f"the controller namespace is required (set {POD_NAMESPACE_ENV})")
+        if not self.controller_image:
+            raise SettingsError(f"the listener image is required (set {CONTAINER_IMAGE_ENV})")
+        if not self.listener_entrypoint or not all(self.listener_entrypoint):
+            raise SettingsError("the listener entrypoint must be a non-empty command")
+        if self.runner_max_concurrent_reconciles < 1:
+            raise SettingsError("runner_max_concurrent_reconciles must be at least 1")
+        if self.runner_create_concurrency < 1:
+            raise SettingsError("runner_create_concurrency must be at least 1")
+        if not 0 < self.listener_restart_backoff_base <= self.listener_restart_backoff_cap:
+            raise SettingsError("listener restart backoff needs 0 < base <= cap")
+        if self.scale_set_verify_interval <= 0:
+            raise SettingsError("scale_set_verify_interval must be positive")
+        self.listener_metrics_port  # noqa: B018 - validates the address now, not at the first listener
+
+    # -- derived ---------------------------------------------------------------------------------------
+
+    @property
+    def listener_metrics_enabled(self) -> bool:
+        return self.listener_metrics_addr.strip() not in ("", DISABLED_ADDRESS)
+
+    @property
+    def listener_metrics_port(self) -> int | None:
+        """The container port of the listener's metrics server, or ``None`` when metrics are disabled."""
+        if not self.listener_metrics_enabled:
+            return None
+        _, sep, port_text = self.listener_metrics_addr.strip().rpartition(":")
+        if not sep or not port_text.isdigit() or not 0 < int(port_text) < 65536:
+            raise SettingsError(f"listener metrics address {self.listener_metrics_addr!r} is not host:port or :port")
+        return int(port_text)
+
+    @property
+    def listener_log_level(self) -> str:
+        """The log level written into listener configs: the controller's when valid, else ``debug``."""
+        return self.log_level if self.log_level in LOG_LEVELS else "debug"
+
+    @property
+    def listener_log_format(self) -> str:
+        """The log format written into listener configs: the controller's when valid, else ``text``."""
+        return self.log_format if self.log_format in LOG_FORMATS else "text"
+
+    @property
+    def watched_namespaces(self) -> frozenset[str] | None:
+        """The namespaces to cache (``None``: all): the watched one plus the controller's own."""
+        if not self.watch_namespace:
+            return None
+        return frozenset({self.watch_namespace, self.controller_namespace})
+
+    # -- construction ----------------------------------------------------------------------------------
+
+    @classmethod
+    def from_environment(cls, environ: Mapping[str, str], **options: Any) -> ControllerSettings:
+        """Settings from the environment variables ARC's manager reads, completed by ``options`` (flags).
+
+        ``options`` win over the environment for the same field.
+        """
+        values: dict[str, Any] = {
+            "controller_namespace": environ.get(POD_NAMESPACE_ENV, ""),
+            "controller_image": environ.get(CONTAINER_IMAGE_ENV, ""),
+            "listener_entrypoint": listener_command(environ.get(LISTENER_ENTRYPOINT_ENV)),
+        }
+        values.update(options)
+        for key in ("exclude_label_prefixes", "image_pull_secrets", "listener_entrypoint"):
+            if key in values and not isinstance(values[key], tuple):
+                values[key] = tuple(values[key])
+        return cls(**values)
+
+
+def listener_command(entrypoint: str | Sequence[str] | None) -> tuple[str, ...]:
+    """The listener container's command for a ``LISTENER_ENTRYPOINT`` value (unset or blank: the default).
+
+    ARC uses the variable as a single executable path; a value with spaces is split as a shell would,
+    so ``"python -m x"`` also works.
+    """
+    if entrypoint is None:
+        return DEFAULT_LISTENER_COMMAND
+    if isinstance(entrypoint, str):
+        if not entrypoint.strip():
+            return DEFAULT_LISTENER_COMMAND
+        return tuple(shlex.split(entrypoint))
+    return tuple(entrypoint) or DEFAULT_LISTENER_COMMAND

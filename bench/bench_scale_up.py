@@ -1,0 +1,301 @@
+"""Scale-up of N runners (default 200) by the EphemeralRunnerSet + EphemeralRunner controllers, against the
+API server's own create throughput measured in the same run.
+
+    .venv/bin/python bench/bench_scale_up.py [--runners 200] [--concurrency 20] [--rounds 3] [--reuse DIR]
+                                             [--profile FILE]
+
+Starts a fresh local control plane (or reuses ``--reuse``), installs the CRDs, starts the simulated GitHub,
+and in one scratch namespace per phase:
+
+* **controllers**: the two reconcilers run in-process through the manager, with the same concurrency as the
+  limit (``--concurrency`` both for the set's bounded runner creation and for the EphemeralRunner workers);
+  an EphemeralRunnerSet goes from 0 to N replicas. Timed from the patch until N EphemeralRunners, then N
+  runner pods, exist (every runner registered with the sim, its JIT Secret written, its pod created). The
+  objects are counted in the controller's own informer caches, which see a creation only after the API
+  server has sent its watch event: the figure can only err against the controllers. API writes per runner
+  are counted on the controller's client (including the status write that mirrors "Running", 2 s after).
+* **limit**: a plain client creates the same objects per runner -- an EphemeralRunner, a Secret and a Pod,
+  one after the other -- with the same concurrency and nothing else: what the API server can take with
+  that concurrency. No controller can beat it.
+
+Both runs also report the API server's own count of mutating requests (``apiserver_request_total``) per
+runner; those include the scheduler's bindings and kwok's pod status writes.
+
+Runs alternate in order; figures are medians over ``--rounds`` (best-of shown too). The ratio is
+median limit time / median controllers time (target: at least 0.70). ``--profile FILE`` writes a cProfile
+of the first controllers run (a measurement aid only).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import base64
+import collections
+import contextlib
+import cProfile
+import re
+import statistics
+import sys
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+from arc_scaleset.api.ephemeralrunner import EPHEMERAL_RUNNERS
+from arc_scaleset.api.ephemeralrunnerset import EPHEMERAL_RUNNER_SETS
+from arc_scaleset.controllers.context import ControllerContext
+from arc_scaleset.controllers.ephemeralrunner import EphemeralRunnerReconciler
+from arc_scaleset.controllers.ephemeralrunnerset import EphemeralRunnerSetReconciler
+from arc_scaleset.controllers.settings import ControllerSettings
+from arc_scaleset.github import ActionsClient, PersonalAccessToken, SystemInfo, parse_config_url
+from arc_scaleset.kube.client import KubeClient
+from arc_scaleset.kube.manager import Manager
+from arc_scaleset.kube.resources import NAMESPACES, PODS, SECRETS
+from arc_scaleset.sim import SimConfig, SimulatedGitHub
+from arc_scaleset.testing.cluster import install_crds, start_test_cluster
+
+REPO = Path(__file__).resolve().parents[1]
+PAT = "ghp_bench_scale_up_0123456789"
+TEMPLATE = {"spec": {"containers": [{"name": "runner", "image": "ghcr.io/actions/actions-runner:latest"}]}}
+WRITE_VERBS = ("create", "update", "patch", "delete")
+APISERVER_WRITE_VERBS = frozenset({"POST", "PUT", "PATCH", "DELETE", "APPLY"})
+_METRIC_LINE = re.compile(r"^apiserver_request_total\{(?P<labels>[^}]*)\} (?P<value>\S+)$")
+_LABEL = re.compile(r'(\w+)="([^"]*)"')
+POLL = 0.02
+
+
+@dataclass
+class ControllersRun:
+    ers_seconds: float
+    pods_seconds: float
+    writes_per_runner: float
+    writes_by_kind: dict[str, float]
+    reads_per_runner: float
+    server_writes_per_runner: float
+
+
+@dataclass
+class LimitRun:
+    seconds: float
+    server_writes_per_runner: float
+
+
+async def new_namespace(kube: KubeClient, prefix: str) -> str:
+    name = f"{prefix}-{uuid.uuid4().hex[:6]}"
+    await kube.create(NAMESPACES, {"metadata": {"name": name}})
+    return name
+
+
+async def server_writes(kube: KubeClient) -> float:
+    """The API server's count of mutating requests so far (every client, every resource)."""
+    text = await kube.request_raw("GET", "/metrics")
+    total = 0.0
+    for line in str(text).splitlines():
+        match = _METRIC_LINE.match(line)
+        if match and dict(_LABEL.findall(match["labels"])).get("verb") in APISERVER_WRITE_VERBS:
+            total += float(match["value"])
+    return total
+
+
+async def until_running(manager: Manager) -> None:
+    def running() -> bool:
+        return manager.ready and all(c.running for c in manager.controllers)
+
+    while not running():  # noqa: ASYNC110 - the manager offers no event for "controllers started"
+        await asyncio.sleep(0.05)
+
+
+async def wait_counts(manager: Manager, namespace: str, runners: int, start: float) -> tuple[float, float]:
+    """Seconds until ``runners`` ERs, then as many pods, are in the controller's caches."""
+    runner_cache, pod_cache = manager.cache(EPHEMERAL_RUNNERS), manager.cache(PODS)
+    ers_done: float | None = None
+    while True:
+        now = time.perf_counter() - start
+        if ers_done is None and len(runner_cache.list(namespace)) >= runners:
+            ers_done = now
+        if ers_done is not None and len(pod_cache.list(namespace)) >= runners:
+            return ers_done, now
+        await asyncio.sleep(POLL)
+
+
+def _writes(kube: KubeClient) -> collections.Counter[str]:
+    counts: collections.Counter[str] = collections.Counter()
+    for (verb, path), n in kube.request_counts.items():
+        if verb in WRITE_VERBS:
+            counts[f"{verb} {_kind_of(path)}"] += n
+    return counts
+
+
+def _kind_of(path: str) -> str:
+    for kind in ("ephemeralrunners/status", "ephemeralrunnersets/status", "ephemeralrunners", "ephemeralrunnersets",
+                 "secrets", "pods", "events", "leases"):  # fmt: skip
+        if kind in path:
+            return kind
+    return path
+
+
+async def controllers_run(kube_config: Path, kube: KubeClient, sim: SimulatedGitHub, scale_set_id: int, *,
+                          runners: int, concurrency: int,
+                          profile: cProfile.Profile | None) -> ControllersRun:  # fmt: skip
+    namespace = await new_namespace(kube, "bench-ctl")
+    await kube.create(SECRETS, {"metadata": {"name": "gh", "namespace": namespace},
+                                "data": {"github_token": base64.b64encode(PAT.encode()).decode()}})  # fmt: skip
+    controller_kube = KubeClient.from_kubeconfig(kube_config)
+    manager = Manager(controller_kube, namespaces={namespace}, metrics_address=None)
+    settings = ControllerSettings(controller_namespace=namespace, controller_image="bench",
+                                  runner_create_concurrency=concurrency,
+                                  runner_max_concurrent_reconciles=concurrency)  # fmt: skip
+    ctx = ControllerContext.create(controller_kube, manager, settings, environ={})
+    manager.add(EphemeralRunnerSetReconciler(ctx).controller())
+    manager.add(EphemeralRunnerReconciler(ctx).controller())
+    task = asyncio.create_task(manager.run())
+    try:
+        await kube.create(EPHEMERAL_RUNNER_SETS, {
+            "apiVersion": "actions.github.com/v1alpha1", "kind": "EphemeralRunnerSet",
+            "metadata": {"name": "bench", "namespace": namespace},
+            "spec": {"replicas": 0, "patchID": 0, "ephemeralRunnerSpec": {
+                "githubConfigUrl": sim.config_url("org"), "githubConfigSecret": "gh",
+                "runnerScaleSetId": scale_set_id, **TEMPLATE}},
+        })  # fmt: skip
+        await until_running(manager)
+        await asyncio.sleep(0.5)  # let the finalizer pass settle before the clock starts
+        writes_before = _writes(controller_kube)
+        reads_before = sum(n for (verb, _), n in controller_kube.request_counts.items() if verb == "get")
+        server_before = await server_writes(kube)
+        if profile is not None:
+            profile.enable()
+        start = time.perf_counter()
+        await kube.patch(EPHEMERAL_RUNNER_SETS, "bench", {"spec": {"replicas": runners}}, namespace=namespace)
+        ers_seconds, pods_seconds = await wait_counts(manager, namespace, runners, start)
+        if profile is not None:
+            profile.disable()
+        # Let the pass that mirrors "Running" finish too, for an honest writes-per-runner figure.
+        await asyncio.sleep(2.0)
+        server_after = await server_writes(kube)
+        writes = _writes(controller_kube)
+        writes.subtract(writes_before)
+        reads = sum(n for (verb, _), n in controller_kube.request_counts.items() if verb == "get") - reads_before
+    finally:
+        manager.request_stop()
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(task, 30)
+        await ctx.github.pool.aclose()
+        await controller_kube.close()
+        await cleanup(kube, namespace)
+    return ControllersRun(
+        ers_seconds=ers_seconds,
+        pods_seconds=pods_seconds,
+        writes_per_runner=sum(writes.values()) / runners,
+        writes_by_kind={kind: n / runners for kind, n in sorted(writes.items()) if n},
+        reads_per_runner=reads / runners,
+        server_writes_per_runner=(server_after - server_before - 1) / runners,  # minus our replicas patch
+    )
+
+
+async def limit_run(kube: KubeClient, *, runners: int, concurrency: int) -> LimitRun:
+    """Seconds for a plain client to create an ER, a Secret and a Pod per runner, ``concurrency`` at once."""
+    namespace = await new_namespace(kube, "bench-limit")
+    limit = asyncio.Semaphore(concurrency)
+
+    async def one(i: int) -> None:
+        name = f"r-{i:04d}"
+        async with limit:
+            await kube.create(EPHEMERAL_RUNNERS, {
+                "apiVersion": "actions.github.com/v1alpha1", "kind": "EphemeralRunner",
+                "metadata": {"name": name, "namespace": namespace},
+                "spec": {"githubConfigUrl": "https://github.com/org", "githubConfigSecret": "gh",
+                         "runnerScaleSetId": 1, **TEMPLATE}})  # fmt: skip
+            await kube.create(SECRETS, {"metadata": {"name": name, "namespace": namespace},
+                                        "data": {"jitToken": "eA=="}})  # fmt: skip
+            await kube.create(PODS, {"metadata": {"name": name, "namespace": namespace}, **TEMPLATE})
+
+    server_before = await server_writes(kube)
+    start = time.perf_counter()
+    await asyncio.gather(*(one(i) for i in range(runners)))
+    elapsed = time.perf_counter() - start
+    await asyncio.sleep(2.0)  # the same settle time as the controllers run (kwok's status writes land)
+    server_after = await server_writes(kube)
+    await cleanup(kube, namespace)
+    return LimitRun(seconds=elapsed, server_writes_per_runner=(server_after - server_before) / runners)
+
+
+async def cleanup(kube: KubeClient, namespace: str) -> None:
+    for item in (await kube.list(EPHEMERAL_RUNNERS, namespace=namespace, limit=None)).items:
+        with contextlib.suppress(Exception):
+            await kube.patch(EPHEMERAL_RUNNERS, item["metadata"]["name"], {"metadata": {"finalizers": None}},
+                             namespace=namespace)  # fmt: skip
+    for item in (await kube.list(EPHEMERAL_RUNNER_SETS, namespace=namespace, limit=None)).items:
+        with contextlib.suppress(Exception):
+            await kube.patch(EPHEMERAL_RUNNER_SETS, item["metadata"]["name"], {"metadata": {"finalizers": None}},
+                             namespace=namespace)  # fmt: skip
+    with contextlib.suppress(Exception):
+        await kube.delete(NAMESPACES, namespace)
+
+
+async def main(args: argparse.Namespace) -> None:
+    with start_test_cluster(reuse=Path(args.reuse) if args.reuse else None) as cluster:
+        kube = KubeClient.from_kubeconfig(cluster.kubeconfig)
+        await install_crds(kube, sorted((REPO / "config" / "crd").glob("*.yaml")))
+        sim = await SimulatedGitHub.start(config=SimConfig(long_poll_seconds=0.2))
+        sim.add_token(PAT)
+        client = ActionsClient(parse_config_url(sim.config_url("org"), environ={}), PersonalAccessToken(PAT),
+                               system_info=SystemInfo(subsystem="bench"))  # fmt: skip
+        profile = cProfile.Profile() if args.profile else None
+        try:
+            ctl: list[ControllersRun] = []
+            lim: list[LimitRun] = []
+            for round_ in range(args.rounds):
+                scale_set = await client.create_runner_scale_set(name=f"bench-{round_}", runner_group_id=1)
+                order = ("ctl", "limit") if round_ % 2 == 0 else ("limit", "ctl")
+                for which in order:
+                    if which == "ctl":
+                        ctl.append(await controllers_run(
+                            cluster.kubeconfig, kube, sim, scale_set.id, runners=args.runners,
+                            concurrency=args.concurrency, profile=profile if round_ == 0 else None,
+                        ))  # fmt: skip
+                    else:
+                        lim.append(await limit_run(kube, runners=args.runners, concurrency=args.concurrency))
+                print(f"round {round_ + 1}: controllers: all ERs {ctl[-1].ers_seconds:.2f}s, all pods"
+                      f" {ctl[-1].pods_seconds:.2f}s; limit {lim[-1].seconds:.2f}s", file=sys.stderr)  # fmt: skip
+            if profile is not None:
+                profile.dump_stats(args.profile)
+            report(args, ctl, lim)
+        finally:
+            await client.aclose()
+            await sim.stop()
+            await kube.close()
+
+
+def report(args: argparse.Namespace, ctl: list[ControllersRun], lim: list[LimitRun]) -> None:
+    median = statistics.median
+    ers = median(r.ers_seconds for r in ctl)
+    pods = median(r.pods_seconds for r in ctl)
+    limit = median(r.seconds for r in lim)
+    best_pods, best_limit = min(r.pods_seconds for r in ctl), min(r.seconds for r in lim)
+    kinds = sorted({kind for r in ctl for kind in r.writes_by_kind})
+    by_kind = ", ".join(f"{kind} {median(r.writes_by_kind.get(kind, 0.0) for r in ctl):.2f}" for kind in kinds)
+    print(f"runners: {args.runners}, concurrency: {args.concurrency}, rounds: {args.rounds} (medians)")
+    print(
+        f"controllers: all EphemeralRunners after {ers:.2f} s, all runner pods after {pods:.2f} s"
+        f" ({args.runners / pods:.1f} runners/s; rounds: {', '.join(f'{r.pods_seconds:.2f}' for r in ctl)})"
+    )
+    print(f"API limit:   {limit:.2f} s for ER + Secret + Pod creates ({args.runners / limit:.1f} runners/s;"
+          f" rounds: {', '.join(f'{r.seconds:.2f}' for r in lim)})")  # fmt: skip
+    print(f"API writes per runner, controller client (until Running): {median(r.writes_per_runner for r in ctl):.2f}"
+          f" [{by_kind}]; reads (GET) per runner: {median(r.reads_per_runner for r in ctl):.2f}")  # fmt: skip
+    print(f"API server mutating requests per runner (all clients): controllers"
+          f" {median(r.server_writes_per_runner for r in ctl):.2f}, limit"
+          f" {median(r.server_writes_per_runner for r in lim):.2f}")  # fmt: skip
+    print(f"ratio: {limit / pods:.2f} of the API server's create throughput (median;"
+          f" best-of {best_limit / best_pods:.2f}; target >= 0.70)")  # fmt: skip
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--runners", type=int, default=200)
+    parser.add_argument("--concurrency", type=int, default=20)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--reuse", help="work directory of a running cluster (arc-scaleset cluster up --dir)")
+    parser.add_argument("--profile", help="write a cProfile of the first controllers run to this file")
+    asyncio.run(main(parser.parse_args()))

@@ -1,0 +1,119 @@
+"""The listener pod on the real control plane (spec 2.6.4 and beyond ARC): server defaults never recreate it,
+a changed config Secret and a removed port do, and a failing listener is recreated with growing backoff."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+import pytest
+
+from arc_scaleset.api.autoscalinglistener import AUTOSCALING_LISTENERS
+from arc_scaleset.kube import resources
+from arc_scaleset.sim.runners import terminated_status
+from tests.integration.controllers.scale_set_env import (  # noqa: F401 - fixtures
+    EnvFactory,
+    ScaleSetEnv,
+    controller_namespace_fixture,
+    eventually,
+    sim_fixture,
+    start_env_fixture,
+)
+
+pytestmark = pytest.mark.cluster
+
+
+def al_reconciles(env: ScaleSetEnv) -> float:
+    return sum(
+        env.manager.metrics.reconcile_total.labels(controller="autoscalinglistener", result=r)._value.get()
+        for r in ("success", "requeue_after", "error")
+    )
+
+
+async def poke_listener(env: ScaleSetEnv, name: str, times: int) -> None:
+    """Make the listener controller reconcile ``times`` more (an annotation on the listener) and wait."""
+    for i in range(times):
+        before = al_reconciles(env)
+        await env.kube.patch(AUTOSCALING_LISTENERS, name, {"metadata": {"annotations": {"test/poke": str(i)}}},
+                             namespace=env.controller_namespace)  # fmt: skip
+
+        async def advanced(before: float = before) -> bool:
+            return al_reconciles(env) > before
+
+        await eventually(advanced, "another listener reconcile")
+
+
+async def started(env: ScaleSetEnv) -> tuple[str, dict[str, Any]]:
+    await env.create_ars()
+    ars = await eventually(env.running, "Running")
+    name = env.listener_name(ars)
+
+    async def running_pod() -> dict[str, Any] | None:
+        pod = await env.listener_pod(name)
+        return pod if pod is not None and (pod.get("status") or {}).get("phase") == "Running" else None
+
+    return name, await eventually(running_pod, "a running listener pod")
+
+
+async def replaced(env: ScaleSetEnv, name: str, old_uid: str) -> dict[str, Any] | None:
+    pod = await env.listener_pod(name)
+    return pod if pod is not None and pod["metadata"]["uid"] != old_uid else None
+
+
+async def test_server_defaults_never_recreate_the_listener_pod(start_env: EnvFactory) -> None:
+    async with start_env() as env:
+        name, pod = await started(env)
+        assert pod["spec"].get("dnsPolicy")
+        assert pod["spec"].get("schedulerName")
+        await poke_listener(env, name, 5)
+        current = await env.listener_pod(name)
+        events = await env.events(regarding=name, namespace=env.controller_namespace)
+        events += await env.events(regarding="arc-runners")
+        notes = [(e.get("reason"), e.get("note")) for e in events]
+        assert current is not None, notes
+        assert current["metadata"]["uid"] == pod["metadata"]["uid"], notes
+
+
+async def test_a_changed_github_secret_updates_the_config_and_restarts_the_listener(start_env: EnvFactory) -> None:
+    async with start_env() as env:
+        name, pod = await started(env)
+        rotated = "ghp_rotated_token"
+        env.sim.add_token(rotated)
+        await env.kube.patch(resources.SECRETS, "gh-secret", {"stringData": {"github_token": rotated}},
+                             namespace=env.namespace)  # fmt: skip
+        await poke_listener(env, name, 1)
+        new_pod = await eventually(lambda: replaced(env, name, pod["metadata"]["uid"]), "a new listener pod")
+        config = await env.get(resources.SECRETS, f"{name}-config", env.controller_namespace)
+        assert config is not None
+        assert (
+            new_pod["metadata"]["annotations"]["actions.github.com/listener-config-resource-version"]
+            == (config["metadata"]["resourceVersion"])
+        )
+        assert "ListenerPodRecreating" in await env.event_reasons(regarding=name, namespace=env.controller_namespace)
+
+
+async def test_a_removed_metrics_port_recreates_the_listener_pod(start_env: EnvFactory) -> None:
+    async with start_env(cleanup=False) as env:
+        name, pod = await started(env)
+        assert pod["spec"]["containers"][0]["ports"][0]["name"] == "metrics"
+    # The controller restarts with listener metrics turned off: the port must go, so must the pod.
+    async with start_env(secret=False, listener_metrics_addr="0") as env:
+        new_pod = await eventually(lambda: replaced(env, name, pod["metadata"]["uid"]), "a pod without the port")
+        assert not new_pod["spec"]["containers"][0].get("ports")
+
+
+async def test_a_failing_listener_is_recreated_with_growing_backoff(start_env: EnvFactory) -> None:
+    async with start_env() as env:
+        name, pod = await started(env)
+        for _ in range(3):
+            patch = terminated_status(pod, exit_code=1, now=dt.datetime.now(dt.UTC))
+            await env.kube.patch(resources.PODS, name, patch, namespace=env.controller_namespace, subresource="status")
+            pod = await eventually(lambda uid=pod["metadata"]["uid"]: replaced(env, name, uid), "a replacement pod")
+
+        events = await env.events(regarding=name, namespace=env.controller_namespace)
+        notes = sorted(e["note"] for e in events if e.get("reason") == "ListenerFailed")
+        assert any("recreating it in 1s (failure 1 in a row)" in n for n in notes), notes
+        assert any("recreating it in 2s (failure 2 in a row)" in n for n in notes), notes
+        assert any("recreating it in 4s (failure 3 in a row)" in n for n in notes), notes
+        ars_reasons = await env.event_reasons(regarding="arc-runners")
+        assert "ListenerFailed" in ars_reasons
