@@ -1,8 +1,5 @@
-"""Fixtures for tests against the real local control plane.
+"""Fixtures for tests against the real local control plane (``cluster`` itself is in tests/conftest.py).
 
-- ``cluster`` (session): one control plane per test session (etcd, kube-apiserver, kube-controller-manager,
-  kube-scheduler, kwok with one Ready node). Set ``ARC_SCALESET_TEST_CLUSTER_DIR`` to the work directory of a
-  cluster started with ``arc-scaleset cluster up --dir DIR`` to reuse it instead (fast iteration).
 - ``kube`` (session): an :class:`arc_scaleset.kube.client.KubeClient` for that cluster, as admin.
 - ``namespace`` (function): a fresh namespace per test, deleted afterwards; yielded once its ``default``
   ServiceAccount exists, so pods can be created at once.
@@ -12,9 +9,8 @@
 from __future__ import annotations
 
 import contextlib
-import os
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -22,16 +18,9 @@ import pytest
 from arc_scaleset.kube import resources
 from arc_scaleset.kube.client import KubeClient
 from arc_scaleset.kube.errors import NotFound
-from arc_scaleset.testing.cluster import TestCluster, install_crds, start_test_cluster, wait_for
+from arc_scaleset.testing.cluster import TestCluster, install_crds, wait_for
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture(scope="session")
-def cluster() -> Iterator[TestCluster]:
-    reuse = os.environ.get("ARC_SCALESET_TEST_CLUSTER_DIR")
-    with start_test_cluster(reuse=Path(reuse) if reuse else None) as running:
-        yield running
 
 
 @pytest.fixture(scope="session")
