@@ -217,3 +217,23 @@ async def test_a_github_server_error_never_re_registers_the_scale_set(start_env:
         obj = await env.ars()
         assert obj["metadata"]["annotations"]["runner-scale-set-id"] == scale_set_id
         assert [str(s.id) for s in env.sim.scale_sets()] == [scale_set_id]
+
+
+async def test_listener_scaling_the_runner_set_never_rewrites_the_scale_set(start_env: EnvFactory) -> None:
+    """Each job makes the listener patch the ERS; the ARS controller sees every patch (it owns the ERS) but
+    has nothing to write: no status churn per job."""
+    async with start_env() as env:
+        await env.create_ars()
+        await eventually(env.running, "Running")
+        settled = await env.ars()
+        for patch_id in range(1, 6):
+            before = reconciles(env)
+            await env.kube.patch(EPHEMERAL_RUNNER_SETS, "arc-runners", {"spec": {"replicas": patch_id % 3,
+                                 "patchID": patch_id}}, namespace=env.namespace)  # fmt: skip
+
+            async def advanced(before: float = before) -> bool:
+                return reconciles(env) > before
+
+            await eventually(advanced, "the ARS to reconcile after the ERS patch")
+        after = await env.ars()
+        assert after["metadata"]["resourceVersion"] == settled["metadata"]["resourceVersion"]
