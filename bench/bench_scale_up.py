@@ -106,15 +106,22 @@ async def until_running(manager: Manager) -> None:
         await asyncio.sleep(0.05)
 
 
-async def wait_counts(manager: Manager, namespace: str, runners: int, start: float) -> tuple[float, float]:
+async def wait_counts(manager: Manager, namespace: str, runners: int, start: float, *,
+                      trace: bool) -> tuple[float, float]:  # fmt: skip
     """Seconds until ``runners`` ERs, then as many pods, are in the controller's caches."""
     runner_cache, pod_cache = manager.cache(EPHEMERAL_RUNNERS), manager.cache(PODS)
     ers_done: float | None = None
+    next_trace = 0.0
     while True:
         now = time.perf_counter() - start
-        if ers_done is None and len(runner_cache.list(namespace)) >= runners:
+        ers, pods = len(runner_cache.list(namespace)), len(pod_cache.list(namespace))
+        if trace and now >= next_trace:
+            queues = " ".join(f"{c.name}={len(c.queue)}" for c in manager.controllers)
+            print(f"    t={now:5.2f}s ERs={ers:4d} pods={pods:4d} queues: {queues}", file=sys.stderr)
+            next_trace = now + 0.25
+        if ers_done is None and ers >= runners:
             ers_done = now
-        if ers_done is not None and len(pod_cache.list(namespace)) >= runners:
+        if ers_done is not None and pods >= runners:
             return ers_done, now
         await asyncio.sleep(POLL)
 
@@ -137,7 +144,7 @@ def _kind_of(path: str) -> str:
 
 async def controllers_run(kube_config: Path, kube: KubeClient, sim: SimulatedGitHub, scale_set_id: int, *,
                           runners: int, concurrency: int,
-                          profile: cProfile.Profile | None) -> ControllersRun:  # fmt: skip
+                          profile: cProfile.Profile | None, trace: bool) -> ControllersRun:  # fmt: skip
     namespace = await new_namespace(kube, "bench-ctl")
     await kube.create(SECRETS, {"metadata": {"name": "gh", "namespace": namespace},
                                 "data": {"github_token": base64.b64encode(PAT.encode()).decode()}})  # fmt: skip
@@ -167,7 +174,7 @@ async def controllers_run(kube_config: Path, kube: KubeClient, sim: SimulatedGit
             profile.enable()
         start = time.perf_counter()
         await kube.patch(EPHEMERAL_RUNNER_SETS, "bench", {"spec": {"replicas": runners}}, namespace=namespace)
-        ers_seconds, pods_seconds = await wait_counts(manager, namespace, runners, start)
+        ers_seconds, pods_seconds = await wait_counts(manager, namespace, runners, start, trace=trace)
         if profile is not None:
             profile.disable()
         # Let the pass that mirrors "Running" finish too, for an honest writes-per-runner figure.
@@ -253,6 +260,7 @@ async def main(args: argparse.Namespace) -> None:
                         ctl.append(await controllers_run(
                             cluster.kubeconfig, kube, sim, scale_set.id, runners=args.runners,
                             concurrency=args.concurrency, profile=profile if round_ == 0 else None,
+                            trace=args.trace,
                         ))  # fmt: skip
                     else:
                         lim.append(await limit_run(kube, runners=args.runners, concurrency=args.concurrency))
@@ -298,4 +306,5 @@ if __name__ == "__main__":
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--reuse", help="work directory of a running cluster (arc-scaleset cluster up --dir)")
     parser.add_argument("--profile", help="write a cProfile of the first controllers run to this file")
+    parser.add_argument("--trace", action="store_true", help="print object counts and queue lengths while waiting")
     asyncio.run(main(parser.parse_args()))

@@ -7,21 +7,31 @@ A pass (spec 2.4, 2.8; the pod verdicts are :mod:`~arc_scaleset.controllers.ephe
 2. done (Succeeded, Failed, Outdated) -> delete pod and Secret; the EphemeralRunnerSet deletes the runner;
 3. ensure both finalizers (runners the set creates already carry them: no write);
 4. no pod yet, or no runner ID in the status -> ensure the JIT Secret: register the runner with GitHub
-   under the runner's name (name collisions handled as the spec says) and store the one-shot config;
+   under the runner's name (name collisions handled as the spec says) and store the one-shot config. A
+   runner's first pass in this process registers without reading the Secret first (see
+   :mod:`~arc_scaleset.controllers.ephemeralrunner_memory`; RunnerExists makes it read the Secret);
 5. more than 5 failures -> delete the runner; inside the failure backoff (0/5/10/20/40/80 s) -> wait;
-6. no pod -> create it (a pod rejected by the API server marks the runner Failed with reason
-   ``InvalidPod``; a quota rejection waits, for at most 10 minutes of the runner's life); a pod that
-   vanished after the runner ran is a lost runner;
+6. no pod -> create it, and write the status (runner ID, phase ``Pending``) at the same time; for a new
+   runner's fresh registration the JIT Secret is created in the same round (the pod only names the Secret;
+   the kubelet waits for it). Whichever writes land, the next pass completes the others; a pod whose Secret
+   could not be created is deleted again, and the runner's next pass in this process reads the Secret
+   before it trusts the status. A pod rejected by the API server marks the runner Failed with reason
+   ``InvalidPod``; a quota rejection waits, for at most 10 minutes of the runner's life; a pod that vanished
+   after the runner ran is a lost runner; a pod this process created and its cache does not show yet is
+   waited for, not created again;
 7. a pod -> act on its verdict: mirror phase/readiness; Succeeded then delete; Outdated and unregister;
    retry (delete the pod, record the failure); delete the runner (a job was lost, or the pod was
    OOM-killed, evicted or lost with its node); or fail fast when it can never start.
 
 Status is written once per pass, as a merge patch of the fields this pass changes (the listener writes the
-job fields of the same status concurrently; neither write can drop the other's fields).
+job fields of the same status concurrently; neither write can drop the other's fields). A pass reads the
+status through :class:`~arc_scaleset.controllers.ephemeralrunner_memory.RunnerMemory`, so a write of the
+previous pass that the cache does not show yet is neither repeated nor undone.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 from collections.abc import Mapping
@@ -42,6 +52,7 @@ from arc_scaleset.controllers.ephemeralrunner_deletion import (
 from arc_scaleset.controllers.ephemeralrunner_deletion import (
     delete_ignoring_missing as _delete_ignoring_missing,
 )
+from arc_scaleset.controllers.ephemeralrunner_memory import RunnerMemory
 from arc_scaleset.controllers.ephemeralrunner_outcome import (
     MAX_FAILURES,
     Outcome,
@@ -52,7 +63,7 @@ from arc_scaleset.controllers.ephemeralrunner_outcome import (
 )
 from arc_scaleset.controllers.errors import ConfigurationError
 from arc_scaleset.controllers.runner_classification import parse_timestamp
-from arc_scaleset.controllers.runner_github import client_for_runner_spec, remove_registration
+from arc_scaleset.controllers.runner_github import RunnerClients, remove_registration
 from arc_scaleset.controllers.runner_pod import (
     desired_jit_secret,
     desired_runner_pod,
@@ -67,6 +78,7 @@ from arc_scaleset.kube.errors import AlreadyExists, Forbidden, Invalid, NotFound
 from arc_scaleset.kube.informer import Object
 from arc_scaleset.kube.resources import PODS, SECRETS
 from arc_scaleset.kube.retry import update_with_retry
+from arc_scaleset.kube.workqueue import RateLimiter
 
 log = logging.getLogger(__name__)
 
@@ -87,33 +99,44 @@ class EphemeralRunnerReconciler:
         self._kube = ctx.kube
         self._runners = ctx.cache(EPHEMERAL_RUNNERS)
         self._pods = ctx.cache(PODS)
+        self.clients = RunnerClients(ctx.github, clock=ctx.clock)
+        self.memory = RunnerMemory(clock=ctx.clock, pod_wait=POD_EXISTS_REQUEUE)
         self.retrying: dict[str, str] = {}
         """Runner UID -> UID of the pod this process deleted to retry it. Our caches may show the pod gone
         before they show our own status write (two watch streams), so "the pod vanished while Running" must
         not be mistaken for a lost pod when we deleted it ourselves."""
 
-    def controller(self) -> Controller:
+    def controller(self, *, rate_limiter: RateLimiter | None = None) -> Controller:
         return Controller(
             CONTROLLER_NAME,
             EPHEMERAL_RUNNERS,
             self.reconcile,
             owns=[PODS],
             concurrency=self._ctx.settings.runner_max_concurrent_reconciles,
+            rate_limiter=rate_limiter,
             clock=self._ctx.clock,
         )
 
     async def reconcile(self, request: Request) -> Result:
         er = self._runners.get(request.namespace, request.name)
+        key = str(request)
         if er is None:
+            self.memory.forget(key)
             return Result()
         meta = er.get("metadata") or {}
         if meta.get("deletionTimestamp"):
             self.retrying.pop(str(meta.get("uid") or ""), None)
+            self.memory.forget(key)
             return await finalize_runner(self._ctx, er)
-        status = er.get("status") or {}
+        status = self.memory.status(
+            key, str(meta.get("uid") or ""), str(meta.get("resourceVersion") or ""), er.get("status") or {}
+        )
         if status.get("phase") in DONE_PHASES:
+            self.memory.forget(key)
             await cleanup_runner_resources(self._kube, er, pod=self._pods.get(request.namespace, request.name))
             return Result()
+        if status is not er.get("status"):
+            er = {**er, "status": status}
         if not all(f in (meta.get("finalizers") or ()) for f in _FINALIZERS):
             await self._add_finalizers(er)
         return await _RunnerPass(self, er).run()
@@ -145,10 +168,14 @@ class _RunnerPass:
         meta = er.get("metadata") or {}
         self._name = str(meta.get("name"))
         self._namespace = str(meta.get("namespace"))
+        self._key = f"{self._namespace}/{self._name}"
         self._status: Mapping[str, Any] = er.get("status") or {}
         self._pod = owner._pods.get(self._namespace, self._name)
         self._retrying = owner.retrying
+        self._memory = owner.memory
+        self._clients = owner.clients
         self._uid = str(meta.get("uid") or "")
+        self._resource_version = str(meta.get("resourceVersion") or "")
         self._changes: dict[str, Any] = {}
         self._client: ActionsClient | None = None
 
@@ -156,10 +183,17 @@ class _RunnerPass:
 
     async def run(self) -> Result:
         runner_id = int(self._status.get("runnerId") or 0)
-        if self._pod is None or runner_id == 0:
+        pod_wait = self._memory.awaiting_pod(self._key, self._uid, cached=self._pod is not None)
+        if pod_wait > 0 and runner_id:
+            # We created the pod a moment ago and our cache has not shown it yet: its event wakes us.
+            return Result(requeue_after=pod_wait)
+        new_secret: dict[str, Any] | None = None
+        if self._pod is None or runner_id == 0 or self._memory.secret_unconfirmed(self._key, self._uid):
             ensured = await self._ensure_jit_secret()
             if isinstance(ensured, Result):
                 return ensured
+            if isinstance(ensured, tuple):
+                ensured, new_secret = ensured
             if runner_id != ensured:
                 runner_id = ensured
                 self._changes.update(runnerId=ensured, runnerName=self._name)
@@ -170,10 +204,11 @@ class _RunnerPass:
             return Result()
 
         if self._pod is None:
-            return await self._without_pod(runner_id)
+            return await self._without_pod(runner_id, new_secret=new_secret)
         return await self._with_pod(runner_id, self._pod)
 
-    async def _without_pod(self, runner_id: int) -> Result:
+    async def _without_pod(self, runner_id: int, *, new_secret: dict[str, Any] | None = None) -> Result:
+        """Create the pod (and ``new_secret``, the JIT Secret of a fresh registration, when given)."""
         if self._status.get("phase") == EphemeralRunnerPhase.RUNNING and self._uid not in self._retrying:
             # The runner had been seen running and the pod is gone without us deleting it (we set the
             # phase back to Pending whenever we delete a pod to retry): node lost and pod garbage-collected,
@@ -185,29 +220,35 @@ class _RunnerPass:
             await self._flush()
             return Result(requeue_after=wait)
         pod = desired_runner_pod(self._er, runner_id=runner_id, version=self._ctx.settings.build_version)
-        try:
-            await self._kube.create(PODS, pod)
-            self._retrying.pop(self._uid, None)
-        except AlreadyExists:
-            # Our cache has not seen the pod yet (or someone else holds the name): look again shortly.
-            await self._flush()
-            return Result(requeue_after=POD_EXISTS_REQUEUE)
-        except Invalid as exc:
-            await self._mark_done(
-                EphemeralRunnerPhase.FAILED, "InvalidPod", f"Failed to create the pod: {exc}", runner_id
-            )
-            return Result()
-        except Forbidden as exc:
-            if QUOTA_EXCEEDED_MARKER in str(exc):
-                return await self._quota_exceeded(str(exc))
-            await self._mark_done(
-                EphemeralRunnerPhase.FAILED, "InvalidPod", f"Failed to create the pod: {exc}", runner_id
-            )
-            return Result()
         if not self._status.get("phase"):
             self._changes["phase"] = EphemeralRunnerPhase.PENDING
-        await self._flush()
-        return Result()
+        # The pod, its JIT Secret and the status write (runner ID, Pending) do not depend on each other at
+        # the API server: send them at once. Any may fail alone; the next pass completes the others.
+        created, flushed, secret_error = await asyncio.gather(
+            self._kube.create(PODS, pod), self._flush(), self._create_new_secret(new_secret), return_exceptions=True
+        )
+        if secret_error is not None:
+            return await self._secret_failed(secret_error, created, runner_id)
+        if isinstance(created, AlreadyExists):
+            # Our cache has not seen the pod yet (or someone else holds the name): look again shortly.
+            created = None
+        elif isinstance(created, Invalid | Forbidden):
+            if isinstance(flushed, BaseException):
+                raise flushed
+            if isinstance(created, Forbidden) and QUOTA_EXCEEDED_MARKER in str(created):
+                return await self._quota_exceeded(str(created))
+            await self._mark_done(
+                EphemeralRunnerPhase.FAILED, "InvalidPod", f"Failed to create the pod: {created}", runner_id
+            )
+            return Result()
+        elif isinstance(created, BaseException):
+            raise created
+        else:
+            self._retrying.pop(self._uid, None)
+            self._memory.created_pod(self._key, self._uid)
+        if isinstance(flushed, BaseException):
+            raise flushed
+        return Result() if created is not None else Result(requeue_after=POD_EXISTS_REQUEUE)
 
     async def _with_pod(self, runner_id: int, pod: Object) -> Result:
         if self._retrying.get(self._uid) == (pod.get("metadata") or {}).get("uid"):
@@ -248,20 +289,19 @@ class _RunnerPass:
 
     # -- JIT registration -------------------------------------------------------------------------------
 
-    async def _ensure_jit_secret(self) -> int | Result:
-        """The runner ID from the JIT Secret, registering the runner first when there is no Secret."""
-        try:
-            secret = await self._kube.get(SECRETS, self._name, namespace=self._namespace)
-        except NotFound:
-            secret = None
-        if secret is not None:
-            runner_id = secret_runner_id(secret)
-            if runner_id is not None:
-                return runner_id
-            log.warning("JIT secret %s/%s has no usable runnerId; deleting it to register again", self._namespace,
-                        self._name)  # fmt: skip
-            await _delete_ignoring_missing(self._kube, SECRETS, self._name, self._namespace)
-            return Result(requeue_after=NAME_COLLISION_REQUEUE)
+    async def _ensure_jit_secret(self) -> int | tuple[int, dict[str, Any]] | Result:
+        """The runner ID from the JIT Secret, registering the runner first when there is no Secret.
+
+        The first attempt in this process registers without reading the Secret: a Secret can only exist if
+        the runner was registered before, and then the service answers RunnerExists and we read it.
+        For a fresh runner without a pod (no phase, no failures), the new Secret is returned with the ID,
+        not created: the pod step creates it together with the pod.
+        """
+        first = self._memory.first_registration(self._key, self._uid)
+        if not first:
+            existing = await self._secret_runner_id()
+            if existing is not None:
+                return existing
 
         client = await self._github()
         spec = self._er.get("spec") or {}
@@ -271,6 +311,11 @@ class _RunnerPass:
                 scale_set_id, name=self._name, work_folder=runner_work_folder(self._er)
             )
         except RunnerExists:
+            if first:
+                # Registered by an earlier process, which may have stored the config before it stopped.
+                existing = await self._secret_runner_id()
+                if existing is not None:
+                    return existing
             return await self._name_collision(client, scale_set_id)
         secret_body = desired_jit_secret(
             self._er,
@@ -279,13 +324,60 @@ class _RunnerPass:
             runner_name=jit.runner.name or self._name,
             scale_set_id=scale_set_id,
         )
+        fresh = not self._status.get("phase") and not self._status.get("failures")
+        if self._pod is None and fresh:
+            return jit.runner.id, secret_body
         try:
             await self._kube.create(SECRETS, secret_body)
         except AlreadyExists:
-            # Only this runner's reconcile writes this name, one at a time: a leftover from a pass that
-            # failed after creating it. Use what it holds next time.
+            # Only this runner's reconcile writes this name, one at a time: a leftover from an earlier
+            # registration. Use what it holds next time, and give back the registration made just now.
+            await self._best_effort_remove(jit.runner.id)
             return Result(requeue_after=NAME_COLLISION_REQUEUE)
         return jit.runner.id
+
+    async def _create_new_secret(self, body: dict[str, Any] | None) -> BaseException | None:
+        """Create the JIT Secret ``body`` (if any); the error instead of raising it."""
+        if body is None:
+            return None
+        self._memory.set_secret_unconfirmed(self._key, self._uid, True)
+        try:
+            await self._kube.create(SECRETS, body)
+        except Exception as exc:  # every failure is _secret_failed's to judge, after the other writes
+            return exc
+        self._memory.set_secret_unconfirmed(self._key, self._uid, False)
+        return None
+
+    async def _secret_failed(self, error: BaseException, created: object, runner_id: int) -> Result:
+        """The JIT Secret of a fresh registration was not created, while the pod and status writes may
+        have landed. The runner's next pass reads the Secret before it trusts the status's runner ID."""
+        if isinstance(error, AlreadyExists):
+            # A leftover of an earlier registration: the pod names it, so it may stay; the next pass reads
+            # the Secret and records its runner ID. Give back the registration made just now.
+            if not isinstance(created, BaseException):
+                self._memory.created_pod(self._key, self._uid)
+            await self._best_effort_remove(runner_id)
+            return Result(requeue_after=NAME_COLLISION_REQUEUE)
+        if not isinstance(created, BaseException):
+            # A pod must never wait for a Secret nobody will create: take it back.
+            with contextlib.suppress(Exception):
+                await _delete_ignoring_missing(self._kube, PODS, self._name, self._namespace)
+        raise error
+
+    async def _secret_runner_id(self) -> int | Result | None:
+        """The runner ID the JIT Secret records; ``None`` without a Secret; a requeue after deleting an
+        unusable one."""
+        try:
+            secret = await self._kube.get(SECRETS, self._name, namespace=self._namespace)
+        except NotFound:
+            return None
+        runner_id = secret_runner_id(secret)
+        if runner_id is not None:
+            return runner_id
+        log.warning("JIT secret %s/%s has no usable runnerId; deleting it to register again", self._namespace,
+                    self._name)  # fmt: skip
+        await _delete_ignoring_missing(self._kube, SECRETS, self._name, self._namespace)
+        return Result(requeue_after=NAME_COLLISION_REQUEUE)
 
     async def _name_collision(self, client: ActionsClient, scale_set_id: int) -> Result:
         existing = await client.get_runner_by_name(self._name)
@@ -307,8 +399,8 @@ class _RunnerPass:
     async def _github(self) -> ActionsClient:
         if self._client is None:
             try:
-                self._client = await client_for_runner_spec(
-                    self._ctx.github, namespace=self._namespace, spec=self._er.get("spec") or {}
+                self._client = await self._clients.client_for(
+                    namespace=self._namespace, spec=self._er.get("spec") or {}
                 )
             except ConfigurationError as exc:
                 await self._event("Warning", exc.reason, exc.message)
@@ -389,10 +481,11 @@ class _RunnerPass:
                 patch_type=PatchType.MERGE,
                 subresource="status",
             )
+            self._memory.wrote_status(self._key, self._uid, self._resource_version, changes)
 
 
-def setup_ephemeral_runner_controller(ctx: ControllerContext) -> Controller:
+def setup_ephemeral_runner_controller(ctx: ControllerContext, *, rate_limiter: RateLimiter | None = None) -> Controller:
     """Build the EphemeralRunner controller and register it with the context's manager."""
-    controller = EphemeralRunnerReconciler(ctx).controller()
+    controller = EphemeralRunnerReconciler(ctx).controller(rate_limiter=rate_limiter)
     ctx.manager.add(controller)
     return controller

@@ -56,7 +56,7 @@ from arc_scaleset.controllers.ephemeralrunnerset_status import (
 from arc_scaleset.controllers.errors import ConfigurationError
 from arc_scaleset.controllers.metrics import scale_set_labels
 from arc_scaleset.controllers.revision import actionable_revision, applied_revision
-from arc_scaleset.controllers.runner_classification import RunnerStates, RunnerView, classify
+from arc_scaleset.controllers.runner_classification import RunnerStates, RunnerView, RunnerViewCache, classify
 from arc_scaleset.controllers.runner_github import client_for_runner_spec
 from arc_scaleset.controllers.runner_pod import desired_ephemeral_runner
 from arc_scaleset.controllers.scaling import (
@@ -72,6 +72,7 @@ from arc_scaleset.github import ActionsClient
 from arc_scaleset.kube.controller import Controller, Request, Result
 from arc_scaleset.kube.finalizers import add_finalizer, has_finalizer, remove_finalizer
 from arc_scaleset.kube.informer import Object
+from arc_scaleset.kube.workqueue import RateLimiter
 
 log = logging.getLogger(__name__)
 
@@ -98,10 +99,16 @@ class EphemeralRunnerSetReconciler:
         self._runners = ctx.cache(EPHEMERAL_RUNNERS)
         self._failed_runner_min_age = failed_runner_min_age
         self.expectations = CreationExpectations(clock=ctx.clock)
+        self._views: dict[str, RunnerViewCache] = {}
 
-    def controller(self) -> Controller:
+    def controller(self, *, rate_limiter: RateLimiter | None = None) -> Controller:
         return Controller(
-            CONTROLLER_NAME, EPHEMERAL_RUNNER_SETS, self.reconcile, owns=[EPHEMERAL_RUNNERS], clock=self._ctx.clock
+            CONTROLLER_NAME,
+            EPHEMERAL_RUNNER_SETS,
+            self.reconcile,
+            owns=[EPHEMERAL_RUNNERS],
+            rate_limiter=rate_limiter,
+            clock=self._ctx.clock,
         )
 
     # -- the pass ---------------------------------------------------------------------------------------
@@ -110,6 +117,7 @@ class EphemeralRunnerSetReconciler:
         ers = self._sets.get(request.namespace, request.name)
         if ers is None:
             self.expectations.forget(str(request))
+            self._views.pop(str(request), None)
             return Result()
         if (ers.get("metadata") or {}).get("deletionTimestamp"):
             return await self._finalize(ers, request)
@@ -242,14 +250,19 @@ class EphemeralRunnerSetReconciler:
         await delete_runner_proxy_secret(self._kube, ers)
         await remove_finalizer(self._kube, EPHEMERAL_RUNNER_SETS, ers, EPHEMERAL_RUNNER_SET_FINALIZER)
         self.expectations.forget(str(request))
+        self._views.pop(str(request), None)
         self._ctx.metrics.forget(self._metric_labels(ers))
         return Result()
 
     # -- helpers ----------------------------------------------------------------------------------------
 
     def _runner_views(self, ers: Object) -> list[RunnerView]:
-        uid = str((ers.get("metadata") or {}).get("uid") or "")
-        return [RunnerView.of(obj) for obj in self._runners.by_owner(uid)] if uid else []
+        meta = ers.get("metadata") or {}
+        uid = str(meta.get("uid") or "")
+        if not uid:
+            return []
+        cache = self._views.setdefault(f"{meta.get('namespace')}/{meta.get('name')}", RunnerViewCache())
+        return cache.views(self._runners.by_owner(uid))
 
     def _client_source(self, ers: Object) -> Any:
         meta = ers.get("metadata") or {}
@@ -283,9 +296,11 @@ class EphemeralRunnerSetReconciler:
         )
 
 
-def setup_ephemeral_runner_set_controller(ctx: ControllerContext, **options: Any) -> Controller:
+def setup_ephemeral_runner_set_controller(
+    ctx: ControllerContext, *, rate_limiter: RateLimiter | None = None, **options: Any
+) -> Controller:
     """Build the EphemeralRunnerSet controller and register it with the context's manager."""
-    controller = EphemeralRunnerSetReconciler(ctx, **options).controller()
+    controller = EphemeralRunnerSetReconciler(ctx, **options).controller(rate_limiter=rate_limiter)
     ctx.manager.add(controller)
     return controller
 

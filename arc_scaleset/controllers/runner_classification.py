@@ -99,6 +99,33 @@ class RunnerView:
         )
 
 
+class RunnerViewCache:
+    """:meth:`RunnerView.of` for the runners of one set, parsed again only when a runner changed.
+
+    A set is reconciled on every event of every one of its runners; re-reading hundreds of unchanged runners
+    on each pass is wasted work. A view is kept per runner UID with the ``resourceVersion`` it was read
+    from; every call forgets the runners it was not given (deleted runners do not accumulate).
+    """
+
+    def __init__(self) -> None:
+        self._views: dict[str, tuple[str, RunnerView]] = {}
+
+    def views(self, runners: Iterable[Mapping[str, Any]]) -> list[RunnerView]:
+        """The views of ``runners``, in the given order."""
+        kept: dict[str, tuple[str, RunnerView]] = {}
+        views: list[RunnerView] = []
+        for obj in runners:
+            meta = obj.get("metadata") or {}
+            uid, version = str(meta.get("uid") or ""), str(meta.get("resourceVersion") or "")
+            known = self._views.get(uid)
+            view = known[1] if known is not None and version and known[0] == version else RunnerView.of(obj)
+            if uid:
+                kept[uid] = (version, view)
+            views.append(view)
+        self._views = kept
+        return views
+
+
 def oldest_first(runners: Iterable[RunnerView]) -> list[RunnerView]:
     """By creation time, then name (a stable order for runners created in the same second)."""
     return sorted(runners, key=lambda runner: (runner.created, runner.name))

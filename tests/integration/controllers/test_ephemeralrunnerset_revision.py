@@ -32,6 +32,7 @@ class Observer:
         self.h = h
         self.runners: dict[str, str] = {}
         self.applied: list[int] = []
+        self.polls = 0
         self._task: asyncio.Task[None] | None = None
 
     async def _poll(self) -> None:
@@ -42,6 +43,7 @@ class Observer:
                 applied = (await self.h.get_ers()).get("status", {}).get("appliedActionableRevision", 0)
                 if not self.applied or self.applied[-1] != applied:
                     self.applied.append(applied)
+            self.polls += 1
             await asyncio.sleep(0.02)
 
     def __enter__(self) -> Observer:
@@ -52,8 +54,17 @@ class Observer:
         if self._task is not None:
             self._task.cancel()
 
+    async def caught_up(self) -> None:
+        """Wait until the observer has completed a poll that started after this call."""
+        polls = self.polls
+        await eventually(lambda: _true(self.polls >= polls + 2), what="an observer poll")
+
     def created_at(self, revision: int) -> set[str]:
         return {name for name, rev in self.runners.items() if rev == str(revision)}
+
+
+async def _true(value: bool) -> bool:
+    return value
 
 
 @pytest.fixture
@@ -110,6 +121,7 @@ async def test_spec_update_replaces_idle_and_pending_runners_once_and_keeps_busy
         await h.wait_runners(
             lambda rs: len(rs) == 4 and all(r["metadata"]["annotations"][REV] == "1" for r in rs), what="all rev 1"
         )
+        await obs.caught_up()  # the observer polls on its own: let it see what wait_runners saw
         assert len(obs.created_at(1)) == 4
 
 
