@@ -12,14 +12,17 @@ Ordered phases (spec 2.5 with #4635), each continuing in the same pass once its 
 5. the config Secret (``config.json``), data replaced when it drifts;
 6. the pod: created; replaced when :func:`~.listener_pod.recreation_reason` says so; replaced after a
    failure, an eviction or a lost node with per-listener exponential backoff (Events say when the next
-   attempt is); otherwise its labels and annotations merged.
+   attempt is); otherwise its labels and annotations merged;
+7. the status (``Ready``, ``Degraded``; :mod:`.listener_status`), written once at the end of every pass that
+   got past step 3, whatever happened, and only when it changed.
 
 Bad input (credentials, TLS, a template the API server rejects) is a Warning Event on the listener and on
-its AutoscalingRunnerSet, and the key is retried with backoff.
+its AutoscalingRunnerSet and a ``Ready`` condition saying what is wrong, and the key is retried with backoff.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 from collections.abc import Iterable, Mapping
@@ -32,6 +35,7 @@ from arc_scaleset.api.autoscalingrunnerset import AUTOSCALING_RUNNER_SETS
 from arc_scaleset.api.keys import AUTOSCALING_LISTENER_FINALIZER, LABEL_LISTENER_NAME, LABEL_LISTENER_NAMESPACE
 from arc_scaleset.api.naming import (
     listener_config_secret_name,
+    listener_pod_name,
     listener_proxy_secret_name,
     listener_role_binding_name,
     listener_role_name,
@@ -49,6 +53,16 @@ from arc_scaleset.controllers.listener_children import (
 from arc_scaleset.controllers.listener_config import data_differs, desired_config_secret, listener_config_document
 from arc_scaleset.controllers.listener_pod import desired_listener_pod, recreation_reason
 from arc_scaleset.controllers.listener_restart import RestartBackoff, listener_pod_failure, listener_running
+from arc_scaleset.controllers.listener_status import (
+    ListenerReport,
+    backoff_readiness,
+    created_readiness,
+    derive_conditions,
+    pending_readiness,
+    recreating_readiness,
+    running_readiness,
+    status_patch,
+)
 from arc_scaleset.controllers.metrics import scale_set_labels
 from arc_scaleset.controllers.proxy_secret import proxy_secret_data
 from arc_scaleset.kube.client import Preconditions
@@ -57,6 +71,7 @@ from arc_scaleset.kube.errors import AlreadyExists, BadRequest, Conflict, Invali
 from arc_scaleset.kube.finalizers import add_finalizer, has_finalizer, remove_finalizer
 from arc_scaleset.kube.informer import Object
 from arc_scaleset.kube.resources import PODS, ROLE_BINDINGS, ROLES, SECRETS, SERVICE_ACCOUNTS, Resource
+from arc_scaleset.kube.workqueue import RateLimiter
 
 log = logging.getLogger(__name__)
 
@@ -92,13 +107,15 @@ class AutoscalingListenerReconciler:
             base=settings.listener_restart_backoff_base, cap=settings.listener_restart_backoff_cap
         )
 
-    def controller(self) -> Controller:
+    def controller(self, *, rate_limiter: RateLimiter | None = None) -> Controller:
+        """The controller running this reconciler; ``rate_limiter``: its workqueue's (``None``: the default)."""
         return Controller(
             CONTROLLER_NAME,
             AUTOSCALING_LISTENERS,
             self.reconcile,
             owns=[PODS, SERVICE_ACCOUNTS],
             watches=[(ROLES, rbac_to_listener), (ROLE_BINDINGS, rbac_to_listener)],
+            rate_limiter=rate_limiter,
             clock=self.ctx.clock,
         )
 
@@ -124,6 +141,10 @@ class AutoscalingListenerReconciler:
             with contextlib.suppress(NotFound):
                 await self.ctx.kube.delete(AUTOSCALING_LISTENERS, listener.name, namespace=listener.namespace)
             return Result()
+        report = ListenerReport(
+            generation=int((obj.get("metadata") or {}).get("generation") or 0),
+            pod_running=listener_running(self.pods.get(listener.namespace, listener_pod_name(listener.name)) or {}),
+        )
         try:
             await self._service_account(obj, listener)
             await self._role(listener)
@@ -131,12 +152,21 @@ class AutoscalingListenerReconciler:
             if listener.spec.proxy is not None:
                 await self._proxy_secret(obj, listener)
             config_version = await self._config_secret(obj, listener)
-            return await self._pod(obj, listener, config_version)
+            return await self._pod(obj, listener, config_version, report)
         except ConfigurationError as exc:
+            report.problem = (exc.reason, exc.message)
             await self._warn(obj, listener, exc.reason, exc.message, action="Configure")
             raise
         except Conflict:
             return Result(requeue_after=CONFLICT_REQUEUE_SECONDS)
+        except asyncio.CancelledError:
+            # Stopping (possibly because leadership was lost): another process may already own the status.
+            report.cancelled = True
+            raise
+        finally:
+            if not report.cancelled:
+                report.restarts = self.backoff.state(key, now=self.ctx.clock.monotonic())
+                await self._write_status(obj, report)
 
     async def _scale_set_exists(self, listener: AutoscalingListener) -> bool:
         namespace = listener.spec.autoscaling_runner_set_namespace
@@ -239,7 +269,10 @@ class AutoscalingListenerReconciler:
 
     # -- the pod --------------------------------------------------------------------------------------
 
-    async def _pod(self, obj: Object, listener: AutoscalingListener, config_version: str) -> Result:
+    async def _pod(
+        self, obj: Object, listener: AutoscalingListener, config_version: str, report: ListenerReport
+    ) -> Result:
+        """Steps of the pod; records in ``report.pod`` what it found (for the ``Ready`` condition)."""
         ctx = self.ctx
         key = f"{listener.namespace}/{listener.name}"
         metric_labels = scale_set_labels(listener.name, listener.namespace, listener.metadata.labels)
@@ -258,6 +291,7 @@ class AutoscalingListenerReconciler:
             ctx.metrics.set_listener_running(metric_labels, False)
             remaining = self.backoff.remaining(key, now=now)
             if remaining > 0:
+                report.pod = backoff_readiness(self.backoff.state(key, now=now))
                 return Result(requeue_after=remaining)
             try:
                 await ctx.kube.create(PODS, desired, namespace=listener.namespace)
@@ -267,6 +301,7 @@ class AutoscalingListenerReconciler:
                 raise InvalidListenerTemplate(
                     f"the API server rejected the listener pod built from listenerTemplate: {exc.message}"
                 ) from None
+            report.pod = created_readiness(name)
             await self._event(obj, "ListenerPodCreated", f"created listener pod {name}", action="Create")
             return Result()
 
@@ -274,7 +309,10 @@ class AutoscalingListenerReconciler:
         if failure is not None:
             uid = str((live.get("metadata") or {}).get("uid") or "")
             first_sighting = not self.backoff.is_recorded(key, pod_uid=uid)
-            delay = self.backoff.record_failure(key, pod_uid=uid, now=now, ran_for=failure.ran_for)
+            delay = self.backoff.record_failure(
+                key, pod_uid=uid, now=now, ran_for=failure.ran_for, message=failure.message
+            )
+            report.pod = backoff_readiness(self.backoff.state(key, now=now))
             await self._delete_pod(listener.namespace, name, uid=uid, force=failure.force_delete)
             ctx.metrics.set_listener_running(metric_labels, False)
             if first_sighting:
@@ -288,10 +326,17 @@ class AutoscalingListenerReconciler:
                 )
             return Result(requeue_after=max(delay, CONFLICT_REQUEUE_SECONDS))
         if (live.get("metadata") or {}).get("deletionTimestamp"):
+            # Deleted by a previous pass (a failure's backoff keeps its own Ready reason) or by someone else.
+            report.pod = (
+                backoff_readiness(self.backoff.state(key, now=now))
+                if self.backoff.is_recorded(key, pod_uid=str((live.get("metadata") or {}).get("uid") or ""))
+                else recreating_readiness(name, "waiting for the old pod to terminate")
+            )
             return Result(requeue_after=DELETION_REQUEUE_SECONDS)
 
         reason = recreation_reason(live, desired)
         if reason is not None:
+            report.pod = recreating_readiness(name, reason)
             await self._delete_pod(listener.namespace, name, uid=str((live.get("metadata") or {}).get("uid") or ""))
             ctx.metrics.set_listener_running(metric_labels, False)
             await self._event(
@@ -300,7 +345,9 @@ class AutoscalingListenerReconciler:
             return Result()
 
         await self._ensure(PODS, desired, live)
-        ctx.metrics.set_listener_running(metric_labels, listener_running(live))
+        running = listener_running(live)
+        report.pod = running_readiness(name) if running else pending_readiness(live)
+        ctx.metrics.set_listener_running(metric_labels, running)
         # Nothing watches the GitHub Secret (caching every Secret is not worth it): re-read it periodically, so a
         # rotated credential reaches the listener config (and restarts the listener) within this interval.
         return Result(requeue_after=ctx.settings.scale_set_verify_interval)
@@ -349,7 +396,28 @@ class AutoscalingListenerReconciler:
         await remove_finalizer(self.ctx.kube, AUTOSCALING_LISTENERS, obj, AUTOSCALING_LISTENER_FINALIZER)
         return Result()
 
-    # -- events ---------------------------------------------------------------------------------------
+    # -- status and events ----------------------------------------------------------------------------
+
+    async def _write_status(self, obj: Object, report: ListenerReport) -> None:
+        """Write the conditions this pass derived, when they differ from the stored ones.
+
+        No resourceVersion precondition: only this controller writes the listener's status, and it is derived
+        afresh from the live state on every pass, so a write from a stale read is corrected by the next pass.
+        """
+        current = obj.get("status") or {}
+        conditions = derive_conditions(current.get("conditions"), report, now=self.ctx.clock.now())
+        patch = status_patch(current, conditions)
+        if not patch:
+            return
+        meta = obj.get("metadata") or {}
+        with contextlib.suppress(NotFound):
+            await self.ctx.kube.patch(
+                AUTOSCALING_LISTENERS,
+                meta["name"],
+                {"status": patch},
+                namespace=meta["namespace"],
+                subresource="status",
+            )
 
     async def _event(self, obj: Object, reason: str, note: str, *, action: str) -> None:
         await self.ctx.events.event(obj, type="Normal", reason=reason, note=note, action=action)
@@ -364,3 +432,12 @@ class AutoscalingListenerReconciler:
             await self.ctx.events.event(
                 scale_set, type="Warning", reason=reason, note=f"listener: {note}", action=action
             )
+
+
+def setup_autoscaling_listener_controller(
+    ctx: ControllerContext, *, rate_limiter: RateLimiter | None = None
+) -> Controller:
+    """Build the AutoscalingListener controller and register it with the context's manager."""
+    controller = AutoscalingListenerReconciler(ctx).controller(rate_limiter=rate_limiter)
+    ctx.manager.add(controller)
+    return controller

@@ -74,6 +74,7 @@ from arc_scaleset.kube.errors import AlreadyExists, Conflict
 from arc_scaleset.kube.errors import NotFound as KubeNotFound
 from arc_scaleset.kube.finalizers import add_finalizer, has_finalizer
 from arc_scaleset.kube.informer import Object
+from arc_scaleset.kube.workqueue import RateLimiter
 
 log = logging.getLogger(__name__)
 
@@ -110,13 +111,15 @@ class AutoscalingRunnerSetReconciler:
         # When each scale set was last confirmed on GitHub: (monotonic time, scale set ID).
         self._verified: dict[tuple[str, str], tuple[float, int]] = {}
 
-    def controller(self) -> Controller:
+    def controller(self, *, rate_limiter: RateLimiter | None = None) -> Controller:
+        """The controller running this reconciler; ``rate_limiter``: its workqueue's (``None``: the default)."""
         return Controller(
             CONTROLLER_NAME,
             AUTOSCALING_RUNNER_SETS,
             self.reconcile,
             owns=[EPHEMERAL_RUNNER_SETS],
             watches=[(AUTOSCALING_LISTENERS, listener_to_scale_set)],
+            rate_limiter=rate_limiter,
             clock=self.ctx.clock,
         )
 
@@ -480,3 +483,12 @@ def _first_error(exc: pydantic.ValidationError) -> str:
     first = errors[0]
     location = ".".join(str(part) for part in first.get("loc", ()))
     return f"{location}: {first.get('msg', 'invalid')}"
+
+
+def setup_autoscaling_runner_set_controller(
+    ctx: ControllerContext, *, rate_limiter: RateLimiter | None = None
+) -> Controller:
+    """Build the AutoscalingRunnerSet controller and register it with the context's manager."""
+    controller = AutoscalingRunnerSetReconciler(ctx).controller(rate_limiter=rate_limiter)
+    ctx.manager.add(controller)
+    return controller

@@ -3,14 +3,14 @@
 It takes ARC's flags and environment, so the args of an ARC ``gha-runner-scale-set-controller``
 Deployment work unchanged:
 
-- Flags are parsed as Go's ``flag`` package would: ``--name=value`` or ``--name value``; booleans as
-  ``--name`` or ``--name=true|false`` (also ``1/0/t/f``); durations as ``1m30s``; repeatable list flags
-  append. A single dash (``-name``) is accepted too, as Go accepts it.
+- Flags are parsed as Go's ``flag`` package would (:mod:`.goflags`): ``--name=value`` or ``--name value``;
+  booleans as ``--name`` or ``--name=true|false`` (also ``1/0/t/f``); durations as ``1m30s``; repeatable
+  list flags append. A single dash (``-name``) is accepted too, as Go accepts it.
 - Environment: ``CONTROLLER_MANAGER_POD_NAMESPACE`` and ``CONTROLLER_MANAGER_CONTAINER_IMAGE`` are required
   (the command exits 1 with a message naming the missing one), ``LISTENER_ENTRYPOINT`` replaces the
   listener container's command, ``GITHUB_ACTIONS_FORCE_GHES`` treats every GitHub URL as GHES.
-- Flags of ARC's legacy (summerwind) controllers, and flags whose feature is not served here, are
-  accepted and ignored with one warning line each.
+- Flags of ARC's legacy (summerwind) controllers (:data:`.goflags.LEGACY_FLAGS`), and flags whose feature
+  is not served here, are accepted and ignored with one warning line each.
 
 Exit codes: 0 after SIGTERM/SIGINT and a graceful stop; 1 for a configuration error, unusable Kubernetes
 credentials, caches that never synced, or a lost leader-election lease (the Deployment restarts the pod
@@ -24,16 +24,21 @@ import asyncio
 import importlib
 import logging
 import os
-import re
 import sys
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
 import orjson
 from prometheus_client import CollectorRegistry
 
 from arc_scaleset.clock import Clock
+from arc_scaleset.controllers.goflags import (
+    GoBoolAction,
+    add_go_flag,
+    add_legacy_flags,
+    legacy_flag_warnings,
+    parse_go_duration,
+)
 from arc_scaleset.controllers.settings import (
     CONTAINER_IMAGE_ENV,
     LISTENER_ENTRYPOINT_ENV,
@@ -57,40 +62,7 @@ DEFAULT_WEBHOOK_PORT: Final = 9443
 FORCE_GHES_ENV: Final = "GITHUB_ACTIONS_FORCE_GHES"
 
 
-# -- Go flag value syntax ----------------------------------------------------------------------------
-
-_GO_TRUE: Final = frozenset({"1", "t", "T", "TRUE", "true", "True"})
-_GO_FALSE: Final = frozenset({"0", "f", "F", "FALSE", "false", "False"})
-_DURATION_UNITS: Final = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
-_DURATION_PART: Final = re.compile(r"(\d+\.?\d*|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
-
-
-def parse_go_bool(text: str) -> bool:
-    """A boolean as Go's ``strconv.ParseBool`` reads it."""
-    if text in _GO_TRUE:
-        return True
-    if text in _GO_FALSE:
-        return False
-    raise argparse.ArgumentTypeError(f"{text!r} is not a boolean (use true or false)")
-
-
-def parse_go_duration(text: str) -> float:
-    """Seconds in a Go duration such as ``1m``, ``90s``, ``1h30m``, ``500ms`` (``0`` alone is allowed)."""
-    value = text.strip()
-    sign = -1.0 if value.startswith("-") else 1.0
-    body = value.lstrip("+-")
-    if body == "0":
-        return 0.0
-    position, total = 0, 0.0
-    while position < len(body):
-        match = _DURATION_PART.match(body, position)
-        if match is None:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a duration (examples: 30s, 1m, 1h30m)")
-        total += float(match.group(1)) * _DURATION_UNITS[match.group(2)]
-        position = match.end()
-    if not body:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a duration (examples: 30s, 1m, 1h30m)")
-    return sign * total
+# -- flag value types -------------------------------------------------------------------------------
 
 
 def _choice(allowed: tuple[str, ...], *, allow_empty: bool = False) -> Callable[[str], str]:
@@ -122,19 +94,6 @@ def _positive_float(text: str) -> float:
     return value
 
 
-class GoBoolAction(argparse.Action):
-    """``--name`` sets True; ``--name=false`` (or any Go boolean spelling) sets the value given."""
-
-    def __init__(self, option_strings: list[str], dest: str, **kwargs: Any) -> None:
-        kwargs.setdefault("default", False)
-        super().__init__(option_strings, dest, nargs="?", const=True, type=parse_go_bool, metavar="BOOL", **kwargs)
-
-    def __call__(
-        self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any, option: str | None = None
-    ) -> None:
-        setattr(namespace, self.dest, values)
-
-
 # -- workqueue rate limiters --------------------------------------------------------------------------
 
 BUCKET_RATE_LIMITER: Final = "bucket_rate_limiter"
@@ -164,65 +123,6 @@ WATCH_NAMESPACE_HELP: Final = (
 )
 
 
-@dataclass(frozen=True)
-class LegacyFlag:
-    """A flag of ARC's manager that this controller accepts and ignores (so ARC's args work unchanged)."""
-
-    name: str
-    kind: str  # "value", "bool" or "list"
-    default: str
-    reason: str = "a flag of ARC's legacy (summerwind) controllers"
-
-
-LEGACY_FLAGS: Final = (
-    LegacyFlag("runner-image", "value", "summerwind/actions-runner:latest"),
-    LegacyFlag("docker-image", "value", "docker:dind"),
-    LegacyFlag("docker-gid", "value", "1001"),
-    LegacyFlag("runner-image-pull-secret", "list", "[]"),
-    LegacyFlag("docker-registry-mirror", "value", '""'),
-    LegacyFlag("github-token", "value", '""'),
-    LegacyFlag("github-enterprise-url", "value", '""'),
-    LegacyFlag("github-app-id", "value", "0"),
-    LegacyFlag("github-app-installation-id", "value", "0"),
-    LegacyFlag("github-app-private-key", "value", '""'),
-    LegacyFlag("github-url", "value", '""'),
-    LegacyFlag("github-upload-url", "value", '""'),
-    LegacyFlag("github-basicauth-username", "value", '""'),
-    LegacyFlag("github-basicauth-password", "value", '""'),
-    LegacyFlag("runner-github-url", "value", '""'),
-    LegacyFlag("runner-status-update-hook", "bool", "false"),
-    LegacyFlag("default-scale-down-delay", "value", "10m"),
-    LegacyFlag("common-runner-labels", "list", "[]"),
-    LegacyFlag("disable-admission-webhook", "bool", "false"),
-    LegacyFlag(
-        "read-github-config-secret-from-controller-namespace",
-        "bool",
-        "false",
-        reason="not supported: the GitHub config secret is always read from the scale set's namespace",
-    ),
-    LegacyFlag(
-        "update-strategy",
-        "value",
-        "immediate",
-        reason="removed upstream (#4516): updates always roll in place through the runner-set revision",
-    ),
-)
-
-
-def _legacy_dest(flag: LegacyFlag) -> str:
-    return "legacy_" + flag.name.replace("-", "_")
-
-
-def _add(group: argparse._ActionsContainer, name: str, **kwargs: Any) -> None:
-    """Add ``--name`` (shown in help) and ``-name`` (hidden; Go's flag package accepts one dash too)."""
-    group.add_argument(f"--{name}", **kwargs)
-    alias = dict(kwargs)
-    alias["help"] = argparse.SUPPRESS
-    alias["default"] = argparse.SUPPRESS
-    alias.setdefault("dest", name.replace("-", "_"))
-    group.add_argument(f"-{name}", **alias)
-
-
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.usage = "%(prog)s [flags]  (ARC's flags; see below)"
     parser.description = (
@@ -232,13 +132,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
         f"{LISTENER_ENTRYPOINT_ENV} (listener command; default: arc-scaleset listener), {FORCE_GHES_ENV} "
         "(any value: treat every GitHub URL as GitHub Enterprise Server)."
     )
-    _add(
+    add_go_flag(
         parser,
         "kubeconfig",
         default=None,
         help="kubeconfig file (default: in-cluster credentials, then $KUBECONFIG, then ~/.kube/config)",
     )
-    _add(
+    add_go_flag(
         parser,
         "auto-scaling-runner-set-only",
         action=GoBoolAction,
@@ -246,79 +146,79 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="accepted for ARC compatibility; the runner-scale-set controllers are the only mode here "
         "(default: false, which changes nothing)",
     )
-    _add(parser, "watch-namespace", default="", help=WATCH_NAMESPACE_HELP)
-    _add(
+    add_go_flag(parser, "watch-namespace", default="", help=WATCH_NAMESPACE_HELP)
+    add_go_flag(
         parser,
         "watch-single-namespace",
         default="",
         help='watch custom resources in this single namespace (plus the controller\'s own) (default: "", all)',
     )
-    _add(
+    add_go_flag(
         parser,
         "log-level",
         default="debug",
         type=_choice(LOG_LEVELS),
         help="log verbosity: debug, info, warn or error; also written into listener configs (default: debug)",
     )
-    _add(
+    add_go_flag(
         parser,
         "log-format",
         default="text",
         type=_choice(LOG_FORMATS),
         help="log format: text or json; also written into listener configs (default: text)",
     )
-    _add(
+    add_go_flag(
         parser,
         "enable-leader-election",
         action=GoBoolAction,
         help="elect one active manager through a coordination.k8s.io Lease in the controller namespace "
         "(default: false)",
     )
-    _add(
+    add_go_flag(
         parser,
         "leader-election-id",
         default=DEFAULT_LEADER_ELECTION_ID,
         help=f"name of the leader-election Lease (default: {DEFAULT_LEADER_ELECTION_ID})",
     )
-    _add(
+    add_go_flag(
         parser,
         "metrics-addr",
         default=":8080",
         help="address of the controller's /metrics endpoint; 0 disables it and the scale-set metrics (default: :8080)",
     )
-    _add(
+    add_go_flag(
         parser,
         "listener-metrics-addr",
         default=":8080",
         help="metrics address written into listener configs (and the listener pod's metrics port); "
         "0 disables listener metrics (default: :8080)",
     )
-    _add(
+    add_go_flag(
         parser,
         "listener-metrics-endpoint",
         default="/metrics",
         help="metrics path written into listener configs (default: /metrics)",
     )
-    _add(
+    add_go_flag(
         parser,
         "health-probe-bind-address",
         default="",
         help='address serving /healthz and /readyz; empty disables them (default: "")',
     )
-    _add(
+    add_go_flag(
         parser,
         "pprof-addr",
         default="",
         help='accepted for ARC compatibility but NOT served: Go\'s pprof has no equivalent here (default: "")',
     )
-    _add(
+    add_go_flag(
         parser,
         "runner-max-concurrent-reconciles",
         default=2,
         type=_positive_int,
         help="EphemeralRunner reconciles run at once (the other controllers use 1) (default: 2)",
     )
-    _add(
+    add_go_flag(
         parser,
         "workqueue-rate-limiter",
         default="",
@@ -327,21 +227,21 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "global 10 qps / 100 burst bucket) or typed_rate_limiter (per-key exponential only) "
         '(default: "", meaning bucket_rate_limiter)',
     )
-    _add(
+    add_go_flag(
         parser,
         "k8s-client-rate-limiter-qps",
         default=DEFAULT_QPS,
         type=_positive_float,
         help=f"Kubernetes API requests per second (client-side limit) (default: {DEFAULT_QPS:g})",
     )
-    _add(
+    add_go_flag(
         parser,
         "k8s-client-rate-limiter-burst",
         default=DEFAULT_BURST,
         type=_positive_int,
         help=f"Kubernetes API request burst above the QPS limit (default: {DEFAULT_BURST})",
     )
-    _add(
+    add_go_flag(
         parser,
         "sync-period",
         default=None,
@@ -349,7 +249,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help=f"accepted for ARC compatibility and ignored: the caches are kept exact by watches (with "
         f"relists after expiry) and reconcilers requeue what they poll (default: {DEFAULT_SYNC_PERIOD})",
     )
-    _add(
+    add_go_flag(
         parser,
         "exclude-label-propagation-prefix",
         action="append",
@@ -357,7 +257,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         metavar="PREFIX",
         help="label keys with this prefix are not copied to generated objects; repeatable (default: none)",
     )
-    _add(
+    add_go_flag(
         parser,
         "auto-scaler-image-pull-secrets",
         action="append",
@@ -365,7 +265,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         metavar="SECRET",
         help="image pull secret given to every listener pod; repeatable (default: none)",
     )
-    _add(
+    add_go_flag(
         parser,
         "port",
         default=None,
@@ -373,19 +273,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help=f"accepted for ARC compatibility and ignored: the runner-scale-set controllers serve no "
         f"webhooks (default: {DEFAULT_WEBHOOK_PORT})",
     )
-    legacy = parser.add_argument_group(
-        "ARC legacy flags", "accepted so that ARC's args work unchanged; each one given logs one warning and is ignored"
-    )
-    for flag in LEGACY_FLAGS:
-        options: dict[str, Any] = {"dest": _legacy_dest(flag), "default": argparse.SUPPRESS}
-        if flag.kind == "bool":
-            options["action"] = GoBoolAction
-        elif flag.kind == "list":
-            options["action"] = "append"
-            options["metavar"] = "VALUE"
-        else:
-            options["metavar"] = "VALUE"
-        _add(legacy, flag.name, help=f"ignored: {flag.reason} (default: {flag.default})", **options)
+    add_legacy_flags(parser)
 
 
 # -- from flags to settings ---------------------------------------------------------------------------
@@ -436,9 +324,7 @@ def ignored_flag_warnings(args: argparse.Namespace) -> list[str]:
         lines.append(f"--port={args.port} is ignored: the runner-scale-set controllers serve no webhooks")
     if args.sync_period is not None:
         lines.append("--sync-period is ignored: caches are kept exact by watches and never resync periodically")
-    for flag in LEGACY_FLAGS:
-        if hasattr(args, _legacy_dest(flag)):
-            lines.append(f"--{flag.name} is ignored: {flag.reason}")
+    lines.extend(legacy_flag_warnings(args))
     return lines
 
 

@@ -8,6 +8,7 @@ tight crash loop), and misses pods that were evicted or lost their node (#4331, 
   because the kubelet is gone (still terminating well past its grace period). Each has a reason.
 - :class:`RestartBackoff` spaces recreations per listener: ``base * 2**(n-1)`` seconds up to ``cap`` after
   the n-th consecutive failure; a listener that ran longer than ``cap`` before failing starts over.
+  :meth:`RestartBackoff.state` is what the listener's ``Degraded`` condition is derived from.
 
 Pure: time comes in as arguments.
 """
@@ -103,11 +104,29 @@ def listener_running(pod: Mapping[str, Any]) -> bool:
     return ((container or {}).get("state") or {}).get("running") is not None
 
 
+@dataclass(frozen=True)
+class BackoffState:
+    """One listener's restart backoff at a moment (for its status)."""
+
+    failures: int
+    """Consecutive failures counted (a listener that ran longer than ``cap`` before failing starts at 1)."""
+    delay: float
+    """Seconds the latest failure made the recreation wait."""
+    remaining: float
+    """Seconds still to wait before the listener may be recreated (0 once it may)."""
+    cap: float
+    """The longest delay the backoff grows to."""
+    last_failure: str = ""
+    """What the latest failure was (a :attr:`PodFailure.message`), when known."""
+
+
 @dataclass
 class _Track:
     failures: int
     not_before: float
     last_pod_uid: str = ""
+    delay: float = 0.0
+    last_failure: str = ""
 
 
 class RestartBackoff:
@@ -120,10 +139,13 @@ class RestartBackoff:
         self.cap = cap
         self._tracks: dict[str, _Track] = {}
 
-    def record_failure(self, key: str, *, pod_uid: str, now: float, ran_for: float | None = None) -> float:
+    def record_failure(
+        self, key: str, *, pod_uid: str, now: float, ran_for: float | None = None, message: str = ""
+    ) -> float:
         """Count the failure of pod ``pod_uid``; returns the delay before the listener may be recreated.
 
-        The same pod is counted once, however many reconciles see it before it is gone.
+        The same pod is counted once, however many reconciles see it before it is gone. ``message`` says
+        what the failure was (kept for :meth:`state`).
         """
         track = self._tracks.get(key)
         if track is not None and pod_uid and track.last_pod_uid == pod_uid:
@@ -135,6 +157,8 @@ class RestartBackoff:
         delay = float(min(self.cap, self.base * 2.0 ** (track.failures - 1)))
         track.not_before = now + delay
         track.last_pod_uid = pod_uid
+        track.delay = delay
+        track.last_failure = message
         self._tracks[key] = track
         return delay
 
@@ -147,6 +171,19 @@ class RestartBackoff:
         """Seconds until the listener may be recreated (0 when it may now)."""
         track = self._tracks.get(key)
         return 0.0 if track is None else max(0.0, track.not_before - now)
+
+    def state(self, key: str, *, now: float) -> BackoffState | None:
+        """The listener's backoff at ``now``, or ``None`` when it has no failure on record."""
+        track = self._tracks.get(key)
+        if track is None:
+            return None
+        return BackoffState(
+            failures=track.failures,
+            delay=track.delay,
+            remaining=max(0.0, track.not_before - now),
+            cap=self.cap,
+            last_failure=track.last_failure,
+        )
 
     def failures(self, key: str) -> int:
         track = self._tracks.get(key)

@@ -10,6 +10,7 @@ import pytest
 
 from arc_scaleset.api.autoscalinglistener import AUTOSCALING_LISTENERS
 from arc_scaleset.kube import resources
+from arc_scaleset.kube.conditions import get_condition
 from arc_scaleset.sim.runners import terminated_status
 from tests.integration.controllers.scale_set_env import (  # noqa: F401 - fixtures
     EnvFactory,
@@ -102,13 +103,42 @@ async def test_a_removed_metrics_port_recreates_the_listener_pod(start_env: EnvF
         assert not new_pod["spec"]["containers"][0].get("ports")
 
 
+async def listener_condition(env: ScaleSetEnv, name: str, type: str) -> dict[str, Any]:
+    listener = await env.listener(name)
+    assert listener is not None, f"AutoscalingListener {name} is gone"
+    return get_condition((listener.get("status") or {}).get("conditions"), type) or {}
+
+
 async def test_a_failing_listener_is_recreated_with_growing_backoff(start_env: EnvFactory) -> None:
     async with start_env() as env:
         name, pod = await started(env)
-        for _ in range(3):
+
+        async def ready_and_healthy() -> bool:
+            ready = await listener_condition(env, name, "Ready")
+            degraded = await listener_condition(env, name, "Degraded")
+            return ready.get("status") == "True" and degraded.get("status") == "False"
+
+        await eventually(ready_and_healthy, "Ready=True and Degraded=False on the running listener")
+        for failures in ("failed once;", "failed 2 times in a row;", "failed 3 times in a row;"):
             patch = terminated_status(pod, exit_code=1, now=dt.datetime.now(dt.UTC))
             await env.kube.patch(resources.PODS, name, patch, namespace=env.controller_namespace, subresource="status")
+
+            async def degraded(failures: str = failures) -> dict[str, Any] | None:
+                found = await listener_condition(env, name, "Degraded")
+                counted = found.get("status") == "True" and failures in found.get("message", "")
+                return found if counted else None
+
+            # The condition stays True from the failure until a replacement runs (at least the backoff delay).
+            condition = await eventually(degraded, f"Degraded=True counting {failures}")
+            assert condition["reason"] == "ListenerFailing"
+            assert "(backoff up to 8s)" in condition["message"], condition
             pod = await eventually(lambda uid=pod["metadata"]["uid"]: replaced(env, name, uid), "a replacement pod")
+        # The third failure waits 4s; its restart is announced in the message.
+        assert "restarted after 4s" in condition["message"] or "next restart in 4s" in condition["message"], condition
+        await eventually(ready_and_healthy, "Degraded to clear once the replacement runs")
+        recovered = await listener_condition(env, name, "Degraded")
+        assert recovered["reason"] == "ListenerHealthy"
+        assert "it had failed 3 times in a row" in recovered["message"]
 
         events = await env.events(regarding=name, namespace=env.controller_namespace)
         notes = sorted(e["note"] for e in events if e.get("reason") == "ListenerFailed")

@@ -11,13 +11,12 @@ from arc_scaleset.cli import build_parser
 from arc_scaleset.clock import FakeClock
 from arc_scaleset.controllers import command
 from arc_scaleset.controllers.command import (
-    LEGACY_FLAGS,
     cache_namespaces,
     ignored_flag_warnings,
-    parse_go_duration,
     rate_limiter_factory,
     settings_from_args,
 )
+from arc_scaleset.controllers.goflags import LEGACY_FLAGS, parse_go_duration
 from arc_scaleset.controllers.settings import SettingsError
 from arc_scaleset.kube.workqueue import BucketRateLimiter, ItemExponentialRateLimiter, MaxOfRateLimiter
 
