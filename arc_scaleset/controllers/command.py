@@ -21,14 +21,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib
 import logging
 import os
-import sys
 from collections.abc import Callable, Mapping
 from typing import Final
 
-import orjson
 from prometheus_client import CollectorRegistry
 
 from arc_scaleset.clock import Clock
@@ -49,6 +46,7 @@ from arc_scaleset.controllers.settings import (
     SettingsError,
 )
 from arc_scaleset.kube.workqueue import RateLimiter, bucket_rate_limiter, default_rate_limiter
+from arc_scaleset.observability.logging import configure_logging
 
 log = logging.getLogger("arc_scaleset.controller")
 
@@ -329,58 +327,6 @@ def ignored_flag_warnings(args: argparse.Namespace) -> list[str]:
 
 
 # -- running ------------------------------------------------------------------------------------------
-
-
-_STANDARD_RECORD_FIELDS: Final = frozenset(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {
-    "message",
-    "asctime",
-    "taskName",
-}
-
-
-class _FallbackFormatter(logging.Formatter):
-    """One line per record, ``extra={...}`` fields included: ``key=value`` text or a JSON object."""
-
-    def __init__(self, *, json: bool) -> None:
-        super().__init__()
-        self.json = json
-
-    def format(self, record: logging.LogRecord) -> str:
-        extras = {k: v for k, v in vars(record).items() if k not in _STANDARD_RECORD_FIELDS}
-        when = self.formatTime(record, "%Y-%m-%dT%H:%M:%S")
-        if self.json:
-            document = {"time": when, "level": record.levelname, "logger": record.name, "msg": record.getMessage()}
-            if record.exc_info:
-                document["error"] = self.formatException(record.exc_info)
-            return orjson.dumps({**document, **extras}, default=str).decode()
-        line = f"{when} {record.levelname:<7} {record.name}: {record.getMessage()}"
-        if extras:
-            line += " " + " ".join(f"{key}={value!r}" if isinstance(value, str) else f"{key}={value}"
-                                   for key, value in extras.items())  # fmt: skip
-        if record.exc_info:
-            line += "\n" + self.formatException(record.exc_info)
-        return line
-
-
-def configure_logging(*, level: str, fmt: str) -> None:
-    """The shared :mod:`arc_scaleset.observability` setup once it offers ``configure_logging(level=, fmt=)``,
-    else stdlib logging to stderr in ``fmt`` (``text`` or ``json``)."""
-    try:
-        observability = importlib.import_module("arc_scaleset.observability")
-    except ImportError:
-        observability = None
-    setup = getattr(observability, "configure_logging", None)
-    if callable(setup):
-        setup(level=level, fmt=fmt)
-        return
-    levels = {"debug": logging.DEBUG, "info": logging.INFO, "warn": logging.WARNING, "error": logging.ERROR}
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(_FallbackFormatter(json=fmt == "json"))
-    root = logging.getLogger()
-    root.handlers[:] = [handler]
-    root.setLevel(levels.get(level, logging.INFO))
-    # aiohttp's internals are noise at debug level.
-    logging.getLogger("aiohttp").setLevel(max(root.level, logging.INFO))
 
 
 def run(args: argparse.Namespace) -> int:

@@ -37,6 +37,7 @@ from arc_scaleset.github import (
     parse_config_url,
 )
 from arc_scaleset.kube.client import KubeClient
+from arc_scaleset.observability.logging import register_secret
 
 AZURE_KEY_VAULT = "azure_key_vault"
 
@@ -125,12 +126,17 @@ class GitHubAccess:
         _refuse_vault(vault)
         data = await read_secret_data(self._kube, namespace, secret_name, purpose="githubConfigSecret")
         try:
-            return credentials_from_secret_data(data)
+            credentials = credentials_from_secret_data(data)
         except InvalidCredentials as exc:
             # The credentials module's messages name keys, never values.
             raise InvalidSecret(
                 f"Secret {namespace}/{secret_name} (githubConfigSecret) cannot be used: {exc}"
             ) from None
+        # Nothing logs credentials on purpose; redaction catches an accident. A handful of values per
+        # scale set, so the registry stays small (JIT configs, one per runner, are not registered).
+        for value in credentials.secret_values():
+            register_secret(value)
+        return credentials
 
     async def app_config(self, *, namespace: str, secret_name: str, vault: VaultConfig | None = None) -> AppConfig:
         """The credential fields of a listener ``config.json`` for these settings."""

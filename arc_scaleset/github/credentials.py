@@ -53,6 +53,10 @@ class PersonalAccessToken:
         """A sha256 hex digest identifying this token; equal tokens give equal fingerprints."""
         return _digest("pat", self.token)
 
+    def secret_values(self) -> tuple[str, ...]:
+        """The values that must never be shown (for log redaction)."""
+        return (self.token,)
+
 
 @dataclass(frozen=True, slots=True)
 class GitHubApp:
@@ -81,6 +85,10 @@ class GitHubApp:
     def fingerprint(self) -> str:
         """A sha256 hex digest over the App ID, installation ID and private key."""
         return _digest("app", self.app_id, str(self.installation_id), self.private_key.strip())
+
+    def secret_values(self) -> tuple[str, ...]:
+        """The values that must never be shown (for log redaction)."""
+        return (self.private_key,)
 
     def jwt(self, *, now: dt.datetime) -> str:
         """An RS256 App JWT: ``iat`` = now - 60 s, ``exp`` = iat + 9 min, ``iss`` = the App (client) ID."""

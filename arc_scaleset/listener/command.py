@@ -13,6 +13,7 @@ import asyncio
 import logging
 import os
 import signal
+import sys
 
 from prometheus_client import disable_created_metrics
 
@@ -20,7 +21,7 @@ from arc_scaleset.listener.app import build_listener
 from arc_scaleset.listener.config import ConfigError, ListenerConfig, config_path_from_environment, load_config
 from arc_scaleset.listener.errors import FatalListenerError
 from arc_scaleset.listener.http import HttpEndpoint, serve
-from arc_scaleset.listener.logging_setup import configure_logging
+from arc_scaleset.observability.logging import configure_logging, register_secret
 
 log = logging.getLogger("arc_scaleset.listener")
 
@@ -45,10 +46,13 @@ def run(args: argparse.Namespace) -> int:
     try:
         config = load_config(config_path_from_environment())
     except ConfigError as exc:
-        configure_logging(level="info")
+        configure_logging(level="info", stream=sys.stdout)
         log.error(str(exc))
         return 1
-    configure_logging(level=config.log_level, fmt=config.log_format)
+    configure_logging(level=config.log_level, fmt=config.log_format, stream=sys.stdout)
+    # Redaction is the last line of defence: the listener never logs credentials on purpose.
+    for secret in config.secrets():
+        register_secret(secret)
     # ARC's Go client exports no *_created series; keep the exposition identical.
     disable_created_metrics()  # type: ignore[no-untyped-call]
     return asyncio.run(_main(config, kubeconfig=args.kubeconfig, probe_addr=args.probe_addr))

@@ -172,6 +172,16 @@ class _RedactingProcessorFormatter(structlog.stdlib.ProcessorFormatter):
         return redact(super().format(record))
 
 
+def _slog_keys(_: Any, __: str, event_dict: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
+    """Name the JSON members as Go's slog (and so ARC) does: ``time``, ``level``, ``msg``, so log pipelines
+    built for ARC's JSON logs read ours unchanged."""
+    if "timestamp" in event_dict:
+        event_dict["time"] = event_dict.pop("timestamp")
+    if "event" in event_dict:
+        event_dict["msg"] = event_dict.pop("event")
+    return event_dict
+
+
 def _json_dumps(obj: Any, **_: Any) -> str:
     return orjson.dumps(obj, default=str).decode()
 
@@ -215,7 +225,7 @@ def configure_logging(*, level: str = "info", fmt: str = "text", stream: TextIO 
     renderer: Any
     final: list[Any] = [structlog.stdlib.ProcessorFormatter.remove_processors_meta]
     if fmt == "json":
-        final += [structlog.processors.format_exc_info, redact_event_dict]
+        final += [structlog.processors.format_exc_info, redact_event_dict, _slog_keys]
         renderer = structlog.processors.JSONRenderer(serializer=_json_dumps)
     else:
         final += [redact_event_dict]

@@ -139,11 +139,11 @@ def test_json_lines_carry_the_standard_keys(configure: Configure) -> None:
     output = configure(level="info", fmt="json")
     get_logger("arc.test").info("scaled", replicas=3)
     record = orjson.loads(output.getvalue())
-    assert record["event"] == "scaled"
+    assert record["msg"] == "scaled"
     assert record["level"] == "info"
     assert record["logger"] == "arc.test"
     assert record["replicas"] == 3
-    assert record["timestamp"].endswith("Z")
+    assert record["time"].endswith("Z")
 
 
 def test_text_lines_are_one_readable_line(configure: Configure) -> None:
@@ -209,7 +209,7 @@ def test_reconfiguring_replaces_the_handler(configure: Configure) -> None:
     second = configure(fmt="json")
     get_logger("t").info("once")
     assert first.getvalue() == ""
-    assert orjson.loads(second.getvalue())["event"] == "once"
+    assert orjson.loads(second.getvalue())["msg"] == "once"
 
 
 def test_redacting_filter_masks_records_for_foreign_handlers(secret: str) -> None:
