@@ -35,8 +35,7 @@ import signal
 from collections.abc import Collection, Mapping
 from typing import Any
 
-from aiohttp import web
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client import CollectorRegistry
 
 from arc_scaleset.clock import REAL_CLOCK, Clock
 from arc_scaleset.kube.client import KubeClient
@@ -45,6 +44,7 @@ from arc_scaleset.kube.informer import IndexFunc, Informer, Object, Store
 from arc_scaleset.kube.leader_election import LeaderElectionConfig, LeaderElector, LeadershipLostError
 from arc_scaleset.kube.resources import Resource
 from arc_scaleset.kube.runtime_metrics import RuntimeMetrics
+from arc_scaleset.observability.metrics_server import MetricsServer, serve_metrics
 
 log = logging.getLogger(__name__)
 
@@ -151,7 +151,7 @@ class Manager:
         self._force_stop = False
         self._started = False
         self._controllers_started = False
-        self._runners: list[web.AppRunner] = []
+        self._servers: list[MetricsServer] = []
         self.bound: dict[str, tuple[str, int]] = {}
         """Where each endpoint listens once running: ``{"metrics": (host, port), "health": (host, port)}``."""
 
@@ -300,9 +300,9 @@ class Manager:
         for per_namespace in self._informers.values():
             for informer in per_namespace.values():
                 await informer.stop()
-        for runner in self._runners:
-            await runner.cleanup()
-        self._runners.clear()
+        for server in self._servers:
+            await server.close()
+        self._servers.clear()
         log.info("manager stopped%s", " (leadership lost)" if lost else "")
 
     # -- informers ------------------------------------------------------------------------------------
@@ -336,38 +336,30 @@ class Manager:
     # -- endpoints ------------------------------------------------------------------------------------
 
     async def _start_servers(self) -> None:
-        endpoints: dict[tuple[str | None, int], list[str]] = {}
+        # One server when both addresses are the same, else a metrics server and a probe-only server.
+        by_address: dict[tuple[str | None, int], list[str]] = {}
         if self._metrics_address is not None:
-            endpoints.setdefault(self._metrics_address, []).append("metrics")
+            by_address.setdefault(self._metrics_address, []).append("metrics")
         if self._health_address is not None:
-            endpoints.setdefault(self._health_address, []).append("health")
-        for (host, port), kinds in endpoints.items():
-            app = web.Application()
-            if "metrics" in kinds:
-                app.router.add_get("/metrics", self._metrics_endpoint)
-            if "health" in kinds:
-                app.router.add_get("/healthz", self._healthz_endpoint)
-                app.router.add_get("/readyz", self._readyz_endpoint)
-            runner = web.AppRunner(app, access_log=None, handle_signals=False)
-            await runner.setup()
-            self._runners.append(runner)
-            await web.TCPSite(runner, host=host, port=port).start()
-            bound_host, bound_port = runner.addresses[0][:2]
+            by_address.setdefault(self._health_address, []).append("health")
+        for (host, port), kinds in by_address.items():
+            server = await serve_metrics(
+                address=f"[{host}]:{port}" if host and ":" in host else f"{host or ''}:{port}",
+                registry=self.registry if "metrics" in kinds else CollectorRegistry(),
+                health_checks={"ping": lambda: None},
+                ready_checks={"manager": self._readiness},
+            )
+            assert server is not None  # the address was parsed as enabled
+            self._servers.append(server)
             for kind in kinds:
-                self.bound[kind] = (str(bound_host), int(bound_port))
-            log.info("serving %s on %s:%s", " and ".join(kinds), bound_host, bound_port)
+                self.bound[kind] = (host or "0.0.0.0", server.port)
+            log.info("serving %s on %s:%s", " and ".join(kinds), host or "*", server.port)
 
-    async def _metrics_endpoint(self, _: web.Request) -> web.Response:
-        return web.Response(body=generate_latest(self.registry), headers={"Content-Type": CONTENT_TYPE_LATEST})
-
-    async def _healthz_endpoint(self, _: web.Request) -> web.Response:
-        return web.Response(text="ok")
-
-    async def _readyz_endpoint(self, _: web.Request) -> web.Response:
+    def _readiness(self) -> str | None:
+        """``None`` when ready, else why not (what ``/readyz`` prints)."""
         if self.ready:
-            return web.Response(text="ok")
-        reason = "stopping" if self._stop_requested.is_set() else "caches not synced"
-        return web.Response(status=503, text=reason)
+            return None
+        return "stopping" if self._stop_requested.is_set() else "caches not synced"
 
 
 def _parse_address(address: str | None) -> tuple[str | None, int] | None:

@@ -14,14 +14,15 @@ import logging
 import os
 import signal
 import sys
+from collections.abc import Callable
 
-from prometheus_client import disable_created_metrics
+from prometheus_client import CollectorRegistry, disable_created_metrics
 
 from arc_scaleset.listener.app import build_listener
 from arc_scaleset.listener.config import ConfigError, ListenerConfig, config_path_from_environment, load_config
 from arc_scaleset.listener.errors import FatalListenerError
-from arc_scaleset.listener.http import HttpEndpoint, serve
 from arc_scaleset.observability.logging import configure_logging, register_secret
+from arc_scaleset.observability.metrics_server import HealthCheck, MetricsServer, serve_metrics
 
 log = logging.getLogger("arc_scaleset.listener")
 
@@ -72,20 +73,24 @@ async def _main(config: ListenerConfig, *, kubeconfig: str | None, probe_addr: s
 
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, request_stop, sig.name)
-    endpoints: list[HttpEndpoint] = []
+    liveness: dict[str, HealthCheck] = {"poll": _probe(app.health.live)}
+    readiness: dict[str, HealthCheck] = {"session": _probe(app.health.ready)}
+    servers: list[MetricsServer] = []
     try:
         try:
-            if config.metrics_addr:
-                endpoints.append(
-                    await serve(
-                        address=config.metrics_addr,
-                        health=app.health,
-                        registry=app.metrics.registry,
-                        metrics_path=config.metrics_endpoint or "/metrics",
-                    )
-                )
+            addresses = [(config.metrics_addr, app.metrics.registry)]
             if probe_addr and probe_addr != config.metrics_addr:
-                endpoints.append(await serve(address=probe_addr, health=app.health))
+                addresses.append((probe_addr, CollectorRegistry()))  # probes only
+            for address, registry in addresses:
+                server = await serve_metrics(
+                    address=address,
+                    path=config.metrics_endpoint or "/metrics",
+                    registry=registry,
+                    health_checks=liveness,
+                    ready_checks=readiness,
+                )
+                if server is not None:
+                    servers.append(server)
         except (OSError, ValueError) as exc:
             log.error(f"listener cannot start: cannot serve metrics/probes: {exc}")
             return 1
@@ -97,13 +102,23 @@ async def _main(config: ListenerConfig, *, kubeconfig: str | None, probe_addr: s
                 "min_runners": config.min_runners,
                 "max_runners": config.max_runners,
                 "owner": app.sessions.owner,
-                "ports": [e.port for e in endpoints],
+                "ports": [server.port for server in servers],
             },
         )
         return await app.run()
     finally:
-        for endpoint in endpoints:
-            await endpoint.stop()
+        for server in servers:
+            await server.close()
         await app.aclose()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.remove_signal_handler(sig)
+
+
+def _probe(check: Callable[[], tuple[bool, str]]) -> HealthCheck:
+    """Adapt a listener health verdict ``(ok, why)`` to a probe check (``None`` = pass, else the reason)."""
+
+    def run() -> str | None:
+        ok, why = check()
+        return None if ok else why
+
+    return run

@@ -102,7 +102,8 @@ async def test_probes_report_not_ready_until_caches_sync_and_stop_ends_run() -> 
             async with http.get(f"http://{host}:{port}/healthz") as response:
                 assert response.status == 200
             async with http.get(f"http://{host}:{port}/readyz") as response:
-                assert response.status == 503
+                assert response.status == 500  # controller-runtime's answer for a failing check
+                assert "caches not synced" in await response.text()
             host, port = manager.bound["metrics"]
             async with http.get(f"http://{host}:{port}/metrics") as response:
                 assert response.status == 200

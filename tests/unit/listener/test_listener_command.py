@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 
 from arc_scaleset.listener import command
-from arc_scaleset.listener.http import split_address
 
 
 @pytest.fixture(autouse=True)
@@ -48,16 +47,3 @@ def test_an_invalid_config_exits_1_listing_every_problem(
     assert "runner_scale_set_id is required" in out
     assert "max_runners (1) must be greater than or equal to min_runners (2)" in out
     assert "ghp_secretvalue" not in out
-
-
-@pytest.mark.parametrize(
-    ("address", "expected"),
-    [(":8080", ("0.0.0.0", 8080)), ("127.0.0.1:0", ("127.0.0.1", 0)), ("[::1]:9090", ("::1", 9090))],
-)
-def test_go_style_listen_addresses_are_understood(address: str, expected: tuple[str, int]) -> None:
-    assert split_address(address) == expected
-
-
-def test_an_address_without_a_port_is_refused() -> None:
-    with pytest.raises(ValueError, match="expected host:port"):
-        split_address("localhost")
