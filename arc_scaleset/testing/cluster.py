@@ -6,15 +6,12 @@ stop the cluster the same way.
 
 from __future__ import annotations
 
-import asyncio
 import atexit
 import tempfile
-import time
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import yaml
 
@@ -24,6 +21,7 @@ from arc_scaleset.cluster.processes import pid_alive
 from arc_scaleset.kube import resources
 from arc_scaleset.kube.client import KubeClient, PatchType
 from arc_scaleset.kube.errors import NotFound
+from arc_scaleset.testing.waiting import eventually
 
 
 @dataclass(frozen=True)
@@ -73,20 +71,6 @@ def start_test_cluster(*, reuse: Path | None = None) -> Iterator[TestCluster]:
         atexit.unregister(local.stop)
 
 
-async def wait_for(check: Callable[[], Awaitable[Any]], *, timeout: float, what: str, interval: float = 0.05) -> Any:
-    """Poll ``check`` until it returns something truthy; return it. Raise TimeoutError naming ``what``."""
-    deadline = time.monotonic() + timeout
-    delay = interval
-    while True:
-        result = await check()
-        if result:
-            return result
-        if time.monotonic() >= deadline:
-            raise TimeoutError(f"timed out after {timeout}s waiting for {what}")
-        await asyncio.sleep(delay)
-        delay = min(delay * 1.5, 0.5)
-
-
 async def install_crds(kube: KubeClient, paths: Sequence[Path], *, timeout: float = 60) -> list[str]:
     """Server-side apply every CRD in ``paths`` and wait until each is Established and served."""
     names: list[str] = []
@@ -116,5 +100,5 @@ async def install_crds(kube: KubeClient, paths: Sequence[Path], *, timeout: floa
                 return False
         return True
 
-    await wait_for(all_established, timeout=timeout, what=f"CRDs {names} to be Established")
+    await eventually(all_established, f"CRDs {names} to be Established", timeout=timeout)
     return names

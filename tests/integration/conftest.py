@@ -18,7 +18,8 @@ import pytest
 from arc_scaleset.kube import resources
 from arc_scaleset.kube.client import KubeClient
 from arc_scaleset.kube.errors import NotFound
-from arc_scaleset.testing.cluster import TestCluster, install_crds, wait_for
+from arc_scaleset.testing.cluster import TestCluster, install_crds
+from arc_scaleset.testing.waiting import eventually
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -46,7 +47,7 @@ async def namespace(kube: KubeClient, request: pytest.FixtureRequest) -> AsyncIt
             return False
         return True
 
-    await wait_for(default_service_account, timeout=30, what=f"ServiceAccount default in {name}")
+    await eventually(default_service_account, timeout=30, what=f"ServiceAccount default in {name}")
     try:
         yield name
     finally:

@@ -26,7 +26,7 @@ from arc_scaleset.kube import resources
 from arc_scaleset.kube.client import KubeClient, PatchType
 from arc_scaleset.kube.errors import BadRequest, Invalid, NotFound
 from arc_scaleset.kube.resources import Resource
-from arc_scaleset.testing.cluster import wait_for
+from arc_scaleset.testing.waiting import eventually
 
 pytestmark = pytest.mark.cluster
 
@@ -403,7 +403,7 @@ async def test_crds_apply_server_side_over_an_older_version_of_themselves(
             await kube.create(crd_resource, older)
         else:
             await kube.patch(crd_resource, name, older, patch_type=PatchType.APPLY, field_manager=FIELD_MANAGER)
-        await wait_for(lambda: _established(kube, name), timeout=30, what=f"{name} Established")
+        await eventually(lambda: _established(kube, name), timeout=30, what=f"{name} Established")
         stored_object = ars_manifest(namespace, legacyField="kept-by-the-old-schema", runnerGroup="pruned-by-old")
         stored_object["apiVersion"] = f"{group}/v1alpha1"
 
@@ -413,7 +413,7 @@ async def test_crds_apply_server_side_over_an_older_version_of_themselves(
             except NotFound:  # the new resource is not served yet
                 return None
 
-        created = await wait_for(create_object, timeout=30, what="the old-schema object to be created")
+        created = await eventually(create_object, timeout=30, what="the old-schema object to be created")
         assert created["spec"]["legacyField"] == "kept-by-the-old-schema"
         assert "runnerGroup" not in created["spec"]
 
@@ -426,13 +426,13 @@ async def test_crds_apply_server_side_over_an_older_version_of_themselves(
             force=older_installed_by == "create",
         )
         assert applied["spec"]["versions"] == current["spec"]["versions"]
-        await wait_for(lambda: _established(kube, name), timeout=30, what=f"{name} Established after upgrade")
+        await eventually(lambda: _established(kube, name), timeout=30, what=f"{name} Established after upgrade")
 
         async def new_schema_served() -> dict[str, Any] | None:
             patched = await kube.patch(resource, "arc-runners", {"spec": {"runnerGroup": "new"}}, namespace=namespace)
             return patched if patched["spec"].get("runnerGroup") == "new" else None
 
-        upgraded = await wait_for(new_schema_served, timeout=30, what="the new schema to be served")
+        upgraded = await eventually(new_schema_served, timeout=30, what="the new schema to be served")
         assert "legacyField" not in upgraded["spec"]  # pruned under the new schema, as the checker warned
         assert upgraded["spec"]["template"] == stored_object["spec"]["template"]
     finally:

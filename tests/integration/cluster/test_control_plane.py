@@ -13,7 +13,8 @@ from arc_scaleset.kube import resources
 from arc_scaleset.kube.client import KubeClient
 from arc_scaleset.kube.errors import Conflict, NotFound
 from arc_scaleset.kube.resources import Resource
-from arc_scaleset.testing.cluster import TestCluster, install_crds, wait_for
+from arc_scaleset.testing.cluster import TestCluster, install_crds
+from arc_scaleset.testing.waiting import eventually
 
 WIDGETS = Resource("test.arc-scaleset.dev", "v1", "widgets", "Widget")
 
@@ -135,7 +136,7 @@ async def test_garbage_collector_deletes_child_after_owner(kube: KubeClient, nam
             return True
         return False
 
-    await wait_for(child_gone, timeout=60, what="the garbage collector to delete the child")
+    await eventually(child_gone, timeout=60, what="the garbage collector to delete the child")
 
 
 def _pod(name: str, **annotations: str) -> dict[str, Any]:
@@ -150,7 +151,7 @@ async def _wait_phase(kube: KubeClient, namespace: str, name: str, phase: str) -
         pod = await kube.get(resources.PODS, name, namespace=namespace)
         return pod if pod.get("status", {}).get("phase") == phase else None
 
-    result: dict[str, Any] = await wait_for(reached, timeout=60, what=f"pod {name} to reach {phase}")
+    result: dict[str, Any] = await eventually(reached, timeout=60, what=f"pod {name} to reach {phase}")
     return result
 
 

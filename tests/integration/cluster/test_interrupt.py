@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from arc_scaleset.cluster.processes import pid_alive
-from arc_scaleset.testing.cluster import wait_for
+from arc_scaleset.testing.waiting import eventually
 
 TARGET = Path(__file__).with_name("interrupted_run.py")
 
@@ -32,7 +32,7 @@ async def _start_run(tmp_path: Path) -> tuple[asyncio.subprocess.Process, dict[s
         return pids_file.exists() and bool(pids_file.read_text())
 
     try:
-        await wait_for(started, timeout=120, what="the inner test run to start its control plane")
+        await eventually(started, timeout=120, what="the inner test run to start its control plane")
     except TimeoutError:
         run.kill()
         raise
@@ -43,7 +43,7 @@ async def _assert_all_stopped(pids: dict[str, int]) -> None:
     async def none_alive() -> bool:
         return not any(pid_alive(pid) for pid in pids.values())
 
-    await wait_for(none_alive, timeout=30, what=f"control-plane processes {pids} to stop")
+    await eventually(none_alive, timeout=30, what=f"control-plane processes {pids} to stop")
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL], ids=["sigint", "sigkill"])

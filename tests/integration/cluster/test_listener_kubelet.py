@@ -26,7 +26,8 @@ from arc_scaleset.kube.client import KubeClient
 from arc_scaleset.kube.errors import NotFound
 from arc_scaleset.sim.server import SimulatedGitHub
 from arc_scaleset.sim.state import SimConfig
-from arc_scaleset.testing.cluster import TestCluster, wait_for
+from arc_scaleset.testing.cluster import TestCluster
+from arc_scaleset.testing.waiting import eventually
 
 pytestmark = pytest.mark.cluster
 
@@ -206,7 +207,7 @@ async def wait_for_process(kubelet: ListenerKubelet, *, within: float = 30.0) ->
     async def started() -> ListenerProcess | None:
         return kubelet.processes.get(POD)
 
-    process: ListenerProcess = await wait_for(started, timeout=within, what=f"a listener process for {POD}")
+    process: ListenerProcess = await eventually(started, timeout=within, what=f"a listener process for {POD}")
     return process
 
 
@@ -239,7 +240,7 @@ async def test_a_listener_pod_runs_as_a_process_with_its_service_account_and_sca
             return await ers_replicas(kube, scene.namespace) == MIN_RUNNERS
 
         # Only the listener's own token could have done this patch: the kubelet never touches the ERS.
-        await wait_for(scaled, timeout=30, what=f"ERS replicas == {MIN_RUNNERS} patched by the listener")
+        await eventually(scaled, timeout=30, what=f"ERS replicas == {MIN_RUNNERS} patched by the listener")
         assert process.metrics_port is not None
         async with (
             aiohttp.ClientSession() as http,
@@ -262,7 +263,7 @@ async def test_deleting_the_pod_stops_the_process_and_the_session_is_deleted(kub
         async def stopped() -> bool:
             return POD not in scene.kubelet.processes and not scene.sim.sessions()
 
-        await wait_for(stopped, timeout=60, what="the listener process to stop and its session to be deleted")
+        await eventually(stopped, timeout=60, what="the listener process to stop and its session to be deleted")
         assert any(r.route == "delete_session" and r.status == 204 for r in scene.sim.requests)
         assert process.pid is not None
         with pytest.raises(ProcessLookupError):
@@ -279,7 +280,7 @@ async def test_a_listener_that_exits_non_zero_leaves_the_pod_failed_with_its_exi
             pod = await pod_or_none(kube, scene.namespace)
             return pod if pod and (pod.get("status") or {}).get("phase") == "Failed" else None
 
-        pod = await wait_for(failed, timeout=60, what="the listener pod to be Failed")
+        pod = await eventually(failed, timeout=60, what="the listener pod to be Failed")
         (status,) = pod["status"]["containerStatuses"]
         assert status["name"] == "listener"
         assert status["state"]["terminated"]["exitCode"] == 1

@@ -11,8 +11,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
-import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,25 +27,11 @@ from arc_scaleset.kube.client import KubeClient, PatchType
 from arc_scaleset.kube.manager import Manager
 from arc_scaleset.kube.resources import PODS, SECRETS
 from arc_scaleset.sim import SimConfig, SimulatedGitHub
+from arc_scaleset.testing.waiting import eventually
 
 PAT = "ghp_runner_controllers_0123456789"
 SECRET_NAME = "github-secret"
 ORG = "org"
-
-
-async def eventually(check: Callable[[], Awaitable[Any]], *, timeout: float = 30.0, what: str = "condition") -> Any:
-    """Poll ``check`` until truthy (returned); fail with the last value after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    delay = 0.05
-    last: Any = None
-    while True:
-        last = await check()
-        if last:
-            return last
-        if time.monotonic() >= deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}; last value: {last!r}")
-        await asyncio.sleep(delay)
-        delay = min(delay * 1.5, 0.3)
 
 
 def runner_template(image: str = "ghcr.io/actions/actions-runner:latest") -> dict[str, Any]:

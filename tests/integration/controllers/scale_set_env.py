@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,6 +36,7 @@ from arc_scaleset.kube.client import KubeClient
 from arc_scaleset.kube.errors import NotFound
 from arc_scaleset.kube.manager import Manager
 from arc_scaleset.sim import SimConfig, SimulatedGitHub
+from arc_scaleset.testing.waiting import eventually
 
 PAT = "ghp_controller_integration_token"
 IMAGE = "ghcr.io/example/arc-scaleset:test"
@@ -44,19 +45,6 @@ RUNNER_TEMPLATE: dict[str, Any] = {
         "containers": [{"name": "runner", "image": "ghcr.io/actions/actions-runner:latest", "command": ["run.sh"]}]
     }
 }
-
-
-async def eventually(check: Callable[[], Awaitable[Any]], what: str, *, timeout: float = 30.0) -> Any:
-    """Poll ``check`` (every 50 ms) until it returns something truthy; fail with ``what`` after ``timeout``."""
-    try:
-        async with asyncio.timeout(timeout):
-            while True:
-                result = await check()
-                if result:
-                    return result
-                await asyncio.sleep(0.05)
-    except TimeoutError:
-        pytest.fail(f"timed out after {timeout:.0f}s waiting for {what}")
 
 
 @dataclass

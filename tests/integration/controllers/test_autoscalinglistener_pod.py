@@ -12,11 +12,11 @@ from arc_scaleset.api.autoscalinglistener import AUTOSCALING_LISTENERS
 from arc_scaleset.kube import resources
 from arc_scaleset.kube.conditions import get_condition
 from arc_scaleset.sim.runners import terminated_status
+from arc_scaleset.testing.waiting import eventually
 from tests.integration.controllers.scale_set_env import (  # noqa: F401 - fixtures
     EnvFactory,
     ScaleSetEnv,
     controller_namespace_fixture,
-    eventually,
     sim_fixture,
     start_env_fixture,
 )

@@ -13,11 +13,11 @@ import pytest
 from arc_scaleset.api.autoscalingrunnerset import AUTOSCALING_RUNNER_SETS
 from arc_scaleset.kube import resources
 from arc_scaleset.listener.config import config_from_mapping
+from arc_scaleset.testing.waiting import eventually
 from tests.integration.controllers.scale_set_env import (  # noqa: F401 - fixtures
     PAT,
     EnvFactory,
     controller_namespace_fixture,
-    eventually,
     sim_fixture,
     start_env_fixture,
 )

@@ -12,7 +12,8 @@ import pytest
 from arc_scaleset.api.ephemeralrunner import EPHEMERAL_RUNNERS
 from arc_scaleset.kube.client import KubeClient
 from arc_scaleset.kube.resources import EVENTS, SECRETS
-from tests.integration.controllers.runner_harness import Harness, eventually, harness, runner_template
+from arc_scaleset.testing.waiting import eventually
+from tests.integration.controllers.runner_harness import Harness, harness, runner_template
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(180)]
 

@@ -17,7 +17,8 @@ from arc_scaleset.api.ephemeralrunnerset import EPHEMERAL_RUNNER_SETS
 from arc_scaleset.controllers.ephemeralrunnerset_cleanup import execute_cleanup
 from arc_scaleset.controllers.ephemeralrunnerset_status import patch_applied_actionable_revision
 from arc_scaleset.kube.client import KubeClient, PatchType
-from tests.integration.controllers.runner_harness import Harness, eventually, harness
+from arc_scaleset.testing.waiting import eventually
+from tests.integration.controllers.runner_harness import Harness, harness
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(240)]
 

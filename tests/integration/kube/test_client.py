@@ -29,7 +29,7 @@ from arc_scaleset.kube.errors import (
 )
 from arc_scaleset.kube.resources import Resource
 from arc_scaleset.testing import cluster as test_cluster
-from arc_scaleset.testing.cluster import wait_for
+from arc_scaleset.testing.waiting import eventually
 
 pytestmark = pytest.mark.cluster
 
@@ -193,7 +193,7 @@ async def _throwaway_crd(kube: KubeClient) -> tuple[Resource, str]:
         current = await kube.get(resources.CUSTOM_RESOURCE_DEFINITIONS, crd["metadata"]["name"])
         return is_condition_true((current.get("status") or {}).get("conditions"), "Established")
 
-    await wait_for(established, timeout=30, what=f"CRD {crd['metadata']['name']} Established")
+    await eventually(established, timeout=30, what=f"CRD {crd['metadata']['name']} Established")
     return Resource(group, "v1", plural, f"Probe{suffix}"), crd["metadata"]["name"]
 
 
@@ -201,7 +201,7 @@ async def test_watch_from_a_too_old_resource_version_raises_gone(kube: KubeClien
     probes, crd_name = await _throwaway_crd(kube)
     try:
         # The resource must be servable before its watch cache answers.
-        await wait_for(lambda: _listable(kube, probes, namespace), timeout=30, what=f"{probes} listable")
+        await eventually(lambda: _listable(kube, probes, namespace), timeout=30, what=f"{probes} listable")
         with pytest.raises(Gone, match="too old resource version") as caught:
             await _drain_watch(kube, probes, namespace, resource_version="1")
         assert caught.value.status == 410

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
 import aiohttp
@@ -15,20 +15,11 @@ from arc_scaleset.kube.informer import Object
 from arc_scaleset.kube.manager import Cache, Manager, NamespaceNotCachedError
 from arc_scaleset.kube.ownerrefs import controller_ref
 from arc_scaleset.kube.resources import CONFIG_MAPS, SECRETS
+from arc_scaleset.testing.waiting import eventually
 
 pytestmark = pytest.mark.cluster
 
 PARENT_LABEL = "arc-scaleset.dev/parent"
-
-
-async def eventually(condition: Callable[[], bool], what: str) -> None:
-    """Wait (polling, 20 ms) until ``condition`` holds; fail after 20 s."""
-    try:
-        async with asyncio.timeout(20):
-            while not condition():  # noqa: ASYNC110 - polling plain state
-                await asyncio.sleep(0.02)
-    except TimeoutError:
-        pytest.fail(f"timed out waiting for {what}")
 
 
 class SecretParentReconciler:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -14,7 +14,7 @@ from arc_scaleset.kube.client import KubeClient
 from arc_scaleset.kube.errors import AlreadyExists, NotFound
 from arc_scaleset.kube.informer import Informer, Object
 from arc_scaleset.kube.resources import CONFIG_MAPS, CUSTOM_RESOURCE_DEFINITIONS, Resource
-from arc_scaleset.testing.cluster import wait_for
+from arc_scaleset.testing.waiting import eventually
 
 pytestmark = pytest.mark.cluster
 
@@ -40,16 +40,6 @@ class Recorder:
 
     def of(self, name: str) -> list[str]:
         return [kind for kind, n, _ in self.events if n == name]
-
-
-async def eventually(condition: Callable[[], bool], what: str) -> None:
-    """Wait (polling, 20 ms) until ``condition`` holds; fail after 20 s."""
-    try:
-        async with asyncio.timeout(20):
-            while not condition():  # noqa: ASYNC110 - polling plain state
-                await asyncio.sleep(0.02)
-    except TimeoutError:
-        pytest.fail(f"timed out waiting for {what}")
 
 
 def config_map(name: str, value: str = "1") -> dict[str, Any]:
@@ -170,7 +160,7 @@ async def widgets(kube: KubeClient) -> Resource:
             return False
         return True
 
-    await wait_for(served, timeout=30, what=f"the {name} CRD to be served")
+    await eventually(served, timeout=30, what=f"the {name} CRD to be served")
     return WIDGETS
 
 

@@ -15,21 +15,12 @@ from arc_scaleset.kube.leader_election import LeaderElectionConfig, LeadershipLo
 from arc_scaleset.kube.manager import Manager
 from arc_scaleset.kube.resources import CONFIG_MAPS, LEASES
 from arc_scaleset.testing import cluster as testing_cluster
+from arc_scaleset.testing.waiting import eventually
 
 pytestmark = pytest.mark.cluster
 
 LEASE = "arc-scaleset-le-test"
 LEASE_DURATION, RENEW_DEADLINE, RETRY_PERIOD = 3.0, 2.0, 0.5
-
-
-async def eventually(condition: Callable[[], bool], what: str, *, within: float = 20.0) -> None:
-    """Wait (polling, 20 ms) until ``condition`` holds; fail after ``within`` seconds."""
-    try:
-        async with asyncio.timeout(within):
-            while not condition():  # noqa: ASYNC110 - polling plain state
-                await asyncio.sleep(0.02)
-    except TimeoutError:
-        pytest.fail(f"timed out waiting for {what}")
 
 
 @dataclass
@@ -141,7 +132,7 @@ async def test_one_leads_and_a_dead_leaders_lease_is_taken_over_after_it_expires
     # Bound: the follower must see the record unchanged for a lease duration, polling every retry period
     # (with up to 120 % jitter); generous slack for a loaded machine.
     await eventually(
-        lambda: follower.leading, "the follower to take over", within=LEASE_DURATION + 10 * RETRY_PERIOD + 5
+        lambda: follower.leading, "the follower to take over", timeout=LEASE_DURATION + 10 * RETRY_PERIOD + 5
     )
     assert leader.task is not None
     with pytest.raises(LeadershipLostError):

@@ -23,7 +23,7 @@ from arc_scaleset.listener.app import ListenerApp, Timing, build_listener
 from arc_scaleset.listener.config import ListenerConfig, config_from_mapping
 from arc_scaleset.sim.server import SimulatedGitHub
 from arc_scaleset.sim.state import SimConfig
-from arc_scaleset.testing.cluster import wait_for
+from arc_scaleset.testing.waiting import eventually
 
 PAT = "ghp_listener_integration_token_0123456789"
 ORG = "octo-org"
@@ -187,5 +187,5 @@ async def wait_for_replicas(kube: KubeClient, namespace: str, replicas: int, *, 
         spec = await ers_spec(kube, namespace)
         return spec if spec.get("replicas", 0) == replicas else None
 
-    result: dict[str, Any] = await wait_for(matching, timeout=within, what=f"ERS replicas == {replicas}")
+    result: dict[str, Any] = await eventually(matching, timeout=within, what=f"ERS replicas == {replicas}")
     return result

@@ -11,7 +11,7 @@ from arc_scaleset.api import EPHEMERAL_RUNNERS
 from arc_scaleset.kube.client import KubeClient
 from arc_scaleset.sim.faults import FaultRule
 from arc_scaleset.sim.state import JobState
-from arc_scaleset.testing.cluster import wait_for
+from arc_scaleset.testing.waiting import eventually
 from tests.integration.listener.conftest import (
     SCALE_SET_NAME,
     ListenerSim,
@@ -178,7 +178,7 @@ async def test_job_started_reaches_the_runners_status(
         status: dict[str, object] = runner.get("status") or {}
         return status if "jobId" in status else None
 
-    status = await wait_for(status_recorded, timeout=20, what="job facts on the EphemeralRunner status")
+    status = await eventually(status_recorded, timeout=20, what="job facts on the EphemeralRunner status")
     assert status["jobRequestId"] == request_id
     assert status["jobId"] == job.job_id
     assert status["jobRepositoryName"] == "octo-org/hello"

@@ -11,7 +11,7 @@ from arc_scaleset.kube import resources
 from arc_scaleset.kube.client import KubeClient
 from arc_scaleset.sim import JobState, SimConfig, SimulatedGitHub
 from arc_scaleset.sim.runners import InProcessRunnerService, PodPlayer
-from arc_scaleset.testing.cluster import wait_for
+from arc_scaleset.testing.waiting import eventually
 
 pytestmark = pytest.mark.cluster
 
@@ -54,7 +54,7 @@ async def test_a_running_pod_takes_a_job_and_ends_succeeded_with_exit_zero(kube:
             async def succeeded() -> bool:
                 return await phase(kube, namespace, "runner-ok") == "Succeeded"
 
-            await wait_for(succeeded, timeout=30, what="runner-ok to succeed")
+            await eventually(succeeded, timeout=30, what="runner-ok to succeed")
             pod = await kube.get(resources.PODS, "runner-ok", namespace=namespace)
             [runner] = pod["status"]["containerStatuses"]
             assert runner["state"]["terminated"]["exitCode"] == 0
@@ -66,7 +66,7 @@ async def test_a_running_pod_takes_a_job_and_ends_succeeded_with_exit_zero(kube:
             async def failed() -> bool:
                 return await phase(kube, namespace, "runner-bad") == "Failed"
 
-            await wait_for(failed, timeout=30, what="runner-bad to fail")
+            await eventually(failed, timeout=30, what="runner-bad to fail")
             pod = await kube.get(resources.PODS, "runner-bad", namespace=namespace)
             assert pod["status"]["containerStatuses"][0]["state"]["terminated"]["exitCode"] == 7
         finally:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
 
 import pytest
 from prometheus_client import CollectorRegistry
@@ -19,16 +18,10 @@ from arc_scaleset.kube.informer import Informer
 from arc_scaleset.kube.resources import CONFIG_MAPS, NAMESPACES, Resource
 from arc_scaleset.kube.runtime_metrics import RuntimeMetrics
 from arc_scaleset.kube.workqueue import ItemExponentialRateLimiter
+from arc_scaleset.testing.waiting import eventually
 
 KEY = Request("ns", "a")
 RUNNER_SETS = Resource("actions.github.com", "v1alpha1", "ephemeralrunnersets", "EphemeralRunnerSet")
-
-
-async def eventually(condition: Callable[[], bool]) -> None:
-    """Let the loop run until ``condition`` holds (fails the test after 2 real seconds)."""
-    async with asyncio.timeout(2.0):
-        while not condition():  # noqa: ASYNC110 - the conditions are plain state, not events
-            await asyncio.sleep(0)
 
 
 def no_informers(_: Resource) -> list[Informer]:

@@ -6,10 +6,8 @@ Time is a fake clock, so the backoff schedule is checked exactly and instantly.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import socket
-from collections.abc import Callable
 
 import pytest
 
@@ -19,6 +17,7 @@ from arc_scaleset.kube.client import KubeClient
 from arc_scaleset.kube.credentials import ConnectionConfig
 from arc_scaleset.kube.informer import Informer
 from arc_scaleset.kube.resources import CONFIG_MAPS
+from arc_scaleset.testing.waiting import eventually
 
 
 def closed_port() -> int:
@@ -26,12 +25,6 @@ def closed_port() -> int:
         sock.bind(("127.0.0.1", 0))
         port: int = sock.getsockname()[1]
     return port
-
-
-async def eventually(condition: Callable[[], bool]) -> None:
-    async with asyncio.timeout(5):
-        while not condition():  # noqa: ASYNC110 - polling plain state
-            await asyncio.sleep(0.001)
 
 
 async def test_an_unreachable_api_is_retried_with_growing_delays_and_one_log_line_each(
