@@ -13,7 +13,8 @@ from arc_scaleset.controllers.runner_pod import desired_jit_secret, secret_runne
 from arc_scaleset.github import ActionsClient, PersonalAccessToken, SystemInfo, parse_config_url
 from arc_scaleset.kube.client import KubeClient
 from arc_scaleset.kube.resources import SECRETS
-from tests.integration.controllers.runner_harness import PAT, Harness, eventually, harness
+from arc_scaleset.testing.waiting import eventually
+from tests.integration.controllers.runner_harness import PAT, Harness, harness
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(120)]
 
@@ -74,9 +75,14 @@ async def test_secret_left_by_a_vanished_registration_is_used_and_the_new_regist
                                                     runner_name=name, scale_set_id=h.scale_set_id))  # fmt: skip
 
     await h.start()
-    recorded = await eventually(lambda: _runner_id_in_status(h, name), what="a runner ID in the status")
 
-    assert recorded == 424242
+    # The first pass registers and writes the Secret, the pod and the status at once; the Secret's
+    # AlreadyExists then makes the next pass adopt the existing Secret's runner ID. The status may show
+    # the fresh registration's ID for that moment, so wait for the settled value.
+    async def adopted() -> bool:
+        return await _runner_id_in_status(h, name) == 424242
+
+    await eventually(adopted, what="the existing Secret's runner ID in the status")
     assert await eventually(lambda: _no_registration(h, name), what="the extra registration removed")
 
 
