@@ -50,6 +50,7 @@ from arc_scaleset.controllers.ephemeralrunnerset import EphemeralRunnerSetReconc
 from arc_scaleset.controllers.settings import ControllerSettings
 from arc_scaleset.github import ActionsClient, PersonalAccessToken, SystemInfo, parse_config_url
 from arc_scaleset.kube.client import KubeClient
+from arc_scaleset.kube.errors import NotFound
 from arc_scaleset.kube.manager import Manager
 from arc_scaleset.kube.resources import NAMESPACES, PODS, SECRETS
 from arc_scaleset.sim import SimConfig, SimulatedGitHub
@@ -63,6 +64,7 @@ APISERVER_WRITE_VERBS = frozenset({"POST", "PUT", "PATCH", "DELETE", "APPLY"})
 _METRIC_LINE = re.compile(r"^apiserver_request_total\{(?P<labels>[^}]*)\} (?P<value>\S+)$")
 _LABEL = re.compile(r'(\w+)="([^"]*)"')
 POLL = 0.02
+NAMESPACE_GONE_TIMEOUT = 120.0
 
 
 @dataclass
@@ -72,13 +74,21 @@ class ControllersRun:
     writes_per_runner: float
     writes_by_kind: dict[str, float]
     reads_per_runner: float
-    server_writes_per_runner: float
+    server_writes: dict[str, float]
+
+    @property
+    def server_writes_per_runner(self) -> float:
+        return sum(self.server_writes.values())
 
 
 @dataclass
 class LimitRun:
     seconds: float
-    server_writes_per_runner: float
+    server_writes: dict[str, float]
+
+    @property
+    def server_writes_per_runner(self) -> float:
+        return sum(self.server_writes.values())
 
 
 async def new_namespace(kube: KubeClient, prefix: str) -> str:
@@ -87,15 +97,29 @@ async def new_namespace(kube: KubeClient, prefix: str) -> str:
     return name
 
 
-async def server_writes(kube: KubeClient) -> float:
-    """The API server's count of mutating requests so far (every client, every resource)."""
+async def server_writes(kube: KubeClient) -> collections.Counter[str]:
+    """The API server's count of mutating requests so far (every client), by ``VERB resource[/subresource]``."""
     text = await kube.request_raw("GET", "/metrics")
-    total = 0.0
+    counts: collections.Counter[str] = collections.Counter()
     for line in str(text).splitlines():
         match = _METRIC_LINE.match(line)
-        if match and dict(_LABEL.findall(match["labels"])).get("verb") in APISERVER_WRITE_VERBS:
-            total += float(match["value"])
-    return total
+        if match is None:
+            continue
+        labels = dict(_LABEL.findall(match["labels"]))
+        if labels.get("verb") in APISERVER_WRITE_VERBS:
+            resource = labels.get("resource", "") + (f"/{labels['subresource']}" if labels.get("subresource") else "")
+            counts[f"{labels['verb']} {resource}"] += int(float(match["value"]))
+    return counts
+
+
+def _per_runner(after: collections.Counter[str], before: collections.Counter[str], runners: int,
+                *, minus: str | None = None) -> dict[str, float]:  # fmt: skip
+    """The change from ``before`` to ``after`` per runner, by kind (``minus``: one request of ours to leave out)."""
+    diff = collections.Counter(after)
+    diff.subtract(before)
+    if minus is not None:
+        diff[minus] -= 1
+    return {kind: n / runners for kind, n in sorted(diff.items()) if n > 0}
 
 
 async def until_running(manager: Manager) -> None:
@@ -196,7 +220,7 @@ async def controllers_run(kube_config: Path, kube: KubeClient, sim: SimulatedGit
         writes_per_runner=sum(writes.values()) / runners,
         writes_by_kind={kind: n / runners for kind, n in sorted(writes.items()) if n},
         reads_per_runner=reads / runners,
-        server_writes_per_runner=(server_after - server_before - 1) / runners,  # minus our replicas patch
+        server_writes=_per_runner(server_after, server_before, runners, minus="PATCH ephemeralrunnersets"),
     )
 
 
@@ -224,7 +248,7 @@ async def limit_run(kube: KubeClient, *, runners: int, concurrency: int) -> Limi
     await asyncio.sleep(2.0)  # the same settle time as the controllers run (kwok's status writes land)
     server_after = await server_writes(kube)
     await cleanup(kube, namespace)
-    return LimitRun(seconds=elapsed, server_writes_per_runner=(server_after - server_before) / runners)
+    return LimitRun(seconds=elapsed, server_writes=_per_runner(server_after, server_before, runners))
 
 
 async def cleanup(kube: KubeClient, namespace: str) -> None:
@@ -238,6 +262,16 @@ async def cleanup(kube: KubeClient, namespace: str) -> None:
                              namespace=namespace)  # fmt: skip
     with contextlib.suppress(Exception):
         await kube.delete(NAMESPACES, namespace)
+    # The namespace controller deletes the contents in the background, hundreds of API writes: wait for it,
+    # or it would run during (and slow down) whichever phase comes next.
+    deadline = time.monotonic() + NAMESPACE_GONE_TIMEOUT
+    while time.monotonic() < deadline:
+        try:
+            await kube.get(NAMESPACES, namespace)
+        except NotFound:
+            return
+        await asyncio.sleep(0.2)
+    print(f"warning: namespace {namespace} still exists after {NAMESPACE_GONE_TIMEOUT:g}s", file=sys.stderr)
 
 
 async def main(args: argparse.Namespace) -> None:
@@ -295,6 +329,10 @@ def report(args: argparse.Namespace, ctl: list[ControllersRun], lim: list[LimitR
     print(f"API server mutating requests per runner (all clients): controllers"
           f" {median(r.server_writes_per_runner for r in ctl):.2f}, limit"
           f" {median(r.server_writes_per_runner for r in lim):.2f}")  # fmt: skip
+    for label, runs in (("controllers", ctl), ("limit", lim)):
+        kinds = sorted({kind for r in runs for kind in r.server_writes})
+        print(f"  {label}: " + ", ".join(
+            f"{kind} {median(r.server_writes.get(kind, 0.0) for r in runs):.2f}" for kind in kinds))  # fmt: skip
     print(f"ratio: {limit / pods:.2f} of the API server's create throughput (median;"
           f" best-of {best_limit / best_pods:.2f}; target >= 0.70)")  # fmt: skip
 
