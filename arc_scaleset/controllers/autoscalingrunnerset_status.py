@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from arc_scaleset.api.keys import AutoscalingRunnerSetPhase
-from arc_scaleset.kube.conditions import set_condition
+from arc_scaleset.kube.conditions import ConditionStatus, set_condition
 
 CONDITION_READY = "Ready"
 CONDITION_PROGRESSING = "Progressing"
@@ -55,95 +55,54 @@ class ReconcileReport:
         return self.stored_phase
 
 
+Verdict = tuple[str, ConditionStatus, str, str]
+"""(condition type, status, reason, message)."""
+
+UP_TO_DATE: tuple[Verdict, Verdict] = (
+    (CONDITION_PROGRESSING, "False", "UpToDate", "every child matches the spec"),
+    (CONDITION_DEGRADED, "False", "AsExpected", "no problem found"),
+)
+
+
+def condition_verdicts(report: ReconcileReport) -> list[Verdict]:
+    """What each condition says after this pass; a condition the pass learned nothing about is left out."""
+    if report.complete and report.problem is None:
+        ready = report.ready_message or "the scale set is registered and up to date"
+        return [(CONDITION_READY, "True", "Running", ready), *UP_TO_DATE]
+    verdicts: list[Verdict] = []
+    if report.problem is not None:
+        reason, message = report.problem
+        verdicts += [(CONDITION_DEGRADED, "True", reason, message), (CONDITION_READY, "False", reason, message)]
+    else:
+        verdicts.append(UP_TO_DATE[1])
+    if report.progress is not None:
+        reason, message = report.progress
+        verdicts.append((CONDITION_PROGRESSING, "True", reason, message))
+        if report.problem is None:
+            verdicts.append((CONDITION_READY, "False", reason, message))
+    return verdicts
+
+
 def derive_status(current: Mapping[str, Any] | None, report: ReconcileReport, *, now: dt.datetime) -> dict[str, Any]:
     """The full status to store for this pass (compare with the current one before writing)."""
     status: dict[str, Any] = dict(current or {})
-    conditions = status.get("conditions")
-    generation = report.generation
     if report.complete and report.problem is None:
         status["phase"] = AutoscalingRunnerSetPhase.RUNNING.value
-        status["observedGeneration"] = generation
-        conditions = set_condition(
-            conditions,
-            type=CONDITION_READY,
-            status="True",
-            reason="Running",
-            message=report.ready_message or "the scale set is registered and up to date",
-            observed_generation=generation,
-            now=now,
-        )
-        conditions = set_condition(
-            conditions,
-            type=CONDITION_PROGRESSING,
-            status="False",
-            reason="UpToDate",
-            message="every child matches the spec",
-            observed_generation=generation,
-            now=now,
-        )
-        conditions = set_condition(
-            conditions,
-            type=CONDITION_DEGRADED,
-            status="False",
-            reason="AsExpected",
-            message="no problem found",
-            observed_generation=generation,
-            now=now,
-        )
+        status["observedGeneration"] = report.generation
     else:
         status["phase"] = report.phase_in_effect
         status.setdefault("observedGeneration", report.observed_generation)
-        if report.problem is not None:
-            reason, message = report.problem
-            conditions = set_condition(
-                conditions,
-                type=CONDITION_DEGRADED,
-                status="True",
-                reason=reason,
-                message=message,
-                observed_generation=generation,
-                now=now,
-            )
-            conditions = set_condition(
-                conditions,
-                type=CONDITION_READY,
-                status="False",
-                reason=reason,
-                message=message,
-                observed_generation=generation,
-                now=now,
-            )
-        else:
-            conditions = set_condition(
-                conditions,
-                type=CONDITION_DEGRADED,
-                status="False",
-                reason="AsExpected",
-                message="no problem found",
-                observed_generation=generation,
-                now=now,
-            )
-        if report.progress is not None:
-            reason, message = report.progress
-            conditions = set_condition(
-                conditions,
-                type=CONDITION_PROGRESSING,
-                status="True",
-                reason=reason,
-                message=message,
-                observed_generation=generation,
-                now=now,
-            )
-            if report.problem is None:
-                conditions = set_condition(
-                    conditions,
-                    type=CONDITION_READY,
-                    status="False",
-                    reason=reason,
-                    message=message,
-                    observed_generation=generation,
-                    now=now,
-                )
+    conditions = status.get("conditions")
+    for kind, value, reason, message in condition_verdicts(report):
+        conditions = set_condition(
+            conditions,
+            type=kind,
+            status=value,
+            reason=reason,
+            message=message,
+            observed_generation=report.generation,
+            now=now,
+        )
     status["conditions"] = conditions
     return status
 
