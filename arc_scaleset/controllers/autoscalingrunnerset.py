@@ -62,6 +62,7 @@ from arc_scaleset.controllers.autoscalingrunnerset_desired import (
 from arc_scaleset.controllers.autoscalingrunnerset_registration import (
     register_scale_set,
     registration_patch,
+    scale_set_client,
     sync_scale_set,
     url_labels_patch,
 )
@@ -219,14 +220,7 @@ class AutoscalingRunnerSetReconciler:
             )
 
     async def _client(self, ars: AutoscalingRunnerSet) -> ActionsClient:
-        return await self.ctx.github.client_for(
-            namespace=ars.namespace,
-            config_url=ars.spec.github_config_url,
-            secret_name=ars.spec.github_config_secret,
-            proxy=ars.spec.proxy,
-            tls=ars.spec.github_server_tls,
-            vault=ars.spec.vault_config,
-        )
+        return await scale_set_client(self.ctx.github, ars)
 
     async def _register(self, scope: _Pass, url_labels: Mapping[str, str], *, replacing: int | None) -> Result:
         ars, obj = scope.ars, scope.obj

@@ -38,6 +38,7 @@ from arc_scaleset.api.keys import (
 )
 from arc_scaleset.api.naming import ephemeral_runner_set_name
 from arc_scaleset.controllers.autoscalingrunnerset_desired import listener_name_of, scale_set_id_of
+from arc_scaleset.controllers.autoscalingrunnerset_registration import scale_set_client
 from arc_scaleset.controllers.context import ControllerContext
 from arc_scaleset.controllers.errors import ConfigurationError
 from arc_scaleset.github import ActionsError, NotFound
@@ -132,14 +133,7 @@ async def _scale_set_gone(ctx: ControllerContext, obj: Object) -> bool:
     if scale_set_id is None:
         return True
     try:
-        client = await ctx.github.client_for(
-            namespace=ars.namespace,
-            config_url=ars.spec.github_config_url,
-            secret_name=ars.spec.github_config_secret,
-            proxy=ars.spec.proxy,
-            tls=ars.spec.github_server_tls,
-            vault=ars.spec.vault_config,
-        )
+        client = await scale_set_client(ctx.github, ars)
         await client.delete_runner_scale_set(scale_set_id)
     except NotFound:
         pass  # already gone

@@ -27,6 +27,7 @@ from arc_scaleset.api.keys import (
 )
 from arc_scaleset.controllers.autoscalingrunnerset_desired import desired_scale_set_labels, scale_set_name_of
 from arc_scaleset.controllers.errors import RunnerGroupNotFound
+from arc_scaleset.controllers.github_access import GitHubAccess
 from arc_scaleset.github import ActionsClient, NotFound, RunnerScaleSet
 
 log = logging.getLogger(__name__)
@@ -143,3 +144,15 @@ def _url_label_changes(labels: Mapping[str, str], url_labels: Mapping[str, str])
     # A URL moved from a repository to its organization leaves a stale repository label: delete it.
     changes.update({k: None for k in URL_LABEL_KEYS if k in labels and k not in url_labels})
     return changes
+
+
+async def scale_set_client(github: GitHubAccess, ars: AutoscalingRunnerSet) -> ActionsClient:
+    """The Actions-service client for this scale set's GitHub fields (URL, Secret, proxy, CA, vault)."""
+    return await github.client_for(
+        namespace=ars.namespace,
+        config_url=ars.spec.github_config_url,
+        secret_name=ars.spec.github_config_secret,
+        proxy=ars.spec.proxy,
+        tls=ars.spec.github_server_tls,
+        vault=ars.spec.vault_config,
+    )
