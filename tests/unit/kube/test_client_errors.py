@@ -22,6 +22,7 @@ from arc_scaleset.kube.client import KubeClient
 from arc_scaleset.kube.credentials import ConnectionConfig, StaticToken
 from arc_scaleset.kube.errors import error_from_status
 from arc_scaleset.kube.resources import CONFIG_MAPS
+from arc_scaleset.testing.waiting import eventually
 
 SECRET = "very-secret-token"
 
@@ -137,15 +138,6 @@ async def odd_server() -> AsyncIterator[Callable[[Handler], Any]]:
         await runner.cleanup()
 
 
-async def _until(condition: Callable[[], bool], *, within: float = 5.0) -> None:
-    """Wait (in real time, bounded) until ``condition`` holds: a test synchronisation, never a delay."""
-    for _ in range(int(within / 0.005)):
-        if condition():
-            return
-        await asyncio.sleep(0.005)
-    raise AssertionError("condition not reached in time")
-
-
 def _client(server: str, **options: Any) -> KubeClient:
     return KubeClient(ConnectionConfig(server=server, token_source=StaticToken(SECRET)), **options)
 
@@ -176,7 +168,7 @@ async def test_too_many_requests_is_retried_after_the_servers_hint(odd_server: C
     async with _client(await odd_server(handler), clock=clock, retries=1) as client:
         started = clock.monotonic()
         task = asyncio.ensure_future(client.get(CONFIG_MAPS, "x", namespace="ns"))
-        await _until(lambda: clock.sleepers > 0)
+        await eventually(lambda: clock.sleepers > 0, timeout=5)
         await clock.advance(2)
         result = await task
     assert result["metadata"]["name"] == "x"

@@ -17,6 +17,7 @@ from arc_scaleset.kube.controller import Controller, Request, Result
 from arc_scaleset.kube.credentials import ConnectionConfig
 from arc_scaleset.kube.manager import Manager, NamespaceNotCachedError, _parse_address
 from arc_scaleset.kube.resources import CONFIG_MAPS, NAMESPACES
+from arc_scaleset.testing.waiting import eventually
 
 
 def unreachable_client() -> KubeClient:
@@ -94,9 +95,7 @@ async def test_probes_report_not_ready_until_caches_sync_and_stop_ends_run() -> 
     manager.cache(CONFIG_MAPS)
     task = asyncio.create_task(manager.run())
     try:
-        async with asyncio.timeout(5):
-            while "health" not in manager.bound or "metrics" not in manager.bound:  # noqa: ASYNC110
-                await asyncio.sleep(0.01)
+        await eventually(lambda: {"health", "metrics"} <= manager.bound.keys(), "both servers bound", timeout=5)
         host, port = manager.bound["health"]
         async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=5)) as http:
             async with http.get(f"http://{host}:{port}/healthz") as response:
