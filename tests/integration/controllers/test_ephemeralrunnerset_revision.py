@@ -5,8 +5,7 @@ and against a concurrent status writer."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
 import pytest
@@ -17,6 +16,7 @@ from arc_scaleset.api.ephemeralrunnerset import EPHEMERAL_RUNNER_SETS
 from arc_scaleset.controllers.ephemeralrunnerset_cleanup import execute_cleanup
 from arc_scaleset.controllers.ephemeralrunnerset_status import patch_applied_actionable_revision
 from arc_scaleset.kube.client import KubeClient, PatchType
+from arc_scaleset.kube.informer import Informer
 from arc_scaleset.testing.waiting import eventually
 from tests.integration.controllers.runner_harness import Harness, harness
 
@@ -26,46 +26,44 @@ REV = "actions.github.com/actionable-revision"
 
 
 class Observer:
-    """Polls the API in the background: every runner name ever seen (with its revision) and every applied
-    revision the set ever showed, so a test can assert on history, not just the end state."""
+    """Watches the namespace: every runner ever created (with its revision) and every applied revision the
+    set ever showed, from every watch event (not samples), so a test can assert on the whole history."""
 
     def __init__(self, h: Harness) -> None:
         self.h = h
         self.runners: dict[str, str] = {}
         self.applied: list[int] = []
-        self.polls = 0
-        self._task: asyncio.Task[None] | None = None
+        self._runner_watch = Informer(h.kube, EPHEMERAL_RUNNERS, namespace=h.namespace)
+        self._set_watch = Informer(h.kube, EPHEMERAL_RUNNER_SETS, namespace=h.namespace)
 
-    async def _poll(self) -> None:
-        while True:
-            for runner in await self.h.runners():
-                self.runners.setdefault(runner["metadata"]["name"], runner["metadata"]["annotations"].get(REV, "0"))
-            with contextlib.suppress(Exception):
-                applied = (await self.h.get_ers()).get("status", {}).get("appliedActionableRevision", 0)
-                if not self.applied or self.applied[-1] != applied:
-                    self.applied.append(applied)
-            self.polls += 1
-            await asyncio.sleep(0.02)
+    def _saw_runner(self, runner: Mapping[str, Any]) -> None:
+        meta = runner["metadata"]
+        self.runners.setdefault(meta["name"], (meta.get("annotations") or {}).get(REV, "0"))
 
-    def __enter__(self) -> Observer:
-        self._task = asyncio.create_task(self._poll())
+    def _saw_set(self, ers: Mapping[str, Any]) -> None:
+        applied = (ers.get("status") or {}).get("appliedActionableRevision", 0)
+        if not self.applied or self.applied[-1] != applied:
+            self.applied.append(applied)
+
+    async def __aenter__(self) -> Observer:
+        self._runner_watch.add_handler(on_add=self._saw_runner, on_update=lambda _, new: self._saw_runner(new))
+        self._set_watch.add_handler(on_add=self._saw_set, on_update=lambda _, new: self._saw_set(new))
+        for watch in (self._runner_watch, self._set_watch):
+            watch.start()
+            await watch.wait_synced()
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        if self._task is not None:
-            self._task.cancel()
+    async def __aexit__(self, *exc: object) -> None:
+        for watch in (self._runner_watch, self._set_watch):
+            await watch.stop()
 
     async def caught_up(self) -> None:
-        """Wait until the observer has completed a poll that started after this call."""
-        polls = self.polls
-        await eventually(lambda: _true(self.polls >= polls + 2), what="an observer poll")
+        """Wait until the watch has delivered every runner the API lists now."""
+        listed = {r["metadata"]["name"] for r in await self.h.runners()}
+        await eventually(lambda: listed <= self.runners.keys(), what="the watch to catch up with the API")
 
     def created_at(self, revision: int) -> set[str]:
         return {name for name, rev in self.runners.items() if rev == str(revision)}
-
-
-async def _true(value: bool) -> bool:
-    return value
 
 
 @pytest.fixture
@@ -112,7 +110,7 @@ async def _assert_converged(h: Harness, obs: Observer, *, busy: str, replaced: s
 
 async def test_spec_update_replaces_idle_and_pending_runners_once_and_keeps_busy_ones(h: Harness) -> None:
     busy, idle, pending = await _busy_idle_and_pending(h)
-    with Observer(h) as obs:
+    async with Observer(h) as obs:
         await h.patch_ers(actionableRevision=1, ephemeralRunnerSpec={"metadata": {"labels": {"rev": "1"}}})
         await h.start()
         await _assert_converged(h, obs, busy=busy, replaced=idle | {pending})
@@ -122,7 +120,7 @@ async def test_spec_update_replaces_idle_and_pending_runners_once_and_keeps_busy
         await h.wait_runners(
             lambda rs: len(rs) == 4 and all(r["metadata"]["annotations"][REV] == "1" for r in rs), what="all rev 1"
         )
-        await obs.caught_up()  # the observer polls on its own: let it see what wait_runners saw
+        await obs.caught_up()  # the watch runs on its own: let it deliver what wait_runners saw
         assert len(obs.created_at(1)) == 4
 
 
@@ -144,7 +142,7 @@ async def test_restart_at_any_step_of_an_update_converges_without_double_creatio
 
         return crashing
 
-    with Observer(h) as obs:
+    async with Observer(h) as obs:
         await h.patch_ers(actionableRevision=1, ephemeralRunnerSpec={"metadata": {"labels": {"rev": "1"}}})
         if crash_at == "mid-cleanup":
             monkeypatch.setattr(ers_module, "execute_cleanup", crash(execute_cleanup))
