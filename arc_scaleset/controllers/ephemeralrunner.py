@@ -11,11 +11,14 @@ A pass (spec 2.4, 2.8; the pod verdicts are :mod:`~arc_scaleset.controllers.ephe
    runner's first pass in this process registers without reading the Secret first (see
    :mod:`~arc_scaleset.controllers.ephemeralrunner_memory`; RunnerExists makes it read the Secret);
 5. more than 5 failures -> delete the runner; inside the failure backoff (0/5/10/20/40/80 s) -> wait;
-6. no pod -> create it, and write the status (runner ID, phase ``Pending``) at the same time; for a new
-   runner's fresh registration the JIT Secret is created in the same round (the pod only names the Secret;
-   the kubelet waits for it). Whichever writes land, the next pass completes the others; a pod whose Secret
-   could not be created is deleted again, and the runner's next pass in this process reads the Secret
-   before it trusts the status. A pod rejected by the API server marks the runner Failed with reason
+6. no pod -> create it; for a new runner's fresh registration the JIT Secret is created in the same round
+   (the pod only names the Secret; the kubelet waits for it). A pod whose Secret could not be created is
+   deleted again, and the runner's next pass in this process reads the Secret before it trusts the status.
+   The status changes of this step (runner ID and name, phase ``Pending``) are held back: they go out with
+   the write of the pod's first state, or on their own after ``REGISTRATION_STATUS_DELAY`` seconds. A pod
+   that starts at once then costs one status write instead of two -- the API server's most expensive
+   request of a scale-up -- and the Secret stays the record of the runner ID meanwhile (a restart reads
+   it). A pod rejected by the API server marks the runner Failed with reason
    ``InvalidPod``; a quota rejection waits, for at most 10 minutes of the runner's life; a pod that vanished
    after the runner ran is a lost runner; a pod this process created and its cache does not show yet is
    waited for, not created again;
@@ -23,9 +26,9 @@ A pass (spec 2.4, 2.8; the pod verdicts are :mod:`~arc_scaleset.controllers.ephe
    retry (delete the pod, record the failure); delete the runner (a job was lost, or the pod was
    OOM-killed, evicted or lost with its node); or fail fast when it can never start.
 
-Status is written once per pass, as a merge patch of the fields this pass changes (the listener writes the
-job fields of the same status concurrently; neither write can drop the other's fields). A pass reads the
-status through :class:`~arc_scaleset.controllers.ephemeralrunner_memory.RunnerMemory`, so a write of the
+Status is written at most once per pass, as a merge patch of the fields this pass changes (the listener
+writes the job fields of the same status concurrently; neither write can drop the other's fields). A pass
+reads the status through :class:`~arc_scaleset.controllers.ephemeralrunner_memory.RunnerMemory`, so a write of the
 previous pass that the cache does not show yet is neither repeated nor undone.
 """
 
@@ -88,6 +91,9 @@ QUOTA_GIVE_UP_AFTER: Final = timedelta(minutes=10)
 POD_EXISTS_REQUEUE: Final = 5.0
 QUOTA_REQUEUE: Final = 30.0
 NAME_COLLISION_REQUEUE: Final = 1.0
+REGISTRATION_STATUS_DELAY: Final = 5.0
+"""Seconds a new runner's ID waits to be written together with its pod's first state (step 6). A runner
+without a recorded ID is not yet a candidate for scale-down, so this is also how long that can wait."""
 _FINALIZERS: Final = (EPHEMERAL_RUNNER_FINALIZER, EPHEMERAL_RUNNER_REGISTRATION_FINALIZER)
 
 
@@ -182,6 +188,18 @@ class _RunnerPass:
     # -- the pass ---------------------------------------------------------------------------------------
 
     async def run(self) -> Result:
+        result = await self._run()
+        deferred, remaining = self._memory.deferred_status(self._key, self._uid)
+        if not deferred:
+            return result
+        if remaining <= 0:
+            await self._flush()
+            return result
+        if result.requeue_after is None or result.requeue_after > remaining:
+            return Result(requeue_after=remaining)
+        return result
+
+    async def _run(self) -> Result:
         runner_id = int(self._status.get("runnerId") or 0)
         pod_wait = self._memory.awaiting_pod(self._key, self._uid, cached=self._pod is not None)
         if pod_wait > 0 and runner_id:
@@ -222,33 +240,30 @@ class _RunnerPass:
         pod = desired_runner_pod(self._er, runner_id=runner_id, version=self._ctx.settings.build_version)
         if not self._status.get("phase"):
             self._changes["phase"] = EphemeralRunnerPhase.PENDING
-        # The pod, its JIT Secret and the status write (runner ID, Pending) do not depend on each other at
-        # the API server: send them at once. Any may fail alone; the next pass completes the others.
-        created, flushed, secret_error = await asyncio.gather(
-            self._kube.create(PODS, pod), self._flush(), self._create_new_secret(new_secret), return_exceptions=True
+        # The pod and its JIT Secret do not depend on each other at the API server: send both at once.
+        created, secret_error = await asyncio.gather(
+            self._kube.create(PODS, pod), self._create_new_secret(new_secret), return_exceptions=True
         )
         if secret_error is not None:
             return await self._secret_failed(secret_error, created, runner_id)
-        if isinstance(created, AlreadyExists):
-            # Our cache has not seen the pod yet (or someone else holds the name): look again shortly.
-            created = None
-        elif isinstance(created, Invalid | Forbidden):
-            if isinstance(flushed, BaseException):
-                raise flushed
+        if isinstance(created, Invalid | Forbidden):
             if isinstance(created, Forbidden) and QUOTA_EXCEEDED_MARKER in str(created):
                 return await self._quota_exceeded(str(created))
             await self._mark_done(
                 EphemeralRunnerPhase.FAILED, "InvalidPod", f"Failed to create the pod: {created}", runner_id
             )
             return Result()
-        elif isinstance(created, BaseException):
+        # Step 6: the status changes wait for the pod's first state (see REGISTRATION_STATUS_DELAY).
+        changes, self._changes = self._changes, {}
+        self._memory.defer_status(self._key, self._uid, changes, for_seconds=REGISTRATION_STATUS_DELAY)
+        if isinstance(created, AlreadyExists):
+            # Our cache has not seen the pod yet (or someone else holds the name): look again shortly.
+            return Result(requeue_after=POD_EXISTS_REQUEUE)
+        if isinstance(created, BaseException):
             raise created
-        else:
-            self._retrying.pop(self._uid, None)
-            self._memory.created_pod(self._key, self._uid)
-        if isinstance(flushed, BaseException):
-            raise flushed
-        return Result() if created is not None else Result(requeue_after=POD_EXISTS_REQUEUE)
+        self._retrying.pop(self._uid, None)
+        self._memory.created_pod(self._key, self._uid)
+        return Result()
 
     async def _with_pod(self, runner_id: int, pod: Object) -> Result:
         if self._retrying.get(self._uid) == (pod.get("metadata") or {}).get("uid"):
@@ -468,10 +483,13 @@ class _RunnerPass:
                                      reason=reason, note=note, action="Reconcile")  # fmt: skip
 
     async def _flush(self) -> None:
-        """Write the status changes gathered in this pass (one merge patch), if any."""
-        if not self._changes:
+        """Write the status changes gathered in this pass (one merge patch), if any, together with the
+        changes held back by an earlier pass (step 6); those alone are written only once they are due."""
+        deferred, remaining = self._memory.deferred_status(self._key, self._uid)
+        if not self._changes and (not deferred or remaining > 0):
             return
-        changes, self._changes = self._changes, {}
+        changes = {**deferred, **self._changes}  # this pass's changes win (a phase beats the held-back Pending)
+        self._changes = {}
         with contextlib.suppress(NotFound):
             await self._kube.patch(
                 EPHEMERAL_RUNNERS,
@@ -482,6 +500,7 @@ class _RunnerPass:
                 subresource="status",
             )
             self._memory.wrote_status(self._key, self._uid, self._resource_version, changes)
+            self._memory.deferred_written(self._key, self._uid)
 
 
 def setup_ephemeral_runner_controller(ctx: ControllerContext, *, rate_limiter: RateLimiter | None = None) -> Controller:

@@ -16,7 +16,11 @@ remembers, per runner:
 - that a JIT Secret it sent together with the pod has **not been confirmed** (the next pass reads it);
 - that it has **tried to register** the runner, so a runner's very first pass in this process skips the
   JIT Secret GET (the Secret cannot exist unless an earlier process registered the runner, and the
-  Actions service then answers RunnerExists, which makes the pass read the Secret after all).
+  Actions service then answers RunnerExists, which makes the pass read the Secret after all);
+- **deferred status changes**: changes decided but held back until the runner's next status write or a
+  deadline, whichever comes first (a new runner's ID is written together with its pod's first state
+  instead of in a write of its own). They are overlaid on the status like written ones, and kept until a
+  write carrying them succeeds.
 
 In memory only, on purpose: after a restart the caches are listed fresh and nothing is remembered, which
 costs at most one extra read per runner, never correctness. Keys are ``namespace/name`` with the runner's
@@ -56,6 +60,8 @@ class _Runner:
     status_based_on: str = ""
     unseen_status: dict[str, Any] = field(default_factory=dict)
     pod_deadline: float | None = None
+    deferred_status: dict[str, Any] = field(default_factory=dict)
+    deferred_until: float = 0.0
 
 
 class RunnerMemory:
@@ -89,12 +95,17 @@ class RunnerMemory:
         """The runner's status as this process last made it: ``cached`` (of the cached runner at
         ``resource_version``) plus our writes that version cannot show."""
         entry = self._runners.get(key)
-        if entry is None or entry.uid != uid or not entry.unseen_status:
+        if entry is None or entry.uid != uid:
             return cached
-        if entry.status_based_on != resource_version:
-            entry.unseen_status = {}
-            return cached
-        return apply_merge_patch(cached, entry.unseen_status)
+        status: Mapping[str, Any] = cached
+        if entry.unseen_status:
+            if entry.status_based_on == resource_version:
+                status = apply_merge_patch(status, entry.unseen_status)
+            else:
+                entry.unseen_status = {}
+        if entry.deferred_status:
+            status = apply_merge_patch(status, entry.deferred_status)
+        return status
 
     def wrote_status(self, key: str, uid: str, based_on: str, changes: Mapping[str, Any]) -> None:
         """Record a status merge patch that the API server accepted, written after reading the runner at
@@ -105,6 +116,29 @@ class RunnerMemory:
         else:
             entry.unseen_status = dict(changes)
         entry.status_based_on = based_on
+
+    def defer_status(self, key: str, uid: str, changes: Mapping[str, Any], *, for_seconds: float) -> None:
+        """Hold ``changes`` back: they go out with the runner's next status write, or on their own once
+        ``for_seconds`` have passed (an earlier deadline of changes already held stays)."""
+        if not changes:
+            return
+        entry = self._entry(key, uid)
+        if not entry.deferred_status:
+            entry.deferred_until = self._clock.monotonic() + for_seconds
+        entry.deferred_status = apply_merge_patch(entry.deferred_status, changes)
+
+    def deferred_status(self, key: str, uid: str) -> tuple[dict[str, Any], float]:
+        """The changes held back for the runner and the seconds until they are due (0: due now, or none)."""
+        entry = self._runners.get(key)
+        if entry is None or entry.uid != uid or not entry.deferred_status:
+            return {}, 0.0
+        return dict(entry.deferred_status), max(0.0, entry.deferred_until - self._clock.monotonic())
+
+    def deferred_written(self, key: str, uid: str) -> None:
+        """A status write carrying the deferred changes succeeded."""
+        entry = self._runners.get(key)
+        if entry is not None and entry.uid == uid:
+            entry.deferred_status = {}
 
     # -- the pod ----------------------------------------------------------------------------------------
 

@@ -54,6 +54,30 @@ async def test_runner_registers_and_its_secret_and_pod_are_owned_and_wired(h: Ha
     assert env["ACTIONS_RUNNER_RETURN_VERSION_DEPRECATED_EXIT_CODE"]["value"] == "1"
 
 
+async def test_runner_whose_pod_cannot_be_scheduled_records_its_registration_and_can_be_scaled_down(
+    h: Harness,
+) -> None:
+    # A new runner's ID is written together with its pod's first state; a pod that never gets one (no node
+    # fits) must not keep the registration out of the status, or the set could never scale the runner down.
+    await h.start()
+    unschedulable = {"spec": {**runner_template()["spec"], "nodeSelector": {"arc-scaleset.dev/no-such-node": "x"}}}
+    await h.create_ers(replicas=1, patch_id=0, template=unschedulable)
+
+    def pending_with_id(runners: list[dict[str, Any]]) -> bool:
+        return len(runners) == 1 and all(
+            (r.get("status") or {}).get("runnerId") and (r.get("status") or {}).get("phase") == "Pending"
+            for r in runners
+        )
+
+    (er,) = await h.wait_runners(pending_with_id, what="a Pending runner with its runner ID")
+    name = name_of(er)
+    assert er["status"]["runnerName"] == name
+    assert name in h.registered()
+    await h.patch_ers(replicas=0, patchID=0)
+    await h.wait_runners(lambda rs: not rs, what="the runner scaled down")
+    assert name not in h.registered()
+
+
 async def test_failed_pod_without_job_is_retried_with_backoff_and_the_runner_deleted_after_five_failures(
     h: Harness,
 ) -> None:

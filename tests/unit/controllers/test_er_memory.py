@@ -52,6 +52,29 @@ async def test_created_pod_is_awaited_until_the_cache_shows_it_or_the_wait_ends(
     assert memory.awaiting_pod(KEY, "uid-1", cached=False) == 0.0
 
 
+async def test_deferred_status_is_overlaid_until_written_and_comes_due_after_its_delay() -> None:
+    clock = FakeClock()
+    memory = RunnerMemory(clock=clock)
+    memory.defer_status(KEY, "uid-1", {"runnerId": 7, "phase": "Pending"}, for_seconds=5.0)
+    # Unlike a written change, a held-back one survives newer cached versions: nothing can show it yet.
+    assert memory.status(KEY, "uid-1", "11", {"jobId": "j"}) == {"jobId": "j", "runnerId": 7, "phase": "Pending"}
+    await clock.advance(2.0)
+    memory.defer_status(KEY, "uid-1", {"runnerName": "r"}, for_seconds=5.0)  # the first deadline stays
+    assert memory.deferred_status(KEY, "uid-1") == ({"runnerId": 7, "phase": "Pending", "runnerName": "r"}, 3.0)
+    await clock.advance(3.0)
+    assert memory.deferred_status(KEY, "uid-1")[1] == 0.0
+    memory.deferred_written(KEY, "uid-1")
+    assert memory.deferred_status(KEY, "uid-1") == ({}, 0.0)
+    assert memory.status(KEY, "uid-1", "12", {}) == {}
+
+
+def test_deferred_status_does_not_apply_to_a_new_runner_of_the_same_name() -> None:
+    memory = RunnerMemory()
+    memory.defer_status(KEY, "uid-1", {"runnerId": 7}, for_seconds=5.0)
+    assert memory.status(KEY, "uid-2", "1", {}) == {}
+    assert memory.deferred_status(KEY, "uid-2") == ({}, 0.0)
+
+
 def test_forget_drops_everything_about_a_runner() -> None:
     memory = RunnerMemory()
     memory.set_secret_unconfirmed(KEY, "uid-1", True)
