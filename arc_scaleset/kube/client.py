@@ -22,7 +22,7 @@ import weakref
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, Final, Self
+from typing import Any, Final, Literal, Self
 
 import aiohttp
 import orjson
@@ -52,6 +52,8 @@ DEFAULT_USER_AGENT: Final = f"arc-scaleset/{arc_scaleset.__version__}"
 _IDEMPOTENT_METHODS: Final = frozenset({"GET", "HEAD", "PUT", "DELETE"})
 _RETRYABLE_STATUS: Final = frozenset({429, 500, 502, 503, 504})
 _MAX_RETRY_AFTER: Final = 60.0
+IDLE_CONNECTION_TIMEOUT: Final = 90.0
+"""Seconds an idle connection is kept for reuse (Go's http.Transport default)."""
 
 
 class PatchType(enum.StrEnum):
@@ -156,7 +158,12 @@ class KubeClient:
       with exponential backoff or the server's ``Retry-After`` (default 3). Non-idempotent requests
       (POST, PATCH) are never retried.
     - ``clock``, ``registry`` (for ``rest_client_requests_total``; a private one when ``None``),
-      ``user_agent``, ``connection_limit`` (pool size, default 100).
+      ``user_agent``, ``connection_limit``: how many connections requests use at most (default 32); more
+      requests at once wait for a free one. Watches hold a connection each, from a pool of their own, so
+      they never take one from requests.
+
+    Connections are kept for reuse while idle for up to 90 s (Go's default): a TLS handshake costs both
+    sides more CPU than a small request, and a burst after a quiet minute should not pay one per request.
     """
 
     def __init__(
@@ -171,7 +178,7 @@ class KubeClient:
         clock: Clock = REAL_CLOCK,
         registry: CollectorRegistry | None = None,
         user_agent: str | None = None,
-        connection_limit: int = 100,
+        connection_limit: int = 32,
     ) -> None:
         if request_timeout <= 0 or watch_idle_timeout <= 0:
             raise ValueError("request_timeout and watch_idle_timeout must be positive")
@@ -193,8 +200,10 @@ class KubeClient:
         )
         self._requests_total = _requests_counter(registry if registry is not None else CollectorRegistry())
         self._user_agent = user_agent or DEFAULT_USER_AGENT
+        if connection_limit < 1:
+            raise ValueError("connection_limit must be at least 1")
         self._connection_limit = connection_limit
-        self._session: aiohttp.ClientSession | None = None
+        self._sessions: dict[str, aiohttp.ClientSession] = {}
         self._closed = False
 
     # -- construction -----------------------------------------------------------------------------
@@ -231,8 +240,8 @@ class KubeClient:
     async def close(self) -> None:
         """Close the connection pool; the client cannot be used afterwards."""
         self._closed = True
-        if self._session is not None:
-            session, self._session = self._session, None
+        sessions, self._sessions = self._sessions, {}
+        for session in sessions.values():
             await session.close()
 
     async def __aenter__(self) -> Self:
@@ -243,17 +252,20 @@ class KubeClient:
     ) -> None:
         await self.close()
 
-    def _http(self) -> aiohttp.ClientSession:
+    def _http(self, purpose: Literal["requests", "watches"] = "requests") -> aiohttp.ClientSession:
+        """The session for ``purpose``: a bounded pool for requests, an unbounded one for watches."""
         if self._closed:
             raise RuntimeError("KubeClient is closed")
-        if self._session is None or self._session.closed:
-            connector = aiohttp.TCPConnector(limit=self._connection_limit, ssl=self._ssl)
-            self._session = aiohttp.ClientSession(
+        session = self._sessions.get(purpose)
+        if session is None or session.closed:
+            limit = self._connection_limit if purpose == "requests" else 0  # 0: no limit
+            connector = aiohttp.TCPConnector(limit=limit, ssl=self._ssl, keepalive_timeout=IDLE_CONNECTION_TIMEOUT)
+            session = self._sessions[purpose] = aiohttp.ClientSession(
                 connector=connector,
                 headers={"User-Agent": self._user_agent, "Accept": "application/json"},
                 auto_decompress=True,
             )
-        return self._session
+        return session
 
     # -- verbs ------------------------------------------------------------------------------------
 
@@ -578,7 +590,7 @@ class KubeClient:
                 await self._limiter.acquire()
             self.request_counts[("watch", resource.plural)] += 1
             try:
-                response = await self._http().request(
+                response = await self._http("watches").request(
                     "GET",
                     url,
                     params=params,
