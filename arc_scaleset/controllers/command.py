@@ -45,6 +45,7 @@ from arc_scaleset.controllers.settings import (
     ControllerSettings,
     SettingsError,
 )
+from arc_scaleset.gc_tuning import freeze_startup_objects
 from arc_scaleset.kube.workqueue import RateLimiter, bucket_rate_limiter, default_rate_limiter
 from arc_scaleset.observability.logging import configure_logging
 
@@ -338,6 +339,7 @@ def run(args: argparse.Namespace) -> int:
         return 1
     for line in ignored_flag_warnings(args):
         log.warning(line)
+    freeze_startup_objects()
     return asyncio.run(serve(args, settings))
 
 

@@ -18,6 +18,7 @@ from collections.abc import Callable
 
 from prometheus_client import CollectorRegistry, disable_created_metrics
 
+from arc_scaleset.gc_tuning import freeze_startup_objects
 from arc_scaleset.listener.app import build_listener
 from arc_scaleset.listener.config import ConfigError, ListenerConfig, config_path_from_environment, load_config
 from arc_scaleset.listener.errors import FatalListenerError
@@ -56,6 +57,7 @@ def run(args: argparse.Namespace) -> int:
         register_secret(secret)
     # ARC's Go client exports no *_created series; keep the exposition identical.
     disable_created_metrics()  # type: ignore[no-untyped-call]
+    freeze_startup_objects()
     return asyncio.run(_main(config, kubeconfig=args.kubeconfig, probe_addr=args.probe_addr))
 
 
