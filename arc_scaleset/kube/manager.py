@@ -86,6 +86,10 @@ class Cache:
             return self._store_for(namespace).list(namespace)
         return [obj for store in self._stores() for obj in store.list()]
 
+    def __len__(self) -> int:
+        """How many objects are cached, across the watched namespaces (without copying them out)."""
+        return sum(len(store) for store in self._stores())
+
     def by_owner(self, uid: str) -> builtins.list[Object]:
         return [obj for store in self._stores() for obj in store.by_owner(uid)]
 

@@ -66,7 +66,7 @@ def test_a_namespace_restricted_cache_routes_reads_and_refuses_other_namespaces(
     assert x_in_b is not None
     assert x_in_b["metadata"]["namespace"] == "b"
     assert sorted(o["metadata"]["name"] for o in cache.list("b")) == ["x", "y"]
-    assert len(cache.list()) == 3
+    assert len(cache.list()) == len(cache) == 3
     assert len(cache.by_label("app", "web")) == 2
     with pytest.raises(NamespaceNotCachedError):
         cache.get("c", "x")
