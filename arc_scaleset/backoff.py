@@ -5,6 +5,10 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
+_SHARED_RNG = random.Random()
+"""Jitter needs no independent stream per backoff, and seeding one from the OS costs more than the
+request it would delay (a backoff is made per API request)."""
+
 
 @dataclass
 class Backoff:
@@ -19,7 +23,7 @@ class Backoff:
     factor: float = 2.0
     jitter: float = 0.1
     attempts: int = 0
-    rng: random.Random = field(default_factory=random.Random, repr=False)
+    rng: random.Random = field(default=_SHARED_RNG, repr=False)
 
     def peek(self) -> float:
         """The delay the next call to :meth:`next_delay` will return, before jitter."""

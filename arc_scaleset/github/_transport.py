@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import email.utils
+import functools
 import random
 import ssl
 from collections.abc import Collection, Mapping
@@ -79,8 +80,13 @@ class Redactor:
         return text
 
 
+@functools.lru_cache(maxsize=64)
 def build_ssl_context(root_ca_pem: str | None) -> ssl.SSLContext:
-    """The system's trust store, plus ``root_ca_pem`` when given. Raises ``ValueError`` for a bad PEM."""
+    """The system's trust store, plus ``root_ca_pem`` when given. Raises ``ValueError`` for a bad PEM.
+
+    One context per distinct CA, shared by every client (never modified after it is built): loading the
+    system trust store takes tens of milliseconds, and a client is built per scale set and credential.
+    The trust store is read once per process, as Go's system cert pool is."""
     context = ssl.create_default_context()
     if root_ca_pem and root_ca_pem.strip():
         try:

@@ -287,6 +287,7 @@ class SimState:
         self.runner_groups: dict[int, RunnerGroup] = {1: RunnerGroup(1, DEFAULT_RUNNER_GROUP, is_default=True)}
         self.scale_sets: dict[int, ScaleSet] = {}
         self.runners: dict[int, Runner] = {}
+        self._runner_ids_by_name: dict[str, set[int]] = {}  # lower-cased name -> ids (names are case-insensitive)
         self.sessions: dict[int, Session] = {}  # by scale set id: one session per scale set
         self.jobs: dict[int, JobRecord] = {}
         self.runner_events: list[RunnerExitRequest] = []
@@ -475,7 +476,7 @@ class SimState:
         self.scale_set(tenant_id, scale_set_id)
         if not name:
             raise errors.bad_request("The runner name is required.")
-        if any(r.tenant_id == tenant_id and r.name.lower() == name.lower() for r in self.runners.values()):
+        if self.runners_named(tenant_id, name):
             raise errors.agent_exists(name)
         runner = Runner(
             id=self._id("runner"),
@@ -486,6 +487,7 @@ class SimState:
             work_folder=work_folder,
         )
         self.runners[runner.id] = runner
+        self._runner_ids_by_name.setdefault(name.lower(), set()).add(runner.id)
         self._changed()
         return runner, encode_jit_config(runner, service_url=service_url)
 
@@ -496,11 +498,8 @@ class SimState:
         return found
 
     def runners_named(self, tenant_id: int | None, name: str) -> list[Runner]:
-        return [
-            r
-            for r in self.runners.values()
-            if (tenant_id is None or r.tenant_id == tenant_id) and r.name.lower() == name.lower()
-        ]
+        found = (self.runners[i] for i in self._runner_ids_by_name.get(name.lower(), ()))
+        return [r for r in found if tenant_id is None or r.tenant_id == tenant_id]
 
     def remove_runner(self, tenant_id: int, runner_id: int) -> None:
         runner = self.runner(tenant_id, runner_id)
@@ -511,6 +510,11 @@ class SimState:
 
     def _deregister(self, runner: Runner) -> None:
         self.runners.pop(runner.id, None)
+        ids = self._runner_ids_by_name.get(runner.name.lower())
+        if ids is not None:
+            ids.discard(runner.id)
+            if not ids:
+                del self._runner_ids_by_name[runner.name.lower()]
         self.removed_runners.append(runner)
 
     def _runner_by_name(self, name: str) -> Runner:

@@ -224,7 +224,7 @@ async def test_an_evicted_session_answers_not_found() -> None:
     assert gone.value.status == 404
 
 
-async def test_jit_config_names_are_unique_per_tenant_and_decode_to_the_runner() -> None:
+async def test_jit_config_names_are_unique_per_tenant_free_again_once_removed_and_decode_to_the_runner() -> None:
     state, _, tenant, ss = make_state()
     runner, encoded = state.generate_jit_config(tenant, ss, name="r1", work_folder="/w", service_url=URL)
     decoded = decode_jit_config(encoded)
@@ -232,6 +232,10 @@ async def test_jit_config_names_are_unique_per_tenant_and_decode_to_the_runner()
     with pytest.raises(errors.ActionsError) as exists:
         state.generate_jit_config(tenant, ss, name="R1", work_folder="", service_url=URL)
     assert (exists.value.status, "AgentExistsException" in exists.value.type_name) == (409, True)
+    state.remove_runner(tenant, runner.id)
+    again, _ = state.generate_jit_config(tenant, ss, name="R1", work_folder="", service_url=URL)
+    assert again.id != runner.id, "a removed runner's name is free again"
+    assert state.runners_named(tenant, "r1") == [again]
 
 
 async def test_removing_a_busy_runner_is_refused_and_a_missing_one_is_not_found() -> None:
