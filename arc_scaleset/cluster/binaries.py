@@ -22,8 +22,10 @@ from pathlib import Path
 K8S_VERSION = "v1.37.2"
 ETCD_VERSION = "v3.7.3"
 KWOK_VERSION = "v0.8.0"
+HELM_VERSION = "v4.3.2"
+"""Not part of the control plane: the tests install the charts in ``charts/`` with it."""
 
-BINARIES = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
+BINARIES = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "helm")
 
 
 @dataclass(frozen=True)
@@ -63,6 +65,7 @@ BUILD_STEPS = (
         _version_ldflags(),
     ),
     BuildStep("kwok", ("sigs.k8s.io/kwok/cmd/kwok",), ("kwok",)),
+    BuildStep("helm", ("helm.sh/helm/v4/cmd/helm",), ("helm",)),
 )
 
 
@@ -92,7 +95,8 @@ def cache_key() -> str:
     for step in BUILD_STEPS:
         for name in ("go.mod", "go.sum"):
             digest.update((tools_dir() / step.module_dir / name).read_bytes())
-    return f"k8s-{K8S_VERSION}_etcd-{ETCD_VERSION}_kwok-{KWOK_VERSION}_{digest.hexdigest()[:12]}"
+    versions = f"k8s-{K8S_VERSION}_etcd-{ETCD_VERSION}_kwok-{KWOK_VERSION}_helm-{HELM_VERSION}"
+    return f"{versions}_{digest.hexdigest()[:12]}"
 
 
 def bin_dir() -> Path:

@@ -59,7 +59,8 @@ def build_with_progress(*, force: bool = False) -> Path:
 
     print(
         f"Building the local control plane (Kubernetes {binaries.K8S_VERSION}, etcd {binaries.ETCD_VERSION}, "
-        f"kwok {binaries.KWOK_VERSION}) into {binaries.bin_dir()}.\nThis happens once; later runs reuse it.",
+        f"kwok {binaries.KWOK_VERSION}) and helm {binaries.HELM_VERSION} into {binaries.bin_dir()}.\n"
+        "This happens once; later runs reuse it.",
         file=sys.stderr,
     )
     with Progress(

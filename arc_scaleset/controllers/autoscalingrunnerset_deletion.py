@@ -45,8 +45,9 @@ from arc_scaleset.github import ActionsError, NotFound
 from arc_scaleset.kube.controller import Result
 from arc_scaleset.kube.errors import Forbidden
 from arc_scaleset.kube.errors import NotFound as KubeNotFound
-from arc_scaleset.kube.finalizers import has_finalizer, remove_finalizer
+from arc_scaleset.kube.finalizers import has_finalizer, patch_out_finalizer, remove_finalizer
 from arc_scaleset.kube.informer import Object
+from arc_scaleset.kube.manager import NamespaceNotCachedError
 from arc_scaleset.kube.resources import ROLE_BINDINGS, ROLES, SECRETS, SERVICE_ACCOUNTS, Resource
 
 log = logging.getLogger(__name__)
@@ -63,6 +64,8 @@ CLEANUP_PROTECTED: Final[Sequence[tuple[str, Resource]]] = (
     (ANNOTATION_CLEANUP_MANAGER_ROLE_NAME, ROLES),
 )
 """The objects whose cleanup-protection finalizer is removed, in ARC's order: (annotation, resource)."""
+MANAGER_CACHED: Final = frozenset({ROLES, ROLE_BINDINGS, SERVICE_ACCOUNTS})
+"""Kinds the manager caches anyway (the AutoscalingListener controller watches them)."""
 
 
 def cleanup_targets(annotations: dict[str, str] | None) -> list[tuple[Resource, str]]:
@@ -164,9 +167,17 @@ async def _scale_set_gone(ctx: ControllerContext, obj: Object) -> bool:
 
 
 async def _remove_cleanup_protection(ctx: ControllerContext, resource: Resource, namespace: str, name: str) -> None:
-    try:
-        target: Any = await ctx.kube.get(resource, name, namespace=namespace)
-    except (KubeNotFound, Forbidden):
-        # Gone already (or, for the secret, no longer readable by a narrowed role): nothing to release.
-        return
-    await remove_finalizer(ctx.kube, resource, target, CLEANUP_PROTECTION_FINALIZER)
+    # The manager Role's own binding is released just before the Role: from then on the controller may only
+    # list, watch and patch Roles (the controller chart's grant). So read from the cache where the manager
+    # keeps one, and remove the finalizer with a patch.
+    target: Any = None
+    if resource in MANAGER_CACHED:
+        with contextlib.suppress(NamespaceNotCachedError):
+            target = ctx.cache(resource).get(namespace, name)
+    if target is None:
+        try:
+            target = await ctx.kube.get(resource, name, namespace=namespace)
+        except (KubeNotFound, Forbidden):
+            # Gone already (or, for the secret, no longer readable by a narrowed role): nothing to release.
+            return
+    await patch_out_finalizer(ctx.kube, resource, target, CLEANUP_PROTECTION_FINALIZER)

@@ -83,6 +83,8 @@ class SystemOptions:
     - ``watch_namespace``: restrict the controller to this namespace (plus its own). On a cluster shared
       with other tests, an unrestricted controller would reconcile their scale sets too.
     - ``controller_args``: extra flags for ``arc-scaleset controller``.
+    - ``controller_kubeconfig``: the controller's own credentials (e.g. a chart's ServiceAccount), instead
+      of the admin kubeconfig the rest of the system uses.
     """
 
     controller_namespace: str = CONTROLLER_NAMESPACE
@@ -94,6 +96,7 @@ class SystemOptions:
     tie_to_parent: bool = True
     watch_namespace: str | None = None
     controller_args: tuple[str, ...] = ()
+    controller_kubeconfig: Path | None = None
     ready_timeout: float = 90.0
 
 
@@ -271,7 +274,7 @@ class System:
         self.controller_health_url = f"http://127.0.0.1:{health_port}"
         args = [
             "controller",
-            f"--kubeconfig={self.kubeconfig}",
+            f"--kubeconfig={self.options.controller_kubeconfig or self.kubeconfig}",
             "--auto-scaling-runner-set-only",
             f"--metrics-addr=127.0.0.1:{metrics_port}",
             f"--health-probe-bind-address=127.0.0.1:{health_port}",

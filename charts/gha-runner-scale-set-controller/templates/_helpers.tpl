@@ -1,0 +1,85 @@
+{{/* Names, labels and the values shared by this chart's templates. */}}
+
+{{- define "gha-rs-controller.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* <release>-gha-rs-controller unless fullnameOverride is set. */}}
+{{- define "gha-rs-controller.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-gha-rs-controller" .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "gha-rs-controller.namespace" -}}
+{{- default .Release.Namespace .Values.namespaceOverride -}}
+{{- end -}}
+
+{{- define "gha-rs-controller.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "gha-rs-controller.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "gha-rs-controller.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{/* Labels of every object: the chart's, then the user's `labels` (which may not replace the chart's). */}}
+{{- define "gha-rs-controller.labels" -}}
+helm.sh/chart: {{ include "gha-rs-controller.chart" . }}
+{{ include "gha-rs-controller.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: gha-rs-controller
+{{- range $key, $value := .Values.labels }}
+{{- if not (has $key (list "helm.sh/chart" "app.kubernetes.io/name" "app.kubernetes.io/instance" "app.kubernetes.io/version" "app.kubernetes.io/managed-by" "app.kubernetes.io/part-of")) }}
+{{ $key }}: {{ $value | quote }}
+{{- end }}
+{{- end }}
+{{- end -}}
+
+{{- define "gha-rs-controller.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create -}}
+{{- default (include "gha-rs-controller.fullname" .) .Values.serviceAccount.name -}}
+{{- else -}}
+{{- required "serviceAccount.name is required when serviceAccount.create is false" .Values.serviceAccount.name -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "gha-rs-controller.image" -}}
+{{- printf "%s:%s" .Values.image.repository (.Values.image.tag | default .Chart.AppVersion) -}}
+{{- end -}}
+
+{{/* The numeric port of a bind address such as ":8080" or "0.0.0.0:8080". */}}
+{{- define "gha-rs-controller.port" -}}
+{{- $parts := splitList ":" (toString .) -}}
+{{- last $parts -}}
+{{- end -}}
+
+{{/* What the manager may do with scale sets and what it makes for them, cluster-wide or per namespace. */}}
+{{- define "gha-rs-controller.managerRules" -}}
+- apiGroups: ["actions.github.com"]
+  resources: [autoscalingrunnersets, autoscalinglisteners, ephemeralrunnersets, ephemeralrunners]
+  verbs: [create, delete, get, list, patch, update, watch]
+- apiGroups: ["actions.github.com"]
+  resources: [autoscalingrunnersets/status, autoscalinglisteners/status, ephemeralrunnersets/status, ephemeralrunners/status]
+  verbs: [get, patch, update]
+- apiGroups: ["actions.github.com"]
+  resources: [autoscalingrunnersets/finalizers, autoscalinglisteners/finalizers, ephemeralrunnersets/finalizers, ephemeralrunners/finalizers]
+  verbs: [patch, update]
+- apiGroups: [""]
+  resources: [pods, serviceaccounts]
+  verbs: [list, watch]
+- apiGroups: ["rbac.authorization.k8s.io"]
+  resources: [rolebindings]
+  verbs: [list, watch]
+- apiGroups: ["rbac.authorization.k8s.io"]
+  resources: [roles]
+  verbs: [list, watch, patch]
+# The manager reports bad input and progress as Events on the scale set's objects.
+- apiGroups: ["", "events.k8s.io"]
+  resources: [events]
+  verbs: [create, patch]
+{{- end -}}
