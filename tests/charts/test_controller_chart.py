@@ -1,0 +1,136 @@
+"""The controller chart renders ARC's Deployment for arc-scaleset: the flags and environment of ARC's chart,
+accepted as they are by ``arc-scaleset controller``, and RBAC scoped as the values ask."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+import pytest
+
+import arc_scaleset
+from arc_scaleset.controllers.command import configure, ignored_flag_warnings, settings_from_args
+from arc_scaleset.controllers.settings import ControllerSettings
+from arc_scaleset.testing.helm import CONTROLLER_CHART, Helm, HelmError
+
+NAMESPACE = "arc-system"
+
+
+async def render(helm: Helm, values: dict[str, Any] | None = None, release: str = "arc") -> list[dict[str, Any]]:
+    return await helm.template(CONTROLLER_CHART, release, NAMESPACE, values)
+
+
+def only(objects: list[dict[str, Any]], kind: str) -> dict[str, Any]:
+    (found,) = [o for o in objects if o["kind"] == kind]
+    return found
+
+
+def kinds(objects: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    return sorted((o["kind"], o["metadata"]["name"]) for o in objects)
+
+
+def manager(deployment: dict[str, Any]) -> dict[str, Any]:
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    return container
+
+
+def controller_settings(container: dict[str, Any]) -> tuple[argparse.Namespace, ControllerSettings]:
+    """What ``arc-scaleset controller`` makes of the rendered container (its env resolved as a pod would)."""
+    parser = argparse.ArgumentParser()
+    configure(parser)
+    args = parser.parse_args(container["args"])
+    environ = {e["name"]: e.get("value", NAMESPACE) for e in container["env"]}
+    return args, settings_from_args(args, environ)
+
+
+async def test_default_deployment_runs_the_controller_with_arcs_flags_and_the_image_for_listeners(helm: Helm) -> None:
+    objects = await render(helm)
+    deployment = only(objects, "Deployment")
+    container = manager(deployment)
+    image = f"ghcr.io/arc-scaleset/arc-scaleset:{arc_scaleset.__version__}"
+    assert container["image"] == image
+    assert container["command"] == ["arc-scaleset", "controller"]
+    assert container["args"][0] == "--auto-scaling-runner-set-only"
+    args, settings = controller_settings(container)
+    assert ignored_flag_warnings(args) == [], "the chart passes no flag the controller ignores"
+    assert settings.controller_image == image, "listeners run the controller's image"
+    assert settings.controller_namespace == NAMESPACE
+    assert (settings.log_level, settings.log_format, settings.runner_max_concurrent_reconciles) == ("debug", "text", 2)
+    assert settings.metrics_enabled is False, "metrics are off unless the metrics value is set"
+    assert not args.enable_leader_election, "one replica needs no leader election"
+    labels = deployment["metadata"]["labels"]
+    assert labels["actions.github.com/controller-service-account-name"] == "arc-gha-rs-controller"
+    assert labels["actions.github.com/controller-service-account-namespace"] == NAMESPACE
+    assert deployment["spec"]["template"]["metadata"]["labels"]["app.kubernetes.io/part-of"] == "gha-rs-controller"
+    assert ("ClusterRole", "arc-gha-rs-controller") in kinds(objects)
+    assert ("ServiceAccount", "arc-gha-rs-controller") in kinds(objects)
+
+
+async def test_more_replicas_turn_on_leader_election_named_after_the_release(helm: Helm) -> None:
+    container = manager(only(await render(helm, {"replicaCount": 2}, release="prod"), "Deployment"))
+    args, _ = controller_settings(container)
+    assert args.enable_leader_election
+    assert args.leader_election_id == "prod-gha-rs-controller"
+
+
+async def test_metrics_health_probes_and_flags_values_reach_the_controller(helm: Helm) -> None:
+    values = {
+        "metrics": {"controllerManagerAddr": ":8080", "listenerAddr": ":8081", "listenerEndpoint": "/metrics"},
+        "imagePullSecrets": [{"name": "regcred"}],
+        "flags": {
+            "logLevel": "info",
+            "logFormat": "json",
+            "runnerMaxConcurrentReconciles": 10,
+            "excludeLabelPropagationPrefixes": ["argocd.argoproj.io/", "team/"],
+            "k8sClientRateLimiterQPS": 50,
+            "k8sClientRateLimiterBurst": 100,
+            "rateLimiter": {"name": "typed_rate_limiter"},
+            "healthProbeBindAddress": ":8082",
+        },
+    }
+    deployment = only(await render(helm, values), "Deployment")
+    container = manager(deployment)
+    args, settings = controller_settings(container)
+    assert settings.metrics_enabled
+    assert settings.listener_metrics_addr == ":8081"
+    assert settings.image_pull_secrets == ("regcred",), "listener pods get the pull secrets too"
+    assert deployment["spec"]["template"]["spec"]["imagePullSecrets"] == [{"name": "regcred"}]
+    assert (settings.log_level, settings.log_format, settings.runner_max_concurrent_reconciles) == ("info", "json", 10)
+    assert settings.exclude_label_prefixes == ("argocd.argoproj.io/", "team/")
+    assert (args.k8s_client_rate_limiter_qps, args.k8s_client_rate_limiter_burst) == (50, 100)
+    assert args.workqueue_rate_limiter == "typed_rate_limiter"
+    assert {p["name"]: p["containerPort"] for p in container["ports"]} == {"metrics": 8080, "health": 8082}
+    assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
+    assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
+
+
+async def test_watching_one_namespace_grants_roles_there_and_in_the_controller_namespace_only(helm: Helm) -> None:
+    objects = await render(helm, {"flags": {"watchSingleNamespace": "runners"}})
+    assert not [o for o in objects if o["kind"] in ("ClusterRole", "ClusterRoleBinding")]
+    roles = {(o["metadata"]["name"], o["metadata"]["namespace"]) for o in objects if o["kind"] == "Role"}
+    assert ("arc-gha-rs-controller-single-namespace-watch", "runners") in roles
+    assert ("arc-gha-rs-controller-single-namespace", NAMESPACE) in roles
+    _, settings = controller_settings(manager(only(objects, "Deployment")))
+    assert settings.watch_namespace == "runners"
+    deployment_labels = only(objects, "Deployment")["metadata"]["labels"]
+    assert deployment_labels["actions.github.com/controller-watch-single-namespace"] == "runners"
+
+
+async def test_an_existing_service_account_is_used_and_a_missing_name_is_refused(helm: Helm) -> None:
+    objects = await render(helm, {"serviceAccount": {"create": False, "name": "mine"}})
+    assert not [o for o in objects if o["kind"] == "ServiceAccount"]
+    assert only(objects, "Deployment")["spec"]["template"]["spec"]["serviceAccountName"] == "mine"
+    with pytest.raises(HelmError, match=r"serviceAccount\.name is required"):
+        await render(helm, {"serviceAccount": {"create": False}})
+
+
+async def test_chart_version_gate_and_crds_match_this_build(helm: Helm) -> None:
+    chart = (CONTROLLER_CHART / "Chart.yaml").read_text()
+    assert f'appVersion: "{arc_scaleset.__version__}"' in chart, "the ARS version label must pass the gate"
+    crds = sorted(p.name for p in (CONTROLLER_CHART / "crds").iterdir())
+    assert crds == [
+        "actions.github.com_autoscalinglisteners.yaml",
+        "actions.github.com_autoscalingrunnersets.yaml",
+        "actions.github.com_ephemeralrunners.yaml",
+        "actions.github.com_ephemeralrunnersets.yaml",
+    ]

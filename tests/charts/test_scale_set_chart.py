@@ -1,0 +1,196 @@
+"""The scale-set chart renders ARC's AutoscalingRunnerSet and companions from ARC's values, refuses values
+that cannot work with a message naming them, and adds what each container mode needs to the runner pod."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from arc_scaleset.api.autoscalingrunnerset import AutoscalingRunnerSet
+from arc_scaleset.testing.helm import SCALE_SET_CHART, Helm, HelmError
+
+NAMESPACE = "runners"
+BASE: dict[str, Any] = {
+    "githubConfigUrl": "https://github.com/my-org/",
+    "githubConfigSecret": {"github_token": "ghp_chart_test"},
+    "controllerServiceAccount": {"namespace": "arc-system", "name": "arc-gha-rs-controller"},
+}
+
+
+async def render(helm: Helm, **values: Any) -> list[dict[str, Any]]:
+    return await helm.template(SCALE_SET_CHART, "my-set", NAMESPACE, {**BASE, **values})
+
+
+def only(objects: list[dict[str, Any]], kind: str) -> dict[str, Any]:
+    (found,) = [o for o in objects if o["kind"] == kind]
+    return found
+
+
+def runner_of(ars: dict[str, Any]) -> dict[str, Any]:
+    (runner,) = [c for c in ars["spec"]["template"]["spec"]["containers"] if c["name"] == "runner"]
+    return runner
+
+
+def env_of(container: dict[str, Any]) -> dict[str, Any]:
+    return {e["name"]: e.get("value", e.get("valueFrom")) for e in container.get("env") or []}
+
+
+async def test_token_values_make_a_protected_secret_named_by_a_valid_scale_set(helm: Helm) -> None:
+    objects = await render(helm, minRunners=1, maxRunners=5, runnerGroup="ci", scaleSetLabels=["linux", "x64"])
+    ars = only(objects, "AutoscalingRunnerSet")
+    AutoscalingRunnerSet.model_validate(ars)  # the CRD types accept what the chart renders
+    spec = ars["spec"]
+    assert spec["githubConfigUrl"] == "https://github.com/my-org", "the trailing slash is trimmed"
+    assert (spec["minRunners"], spec["maxRunners"], spec["runnerGroup"]) == (1, 5, "ci")
+    assert spec["runnerScaleSetLabels"] == ["linux", "x64"]
+    secret = only(objects, "Secret")
+    assert spec["githubConfigSecret"] == secret["metadata"]["name"] == "my-set-gha-rs-github-secret"
+    assert secret["metadata"]["finalizers"] == ["actions.github.com/cleanup-protection"]
+    annotations = ars["metadata"]["annotations"]
+    assert annotations["actions.github.com/cleanup-github-secret-name"] == secret["metadata"]["name"]
+    assert annotations["actions.github.com/cleanup-manager-role-name"] == "my-set-gha-rs-manager"
+    assert len(annotations["actions.github.com/values-hash"]) == 63
+    labels = ars["metadata"]["labels"]
+    assert labels["app.kubernetes.io/version"] == helm_app_version()
+    assert labels["app.kubernetes.io/component"] == "autoscaling-runner-set"
+    binding = only(objects, "RoleBinding")
+    assert binding["subjects"] == [
+        {"kind": "ServiceAccount", "namespace": "arc-system", "name": "arc-gha-rs-controller"}
+    ]
+    runner_pod = spec["template"]["spec"]
+    assert runner_pod["restartPolicy"] == "Never"
+    assert runner_pod["serviceAccountName"] == "my-set-gha-rs-no-permission", "runners get no permissions"
+
+
+def helm_app_version() -> str:
+    for line in (SCALE_SET_CHART / "Chart.yaml").read_text().splitlines():
+        if line.startswith("appVersion:"):
+            return line.split(":", 1)[1].strip().strip('"')
+    raise AssertionError("Chart.yaml has no appVersion")
+
+
+async def test_an_existing_secret_is_named_as_is_and_no_secret_is_made(helm: Helm) -> None:
+    objects = await render(helm, githubConfigSecret="org-credentials")
+    assert only(objects, "AutoscalingRunnerSet")["spec"]["githubConfigSecret"] == "org-credentials"
+    assert not [o for o in objects if o["kind"] == "Secret"]
+    assert (
+        "actions.github.com/cleanup-github-secret-name"
+        not in only(objects, "AutoscalingRunnerSet")["metadata"]["annotations"]
+    )
+
+
+async def test_app_credentials_go_into_the_secret_under_arcs_keys(helm: Helm) -> None:
+    app = {"github_app_id": "123", "github_app_installation_id": "456", "github_app_private_key": "KEY"}
+    secret = only(await render(helm, githubConfigSecret=app), "Secret")
+    assert set(secret["data"]) == set(app)
+
+
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        ({"githubConfigUrl": ""}, "githubConfigUrl is required"),
+        ({"githubConfigUrl": "github.com/my-org"}, "must start with https://"),
+        ({"minRunners": 5, "maxRunners": 2}, "minRunners (5) must not be greater than maxRunners (2)"),
+        ({"minRunners": -1}, "minRunners must be a whole number"),
+        ({"maxRunners": 1.5}, "maxRunners must be a whole number"),
+        ({"githubConfigSecret": {"github_token": ""}}, "githubConfigSecret needs github_token"),
+        ({"githubConfigSecret": {"github_app_id": "1"}}, "a GitHub App needs all of"),
+        ({"containerMode": {"type": "docker"}}, 'containerMode.type "docker" is not supported'),
+        ({"containerMode": {"type": "kubernetes"}}, "kubernetesModeWorkVolumeClaim is required"),
+        ({"runnerScaleSetName": "x" * 46}, "longer than 45 characters"),
+        ({"template": {"spec": {"containers": [{"name": "main", "image": "x"}]}}}, 'container named "runner"'),
+        ({"proxy": {"http": {"url": "proxy:3128"}}}, "proxy.http.url must be an http:// or https:// URL"),
+        ({"scaleSetLabels": [""]}, "scaleSetLabels"),
+        ({"controllerServiceAccount": None}, "set controllerServiceAccount.namespace"),
+    ],
+)
+async def test_values_that_cannot_work_are_refused_with_a_message_naming_them(
+    helm: Helm, values: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(HelmError) as refused:
+        await render(helm, **values)
+    assert message in str(refused.value)
+    assert "ghp_chart_test" not in str(refused.value), "the token never appears in an error"
+
+
+async def test_dind_mode_runs_docker_as_a_native_sidecar_sharing_the_socket_with_the_runner(helm: Helm) -> None:
+    ars = only(await render(helm, containerMode={"type": "dind"}), "AutoscalingRunnerSet")
+    pod = ars["spec"]["template"]["spec"]
+    init = {c["name"]: c for c in pod["initContainers"]}
+    assert init["dind"]["restartPolicy"] == "Always", "a native sidecar on Kubernetes >= 1.29"
+    assert init["dind"]["securityContext"]["privileged"] is True
+    assert init["init-dind-externals"]["image"] == runner_of(ars)["image"]
+    assert env_of(runner_of(ars))["DOCKER_HOST"] == "unix:///var/run/docker.sock"
+    mounts = {m["name"]: m["mountPath"] for m in runner_of(ars)["volumeMounts"]}
+    assert mounts == {"work": "/home/runner/_work", "dind-sock": "/var/run"}
+    assert {v["name"] for v in pod["volumes"]} == {"work", "dind-sock", "dind-externals"}
+
+
+async def test_kubernetes_mode_gives_runners_the_hooks_a_work_claim_and_their_own_permissions(helm: Helm) -> None:
+    claim = {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}
+    objects = await render(helm, containerMode={"type": "kubernetes", "kubernetesModeWorkVolumeClaim": claim})
+    ars = only(objects, "AutoscalingRunnerSet")
+    env = env_of(runner_of(ars))
+    assert env["ACTIONS_RUNNER_CONTAINER_HOOKS"] == "/home/runner/k8s/index.js"
+    assert env["ACTIONS_RUNNER_POD_NAME"] == {"fieldRef": {"fieldPath": "metadata.name"}}
+    (work,) = ars["spec"]["template"]["spec"]["volumes"]
+    assert work["ephemeral"]["volumeClaimTemplate"]["spec"] == claim
+    assert ars["spec"]["template"]["spec"]["serviceAccountName"] == "my-set-gha-rs-kube-mode"
+    names = {(o["kind"], o["metadata"]["name"]) for o in objects}
+    assert {("ServiceAccount", "my-set-gha-rs-kube-mode"), ("Role", "my-set-gha-rs-kube-mode")} <= names
+    annotations = ars["metadata"]["annotations"]
+    assert annotations["actions.github.com/cleanup-kubernetes-mode-role-name"] == "my-set-gha-rs-kube-mode"
+
+
+async def test_the_users_env_wins_over_what_a_mode_adds(helm: Helm) -> None:
+    template = {
+        "spec": {
+            "containers": [
+                {
+                    "name": "runner",
+                    "image": "ghcr.io/actions/actions-runner:latest",
+                    "env": [{"name": "RUNNER_WAIT_FOR_DOCKER_IN_SECONDS", "value": "300"}],
+                }
+            ]
+        }
+    }
+    ars = only(await render(helm, containerMode={"type": "dind"}, template=template), "AutoscalingRunnerSet")
+    env = runner_of(ars)["env"]
+    assert [e["value"] for e in env if e["name"] == "RUNNER_WAIT_FOR_DOCKER_IN_SECONDS"] == ["300"]
+
+
+async def test_user_labels_and_annotations_are_added_but_never_replace_the_charts_or_controllers(helm: Helm) -> None:
+    labels = {"team": "ci", "app.kubernetes.io/name": "mine", "actions.github.com/scale-set-name": "other"}
+    ars = only(await render(helm, labels=labels, annotations={"owner": "me"}), "AutoscalingRunnerSet")
+    meta = ars["metadata"]
+    assert meta["labels"]["team"] == "ci"
+    assert meta["labels"]["app.kubernetes.io/name"] == "my-set"
+    assert meta["labels"]["actions.github.com/scale-set-name"] == "my-set"
+    assert meta["annotations"]["owner"] == "me"
+
+
+async def test_resource_meta_reaches_the_objects_the_controller_makes(helm: Helm) -> None:
+    meta = {"labels": {"cost-center": "42"}, "annotations": {"note": "x"}}
+    ars = only(
+        await render(helm, resourceMeta={"ephemeralRunner": meta, "autoscalingListener": meta}), "AutoscalingRunnerSet"
+    )
+    assert ars["spec"]["ephemeralRunnerMetadata"] == meta
+    assert ars["spec"]["autoscalingListener"] == meta
+    AutoscalingRunnerSet.model_validate(ars)
+
+
+async def test_github_server_tls_is_mounted_into_runners_and_referenced_by_the_set(helm: Helm) -> None:
+    tls = {
+        "certificateFrom": {"configMapKeyRef": {"name": "ca", "key": "ca.crt"}},
+        "runnerMountPath": "/usr/local/share/ca-certificates/",
+    }
+    objects = await render(helm, githubServerTLS=tls)
+    ars = only(objects, "AutoscalingRunnerSet")
+    assert ars["spec"]["githubServerTLS"] == {"certificateFrom": tls["certificateFrom"]}
+    env = env_of(runner_of(ars))
+    assert env["NODE_EXTRA_CA_CERTS"] == "/usr/local/share/ca-certificates/ca.crt"
+    (volume,) = ars["spec"]["template"]["spec"]["volumes"]
+    assert volume["configMap"]["name"] == "ca"
+    role = only(objects, "Role")
+    assert {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]} in role["rules"]
