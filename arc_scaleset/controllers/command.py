@@ -58,6 +58,7 @@ DEFAULT_QPS: Final = 20.0
 DEFAULT_BURST: Final = 30
 DEFAULT_SYNC_PERIOD: Final = "1m"
 DEFAULT_WEBHOOK_PORT: Final = 9443
+DEFAULT_RUNNER_PENDING_TIMEOUT: Final = "15m"
 FORCE_GHES_ENV: Final = "GITHUB_ACTIONS_FORCE_GHES"
 
 
@@ -219,6 +220,15 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     add_go_flag(
         parser,
+        "runner-pending-timeout",
+        default=DEFAULT_RUNNER_PENDING_TIMEOUT,
+        type=parse_go_duration,
+        help="a runner pod whose runner container has not started this long after the pod was created "
+        "(unschedulable, image pull failing, volume not attaching) is deleted and retried like a failed pod; "
+        "0 waits forever; not an ARC flag (default: 15m0s)",
+    )
+    add_go_flag(
+        parser,
         "workqueue-rate-limiter",
         default="",
         type=_choice(RATE_LIMITERS, allow_empty=True),
@@ -292,6 +302,7 @@ def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> 
         exclude_label_prefixes=tuple(args.exclude_label_propagation_prefix),
         image_pull_secrets=tuple(args.auto_scaler_image_pull_secrets),
         runner_max_concurrent_reconciles=args.runner_max_concurrent_reconciles,
+        runner_pending_timeout=args.runner_pending_timeout if args.runner_pending_timeout > 0 else None,
         watch_namespace=args.watch_single_namespace or args.watch_namespace or None,
     )
 

@@ -24,7 +24,9 @@ A pass (spec 2.4, 2.8; the pod verdicts are :mod:`~arc_scaleset.controllers.ephe
    waited for, not created again;
 7. a pod -> act on its verdict: mirror phase/readiness; Succeeded then delete; Outdated and unregister;
    retry (delete the pod, record the failure); delete the runner (a job was lost, or the pod was
-   OOM-killed, evicted or lost with its node); or fail fast when it can never start.
+   OOM-killed, evicted or lost with its node); or fail fast when it can never start. A pod whose runner
+   has not started within ``runner_pending_timeout`` is retried like a failed pod; until then the pass
+   comes back when the timeout would pass (nothing else may wake it).
 
 Status is written at most once per pass, as a merge patch of the fields this pass changes (the listener
 writes the job fields of the same status concurrently; neither write can drop the other's fields). A pass
@@ -270,17 +272,23 @@ class _RunnerPass:
             await self._flush()  # the pod we deleted to retry, still on its way out
             return Result()
         outcome = pod_outcome(
-            pod, has_job=bool(self._status.get("jobId")), runner_phase=str(self._status.get("phase") or "")
+            pod,
+            has_job=bool(self._status.get("jobId")),
+            runner_phase=str(self._status.get("phase") or ""),
+            now=self._ctx.clock.now(),
+            pending_timeout=self._ctx.settings.runner_pending_timeout,
         )
         match outcome.verdict:
             case Verdict.WAIT:
                 await self._flush()
+                return Result(requeue_after=outcome.recheck_after)
             case Verdict.MIRROR:
                 if outcome.phase != self._status.get("phase") or outcome.ready != bool(self._status.get("ready")):
                     self._changes.update(
                         phase=outcome.phase, ready=outcome.ready, reason=outcome.reason, message=outcome.message
                     )
                 await self._flush()
+                return Result(requeue_after=outcome.recheck_after)
             case Verdict.SUCCEEDED:
                 self._changes.update(
                     phase=EphemeralRunnerPhase.SUCCEEDED, ready=False, reason=outcome.reason, message=outcome.message

@@ -12,7 +12,11 @@
    -> ``LOST`` (drained, evicted through the API, or its node vanished and the pod was garbage-collected);
 5. a container waiting for a reason that never resolves by waiting (``InvalidImageName``,
    ``ErrImageNeverPull``) -> ``CANNOT_START``: fail fast with a reason that says so;
-6. no status for the ``runner`` container yet -> ``WAIT``; otherwise ``MIRROR`` the pod phase and readiness.
+6. the ``runner`` container has not started within ``pending_timeout`` of the pod's creation (unschedulable,
+   an image that keeps failing to pull, a volume that never attaches) -> a pod failure with reason
+   ``PendingTimeout``. A slow start (a node being provisioned) is only a wait: the timeout is long (15
+   minutes by default, as Buildkite's agent stack), and until it passes the outcome says when to look again;
+7. no status for the ``runner`` container yet -> ``WAIT``; otherwise ``MIRROR`` the pod phase and readiness.
 
 A pod failure is ``DELETE_RUNNER`` when the runner has a job (the job is lost with the pod; ARC's rule)
 and ``RETRY`` otherwise (delete the pod, record the failure, recreate it after the backoff).
@@ -46,6 +50,7 @@ LOST_POD_REASONS: Final = frozenset({"Evicted", "NodeLost", "Shutdown", "NodeShu
 """Pod ``status.reason`` values of a pod the node took away (evicted, lost, shut down). Admission
 rejections (``OutOfcpu``, ``OutOfmemory``...) are not among them: the pod never ran, a retry may fit."""
 OOM_KILLED: Final = "OOMKilled"
+PENDING_TIMEOUT_REASON: Final = "PendingTimeout"
 
 
 class Verdict(enum.StrEnum):
@@ -61,13 +66,15 @@ class Verdict(enum.StrEnum):
 
 @dataclass(frozen=True)
 class Outcome:
-    """A verdict with the reason and message to record (status, Event); ``phase``/``ready`` for MIRROR."""
+    """A verdict with the reason and message to record (status, Event); ``phase``/``ready`` for MIRROR;
+    ``recheck_after``: seconds until the verdict changes by itself (the pending timeout), if it will."""
 
     verdict: Verdict
     reason: str = ""
     message: str = ""
     phase: str = ""
     ready: bool = False
+    recheck_after: float | None = None
 
 
 def _status(pod: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -97,8 +104,16 @@ def _failure(has_job: bool, reason: str, message: str) -> Outcome:
     return Outcome(Verdict.DELETE_RUNNER if has_job else Verdict.RETRY, reason=reason, message=message)
 
 
-def pod_outcome(pod: Mapping[str, Any], *, has_job: bool, runner_phase: str) -> Outcome:
-    """See the module docstring. ``runner_phase`` is the EphemeralRunner's ``status.phase``."""
+def pod_outcome(
+    pod: Mapping[str, Any],
+    *,
+    has_job: bool,
+    runner_phase: str,
+    now: dt.datetime | None = None,
+    pending_timeout: float | None = None,
+) -> Outcome:
+    """See the module docstring. ``runner_phase`` is the EphemeralRunner's ``status.phase``; the pending
+    timeout applies when both ``now`` and ``pending_timeout`` (seconds) are given."""
     status = _status(pod)
     phase = str(status.get("phase") or "")
     runner = container_status(status.get("containerStatuses"), RUNNER_CONTAINER_NAME)
@@ -149,8 +164,21 @@ def pod_outcome(pod: Mapping[str, Any], *, has_job: bool, runner_phase: str) -> 
                 ),
             )
 
+    recheck_after: float | None = None
+    if now is not None and pending_timeout is not None and not _started(runner):
+        created = parse_timestamp((pod.get("metadata") or {}).get("creationTimestamp"))
+        if created is not None:
+            remaining = (created + dt.timedelta(seconds=pending_timeout) - now).total_seconds()
+            if remaining <= 0:
+                return _failure(
+                    has_job,
+                    PENDING_TIMEOUT_REASON,
+                    f"the runner did not start within {pending_timeout:g}s of its pod's creation ({_why_pending(pod)})",
+                )
+            recheck_after = remaining
+
     if runner is None:
-        return Outcome(Verdict.WAIT)
+        return Outcome(Verdict.WAIT, recheck_after=recheck_after)
     mirrored = phase if phase in (EphemeralRunnerPhase.PENDING, EphemeralRunnerPhase.RUNNING) else "Pending"
     return Outcome(
         Verdict.MIRROR,
@@ -158,7 +186,32 @@ def pod_outcome(pod: Mapping[str, Any], *, has_job: bool, runner_phase: str) -> 
         ready=pod_ready(pod),
         reason=str(status.get("reason") or ""),
         message=str(status.get("message") or ""),
+        recheck_after=recheck_after,
     )
+
+
+def _started(runner: Mapping[str, Any] | None) -> bool:
+    """Whether the runner container has run at all (running now, or terminated)."""
+    if runner is None:
+        return False
+    state = runner.get("state") or {}
+    return "running" in state or "terminated" in state or "terminated" in (runner.get("lastState") or {})
+
+
+def _why_pending(pod: Mapping[str, Any]) -> str:
+    """What holds the pod back, in the kubelet's or scheduler's words: the first waiting container's reason,
+    else a false pod condition (Unschedulable...), else its phase."""
+    status = _status(pod)
+    for container in (*(status.get("initContainerStatuses") or ()), *(status.get("containerStatuses") or ())):
+        waiting = (container.get("state") or {}).get("waiting") or {}
+        if waiting.get("reason"):
+            detail = f": {waiting['message']}" if waiting.get("message") else ""
+            return f"container {container.get('name')} {waiting['reason']}{detail}"
+    for condition in status.get("conditions") or ():
+        if condition.get("status") == "False" and condition.get("reason"):
+            detail = f": {condition['message']}" if condition.get("message") else ""
+            return f"{condition.get('type')} {condition['reason']}{detail}"
+    return f"pod phase {status.get('phase') or 'Pending'}"
 
 
 def _disrupted(status: Mapping[str, Any]) -> bool:

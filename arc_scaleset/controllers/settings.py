@@ -48,6 +48,8 @@ class ControllerSettings:
     - ``image_pull_secrets``: names given to every listener pod.
     - ``runner_max_concurrent_reconciles``: EphemeralRunner controller workers (others use 1).
     - ``runner_create_concurrency``: how many EphemeralRunners one scale-up creates at once.
+    - ``runner_pending_timeout``: seconds a runner pod may take to start its runner container before it is
+      retried as a failed pod (``None``: wait forever).
     - ``watch_namespace``: restrict the caches to this namespace (plus the controller namespace);
       ``None`` watches every namespace.
     - ``build_version``: this build's version, for the ``app.kubernetes.io/version`` gate.
@@ -69,6 +71,7 @@ class ControllerSettings:
     exclude_label_prefixes: tuple[str, ...] = ()
     image_pull_secrets: tuple[str, ...] = ()
     runner_max_concurrent_reconciles: int = 2
+    runner_pending_timeout: float | None = 900.0
     runner_create_concurrency: int = 50
     watch_namespace: str | None = None
     build_version: str = arc_scaleset.__version__
@@ -87,6 +90,8 @@ class ControllerSettings:
             raise SettingsError("runner_max_concurrent_reconciles must be at least 1")
         if self.runner_create_concurrency < 1:
             raise SettingsError("runner_create_concurrency must be at least 1")
+        if self.runner_pending_timeout is not None and self.runner_pending_timeout <= 0:
+            raise SettingsError("runner_pending_timeout must be positive (None waits forever)")
         if not 0 < self.listener_restart_backoff_base <= self.listener_restart_backoff_cap:
             raise SettingsError("listener restart backoff needs 0 < base <= cap")
         if self.scale_set_verify_interval <= 0:

@@ -81,6 +81,7 @@ async def test_metrics_health_probes_and_flags_values_reach_the_controller(helm:
             "logLevel": "info",
             "logFormat": "json",
             "runnerMaxConcurrentReconciles": 10,
+            "runnerPendingTimeout": "30m",
             "excludeLabelPropagationPrefixes": ["argocd.argoproj.io/", "team/"],
             "k8sClientRateLimiterQPS": 50,
             "k8sClientRateLimiterBurst": 100,
@@ -97,6 +98,7 @@ async def test_metrics_health_probes_and_flags_values_reach_the_controller(helm:
     assert deployment["spec"]["template"]["spec"]["imagePullSecrets"] == [{"name": "regcred"}]
     assert (settings.log_level, settings.log_format, settings.runner_max_concurrent_reconciles) == ("info", "json", 10)
     assert settings.exclude_label_prefixes == ("argocd.argoproj.io/", "team/")
+    assert settings.runner_pending_timeout == 1800
     assert (args.k8s_client_rate_limiter_qps, args.k8s_client_rate_limiter_burst) == (50, 100)
     assert args.workqueue_rate_limiter == "typed_rate_limiter"
     assert {p["name"]: p["containerPort"] for p in container["ports"]} == {"metrics": 8080, "health": 8082}

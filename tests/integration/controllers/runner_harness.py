@@ -56,7 +56,9 @@ class Harness:
 
     # -- controllers ------------------------------------------------------------------------------------
 
-    async def start(self, *, ers: bool = True, er: bool = True, create_concurrency: int = 20) -> None:
+    async def start(
+        self, *, ers: bool = True, er: bool = True, create_concurrency: int = 20, pending_timeout: float | None = 900.0
+    ) -> None:
         assert self.task is None, "already running"
         manager = Manager(self.kube, namespaces={self.namespace}, metrics_address=None, graceful_shutdown_timeout=5)
         settings = ControllerSettings(
@@ -64,6 +66,7 @@ class Harness:
             controller_image="arc-scaleset:test",
             runner_create_concurrency=create_concurrency,
             runner_max_concurrent_reconciles=4,
+            runner_pending_timeout=pending_timeout,
         )
         ctx = ControllerContext.create(self.kube, manager, settings, environ={})
         self.pools.append(ctx.github.pool)

@@ -78,6 +78,31 @@ async def test_runner_whose_pod_cannot_be_scheduled_records_its_registration_and
     assert name not in h.registered()
 
 
+async def test_runner_pod_that_never_starts_is_retried_after_the_pending_timeout_with_a_reason_that_says_why(
+    h: Harness,
+) -> None:
+    await h.start(pending_timeout=3.0)
+    unschedulable = {"spec": {**runner_template()["spec"], "nodeSelector": {"arc-scaleset.dev/no-such-node": "x"}}}
+    await h.create_ers(replicas=1, patch_id=0, template=unschedulable)
+    (first,) = await h.wait_runners(lambda rs: len(rs) == 1, what="the runner")
+    first_pod = await eventually(lambda: h.pods(), what="its pod")
+
+    def timed_out(runners: list[dict[str, Any]]) -> bool:
+        status = (runners[0].get("status") or {}) if len(runners) == 1 else {}
+        return bool(status.get("failures")) and status.get("reason") == "PendingTimeout"
+
+    (er,) = await h.wait_runners(timed_out, what="a PendingTimeout failure recorded", timeout=30)
+    assert name_of(er) == name_of(first), "the runner is kept: only its pod is retried"
+    assert "Unschedulable" in er["status"]["message"]
+    assert list(er["status"]["failures"]) == [first_pod[0]["metadata"]["uid"]]
+
+    async def replaced() -> bool:
+        pods = await h.pods()
+        return len(pods) == 1 and pods[0]["metadata"]["uid"] != first_pod[0]["metadata"]["uid"]
+
+    await eventually(replaced, timeout=30, what="a new pod after the retry backoff")
+
+
 async def test_failed_pod_without_job_is_retried_with_backoff_and_the_runner_deleted_after_five_failures(
     h: Harness,
 ) -> None:

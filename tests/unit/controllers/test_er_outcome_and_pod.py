@@ -52,6 +52,39 @@ def test_pod_verdicts(the_pod: dict[str, Any], has_job: bool, verdict: Verdict) 
     assert pod_outcome(the_pod, has_job=has_job, runner_phase="Running").verdict is verdict
 
 
+def created_at(the_pod: dict[str, Any], when: dt.datetime) -> dict[str, Any]:
+    the_pod["metadata"]["creationTimestamp"] = when.strftime("%Y-%m-%dT%H:%M:%SZ")
+    return the_pod
+
+
+def test_a_runner_that_has_not_started_is_waited_for_until_the_pending_timeout_and_then_retried() -> None:
+    unschedulable = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": "0/3 nodes"}
+    stuck = created_at(pod("Pending", conditions=[unschedulable]), NOW - dt.timedelta(seconds=600))
+    waiting = pod_outcome(stuck, has_job=False, runner_phase="Pending", now=NOW, pending_timeout=900)
+    assert waiting.verdict is Verdict.WAIT
+    assert waiting.recheck_after == 300, "comes back when the timeout passes: no event would wake it"
+
+    late = NOW + dt.timedelta(seconds=300)
+    retried = pod_outcome(stuck, has_job=False, runner_phase="Pending", now=late, pending_timeout=900)
+    assert (retried.verdict, retried.reason) == (Verdict.RETRY, "PendingTimeout")
+    assert "PodScheduled Unschedulable: 0/3 nodes" in retried.message
+    assert pod_outcome(stuck, has_job=False, runner_phase="Pending", now=late).verdict is Verdict.WAIT, "no timeout"
+
+    pulling = created_at(
+        pod("Pending", runner={"waiting": {"reason": "ImagePullBackOff", "message": "not found"}}), NOW
+    )
+    a_minute_later = NOW + dt.timedelta(seconds=60)
+    timed_out = pod_outcome(pulling, has_job=False, runner_phase="Pending", now=a_minute_later, pending_timeout=60)
+    assert "container runner ImagePullBackOff: not found" in timed_out.message
+
+
+def test_a_started_runner_is_never_timed_out_however_old_its_pod() -> None:
+    old = NOW - dt.timedelta(days=1)
+    running = created_at(pod("Running", runner={"running": {}}), old)
+    outcome = pod_outcome(running, has_job=True, runner_phase="Running", now=NOW, pending_timeout=60)
+    assert (outcome.verdict, outcome.recheck_after) == (Verdict.MIRROR, None)
+
+
 def test_failed_init_container_is_a_pod_failure() -> None:
     the_pod = pod("Pending", initContainerStatuses=[{"name": "init", "state": terminated(2)}])
     assert pod_outcome(the_pod, has_job=False, runner_phase="Pending").verdict is Verdict.RETRY
