@@ -21,6 +21,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "sim": ("arc_scaleset.sim.command", "run the simulated GitHub + Actions service"),
     "demo": ("arc_scaleset.demo", "run the whole system on this machine with a simulated workload"),
     "crds": ("arc_scaleset.api.command", "print the CustomResourceDefinitions as YAML"),
+    "force-cleanup": (
+        "arc_scaleset.controllers.force_cleanup",
+        "release a scale set's objects stuck on finalizers when no controller will (ARC #3282)",
+    ),
 }
 
 

@@ -45,7 +45,7 @@ from arc_scaleset.github import ActionsError, NotFound
 from arc_scaleset.kube.controller import Result
 from arc_scaleset.kube.errors import Forbidden
 from arc_scaleset.kube.errors import NotFound as KubeNotFound
-from arc_scaleset.kube.finalizers import has_finalizer, patch_out_finalizer, remove_finalizer
+from arc_scaleset.kube.finalizers import has_finalizer, patch_out_finalizers, remove_finalizer
 from arc_scaleset.kube.informer import Object
 from arc_scaleset.kube.manager import NamespaceNotCachedError
 from arc_scaleset.kube.resources import ROLE_BINDINGS, ROLES, SECRETS, SERVICE_ACCOUNTS, Resource
@@ -180,4 +180,4 @@ async def _remove_cleanup_protection(ctx: ControllerContext, resource: Resource,
         except (KubeNotFound, Forbidden):
             # Gone already (or, for the secret, no longer readable by a narrowed role): nothing to release.
             return
-    await patch_out_finalizer(ctx.kube, resource, target, CLEANUP_PROTECTION_FINALIZER)
+    await patch_out_finalizers(ctx.kube, resource, target, {CLEANUP_PROTECTION_FINALIZER})

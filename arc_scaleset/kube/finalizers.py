@@ -4,13 +4,13 @@ Finalizers are a list, and a JSON merge patch replaces lists whole, so every wri
 ``resourceVersion`` of the object it was computed from: a concurrent change makes the server answer 409
 and the helper re-reads and tries again (:func:`arc_scaleset.kube.retry.update_with_retry`). The
 helpers are idempotent: adding a present finalizer or removing an absent one writes nothing.
-:func:`patch_out_finalizer` needs only the ``patch`` verb, for callers that may not read or update.
+:func:`patch_out_finalizers` needs only the ``patch`` verb, for callers that may not read or update.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from arc_scaleset.kube.client import KubeClient, PatchType
@@ -92,18 +92,21 @@ async def remove_finalizer(
     return updated
 
 
-async def patch_out_finalizer(client: KubeClient, resource: Resource, obj: Mapping[str, Any], finalizer: str) -> None:
-    """Remove ``finalizer`` from the object ``obj`` shows (typically cached) with one JSON patch that first
+async def patch_out_finalizers(
+    client: KubeClient, resource: Resource, obj: Mapping[str, Any], finalizers: Collection[str]
+) -> None:
+    """Remove ``finalizers`` from the object ``obj`` shows (typically cached) with one JSON patch that first
     tests the finalizer list ``obj`` has: a concurrent change fails the test (:class:`Invalid`, retry with a
     fresh read) instead of being overwritten. Needs only the ``patch`` verb: the way out for a caller whose
     permission to get and update the object is itself being released. A missing object counts as done."""
-    if not has_finalizer(obj, finalizer):
+    current = list((obj.get("metadata") or {}).get("finalizers") or [])
+    remaining = [f for f in current if f not in finalizers]
+    if remaining == current:
         return
     name, namespace = _identity(obj)
-    current = list(obj["metadata"]["finalizers"])
     operations = [
         {"op": "test", "path": "/metadata/finalizers", "value": current},
-        {"op": "replace", "path": "/metadata/finalizers", "value": [f for f in current if f != finalizer]},
+        {"op": "replace", "path": "/metadata/finalizers", "value": remaining},
     ]
     with contextlib.suppress(NotFound):
         await client.patch(resource, name, operations, namespace=namespace, patch_type=PatchType.JSON)

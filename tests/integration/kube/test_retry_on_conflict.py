@@ -9,7 +9,7 @@ import pytest
 from arc_scaleset.kube import resources
 from arc_scaleset.kube.client import KubeClient
 from arc_scaleset.kube.errors import Conflict, Invalid
-from arc_scaleset.kube.finalizers import add_finalizer, has_finalizer, patch_out_finalizer, remove_finalizer
+from arc_scaleset.kube.finalizers import add_finalizer, has_finalizer, patch_out_finalizers, remove_finalizer
 from arc_scaleset.kube.retry import update_with_retry
 
 pytestmark = pytest.mark.cluster
@@ -124,11 +124,11 @@ async def test_patching_out_a_finalizer_from_a_stale_read_never_drops_a_concurre
     both = {"metadata": {"finalizers": ["arc-scaleset.dev/test", "other.example.com/f"]}}
     await kube.patch(CM, "patched", both, namespace=namespace)
     with pytest.raises(Invalid):  # the list it read is not the list stored: refused, not overwritten
-        await patch_out_finalizer(kube, CM, stale, "arc-scaleset.dev/test")
+        await patch_out_finalizers(kube, CM, stale, {"arc-scaleset.dev/test"})
     fresh = await kube.get(CM, "patched", namespace=namespace)
-    await patch_out_finalizer(kube, CM, fresh, "arc-scaleset.dev/test")
+    await patch_out_finalizers(kube, CM, fresh, {"arc-scaleset.dev/test"})
     assert (await kube.get(CM, "patched", namespace=namespace))["metadata"]["finalizers"] == ["other.example.com/f"]
     deleting = await kube.delete(CM, "patched", namespace=namespace)
     assert deleting is not None
-    await patch_out_finalizer(kube, CM, deleting, "other.example.com/f")
-    await patch_out_finalizer(kube, CM, deleting, "other.example.com/f")  # gone: NotFound is done
+    await patch_out_finalizers(kube, CM, deleting, {"other.example.com/f"})
+    await patch_out_finalizers(kube, CM, deleting, {"other.example.com/f"})  # gone: NotFound is done
