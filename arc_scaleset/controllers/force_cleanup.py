@@ -50,8 +50,6 @@ from arc_scaleset.kube.errors import KubeconfigError, KubeError, NotFound
 from arc_scaleset.kube.finalizers import patch_out_finalizers
 from arc_scaleset.kube.resources import Resource
 
-log = logging.getLogger(__name__)
-
 OUR_FINALIZERS: Final = frozenset(
     {
         AUTOSCALING_RUNNER_SET_FINALIZER,
