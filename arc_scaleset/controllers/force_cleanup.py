@@ -162,13 +162,15 @@ async def _release_scale_set(
         (AUTOSCALING_RUNNER_SETS, [ars]),
     ):
         for obj in objects:
-            await _delete_and_release(kube, resource, obj, OUR_FINALIZERS, dry_run=dry_run, say=say)
+            await _release(kube, resource, obj, OUR_FINALIZERS, delete=True, dry_run=dry_run, say=say)
     for resource, target in cleanup_targets(meta.get("annotations")):
         try:
             protected = await kube.get(resource, target, namespace=namespace)
         except NotFound:
             continue
-        await _release(kube, resource, protected, {CLEANUP_PROTECTION_FINALIZER}, dry_run=dry_run, say=say)
+        await _release(
+            kube, resource, protected, {CLEANUP_PROTECTION_FINALIZER}, delete=False, dry_run=dry_run, say=say
+        )
     scale_set_id = (meta.get("annotations") or {}).get(ANNOTATION_RUNNER_SCALE_SET_ID)
     if scale_set_id:
         say(
@@ -177,46 +179,31 @@ async def _release_scale_set(
         )
 
 
-async def _delete_and_release(
-    kube: KubeClient,
-    resource: Resource,
-    obj: Mapping[str, Any],
-    finalizers: Collection[str],
-    *,
-    dry_run: bool,
-    say: Say,
-) -> None:
-    meta = obj["metadata"]
-    label = f"{resource.kind} {meta['namespace']}/{meta['name']}"
-    if not meta.get("deletionTimestamp"):
-        if dry_run:
-            say(f"  would delete {label}")
-        else:
-            with contextlib.suppress(NotFound):
-                await kube.delete(resource, meta["name"], namespace=meta["namespace"])
-            say(f"  deleted {label}")
-    await _release(kube, resource, obj, finalizers, dry_run=dry_run, say=say)
-
-
 async def _release(
     kube: KubeClient,
     resource: Resource,
     obj: Mapping[str, Any],
     finalizers: Collection[str],
     *,
+    delete: bool,
     dry_run: bool,
     say: Say,
 ) -> None:
+    """Delete ``obj`` first when ``delete`` (unless it is being deleted already), then remove those of
+    ``finalizers`` it holds."""
     meta = obj["metadata"]
+    label = f"{resource.kind} {meta['namespace']}/{meta['name']}"
+    if delete and not meta.get("deletionTimestamp"):
+        if not dry_run:
+            with contextlib.suppress(NotFound):
+                await kube.delete(resource, meta["name"], namespace=meta["namespace"])
+        say(f"  {'would delete' if dry_run else 'deleted'} {label}")
     held = sorted(f for f in set(meta.get("finalizers") or ()) if f in finalizers)
     if not held:
         return
-    label = f"{resource.kind} {meta['namespace']}/{meta['name']}"
-    if dry_run:
-        say(f"  would remove finalizers {', '.join(held)} from {label}")
-        return
-    await patch_out_finalizers(kube, resource, obj, held)
-    say(f"  removed finalizers {', '.join(held)} from {label}")
+    if not dry_run:
+        await patch_out_finalizers(kube, resource, obj, held)
+    say(f"  {'would remove' if dry_run else 'removed'} finalizers {', '.join(held)} from {label}")
 
 
 def _owned_by(obj: Mapping[str, Any], uid: str) -> bool:

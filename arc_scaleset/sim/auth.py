@@ -16,6 +16,7 @@ from typing import Any, Final
 import jwt
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
+from jwt.types import Options
 
 from arc_scaleset.clock import Clock
 from arc_scaleset.sim import errors
@@ -30,6 +31,8 @@ DEFAULT_PAT_SCOPES: frozenset[str] = frozenset({SCOPE_ORG, SCOPE_REPO, SCOPE_ENT
 _MAX_APP_JWT_LIFETIME = 600
 _CLOCK_SKEW = 60
 _ADMIN_CLAIMS_CACHED: Final = 1024
+# Token times are checked against the sim's clock, not the machine's: PyJWT checks the signature only.
+_SIGNATURE_ONLY: Final[Options] = {"verify_exp": False, "verify_iat": False, "verify_nbf": False}
 
 
 @dataclass(frozen=True)
@@ -174,12 +177,11 @@ class Credentials:
             app = self._apps.get(str(unverified.get("iss")))
             if app is None:
                 raise errors.GitHubError(401, "Integration not found")
-            # Expiry is checked below against the sim's clock, not the machine's.
             claims = jwt.decode(
                 token,
                 app.public_key_pem,
                 algorithms=["RS256"],
-                options={"verify_exp": False, "verify_iat": False, "verify_nbf": False},
+                options=_SIGNATURE_ONLY,
             )
         except jwt.PyJWTError:
             raise errors.GitHubError(401, "A JSON web token could not be decoded") from None
@@ -220,7 +222,7 @@ class Credentials:
                     token,
                     self._admin_secret,
                     algorithms=["HS256"],
-                    options={"verify_exp": False, "verify_iat": False, "verify_nbf": False},
+                    options=_SIGNATURE_ONLY,
                 )
             except jwt.PyJWTError:
                 raise errors.unauthorized("The admin token is invalid.") from None

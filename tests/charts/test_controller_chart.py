@@ -7,11 +7,12 @@ import argparse
 from typing import Any
 
 import pytest
+import yaml
 
 import arc_scaleset
 from arc_scaleset.controllers.command import configure, ignored_flag_warnings, settings_from_args
 from arc_scaleset.controllers.settings import ControllerSettings
-from arc_scaleset.testing.helm import CONTROLLER_CHART, Helm, HelmError
+from arc_scaleset.testing.helm import CONTROLLER_CHART, SCALE_SET_CHART, Helm, HelmError
 
 NAMESPACE = "arc-system"
 
@@ -127,8 +128,9 @@ async def test_an_existing_service_account_is_used_and_a_missing_name_is_refused
 
 
 async def test_chart_version_gate_and_crds_match_this_build(helm: Helm) -> None:
-    chart = (CONTROLLER_CHART / "Chart.yaml").read_text()
-    assert f'appVersion: "{arc_scaleset.__version__}"' in chart, "the ARS version label must pass the gate"
+    for chart in (CONTROLLER_CHART, SCALE_SET_CHART):
+        app_version = yaml.safe_load((chart / "Chart.yaml").read_text())["appVersion"]
+        assert app_version == arc_scaleset.__version__, f"{chart.name}: the ARS version label must pass the gate"
     crds = sorted(p.name for p in (CONTROLLER_CHART / "crds").iterdir())
     assert crds == [
         "actions.github.com_autoscalinglisteners.yaml",

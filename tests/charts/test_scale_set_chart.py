@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+import arc_scaleset
 from arc_scaleset.api.autoscalingrunnerset import AutoscalingRunnerSet
 from arc_scaleset.testing.helm import SCALE_SET_CHART, Helm, HelmError
 
@@ -52,7 +53,7 @@ async def test_token_values_make_a_protected_secret_named_by_a_valid_scale_set(h
     assert annotations["actions.github.com/cleanup-manager-role-name"] == "my-set-gha-rs-manager"
     assert len(annotations["actions.github.com/values-hash"]) == 63
     labels = ars["metadata"]["labels"]
-    assert labels["app.kubernetes.io/version"] == helm_app_version()
+    assert labels["app.kubernetes.io/version"] == arc_scaleset.__version__, "the version gate must pass"
     assert labels["app.kubernetes.io/component"] == "autoscaling-runner-set"
     binding = only(objects, "RoleBinding")
     assert binding["subjects"] == [
@@ -61,13 +62,6 @@ async def test_token_values_make_a_protected_secret_named_by_a_valid_scale_set(h
     runner_pod = spec["template"]["spec"]
     assert runner_pod["restartPolicy"] == "Never"
     assert runner_pod["serviceAccountName"] == "my-set-gha-rs-no-permission", "runners get no permissions"
-
-
-def helm_app_version() -> str:
-    for line in (SCALE_SET_CHART / "Chart.yaml").read_text().splitlines():
-        if line.startswith("appVersion:"):
-            return line.split(":", 1)[1].strip().strip('"')
-    raise AssertionError("Chart.yaml has no appVersion")
 
 
 async def test_an_existing_secret_is_named_as_is_and_no_secret_is_made(helm: Helm) -> None:
