@@ -1,40 +1,69 @@
 """The one entry point: ``arc-scaleset <command>``.
 
-Each command lives in its own package and exposes two functions, imported lazily so that a command
-pays only for what it uses: ``configure(parser)`` adds its arguments and ``run(args) -> int`` runs it.
+Each command lives in its own module and exposes two functions, imported lazily so that a command pays
+only for what it uses: ``configure(parser)`` adds its arguments and ``run(args) -> int`` runs it.
+
+The operator's commands are listed here. Other installed packages add commands through the entry-point
+group :data:`PLUGIN_GROUP`: each entry point names a mapping ``command -> (module, one-line help)``. The
+lab (local control plane, simulated GitHub, demo) comes in that way when ``arc-scaleset[lab]`` is
+installed, so the operator never imports it.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.metadata
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from arc_scaleset import __version__
 
+PLUGIN_GROUP = "arc_scaleset.commands"
+
 # command -> (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
-    "controller": ("arc_scaleset.controllers.command", "run the controller manager (the four reconcilers)"),
+    "controller": ("arc_scaleset.cmd.controller", "run the controller manager (the four reconcilers)"),
     "listener": ("arc_scaleset.listener.command", "run one scale set's listener (config: LISTENER_CONFIG_PATH)"),
-    "cluster": ("arc_scaleset.cluster.command", "build, start, stop the local Kubernetes control plane"),
-    "sim": ("arc_scaleset.sim.command", "run the simulated GitHub + Actions service"),
-    "demo": ("arc_scaleset.demo", "run the whole system on this machine with a simulated workload"),
     "crds": ("arc_scaleset.api.command", "print the CustomResourceDefinitions as YAML"),
     "force-cleanup": (
-        "arc_scaleset.controllers.force_cleanup",
+        "arc_scaleset.cmd.force_cleanup",
         "release a scale set's objects stuck on finalizers when no controller will (ARC #3282)",
     ),
 }
 
+WITHOUT_LAB = (
+    "The lab's commands (cluster, sim, demo: a local control plane, a simulated GitHub, the demo) "
+    "are listed once it is installed: pip install 'arc-scaleset[lab]'."
+)
 
-def build_parser(argv: Sequence[str]) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="arc-scaleset", description=__doc__.splitlines()[0])
+
+def plugin_commands() -> dict[str, tuple[str, str]]:
+    """Commands that installed plugins add; a plugin whose registry cannot load adds none."""
+    found: dict[str, tuple[str, str]] = {}
+    for entry_point in importlib.metadata.entry_points(group=PLUGIN_GROUP):
+        try:
+            registry: Mapping[str, tuple[str, str]] = entry_point.load()
+        except ImportError:
+            # A plugin whose own dependencies are missing (an extra not installed) is not installed.
+            continue
+        found.update({name: spec for name, spec in registry.items() if name not in COMMANDS})
+    return found
+
+
+def all_commands() -> dict[str, tuple[str, str]]:
+    return {**COMMANDS, **plugin_commands()}
+
+
+def build_parser(argv: Sequence[str], commands: Mapping[str, tuple[str, str]] | None = None) -> argparse.ArgumentParser:
+    commands = all_commands() if commands is None else commands
+    epilog = None if commands.keys() - COMMANDS.keys() else WITHOUT_LAB
+    parser = argparse.ArgumentParser(prog="arc-scaleset", description=__doc__.splitlines()[0], epilog=epilog)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     sub.add_parser("version", help="print the version")
     # Only the chosen command's module is imported: `arc-scaleset crds` must not load aiohttp servers.
-    chosen = next((a for a in argv if a in COMMANDS), None)
-    for name, (module, help_text) in COMMANDS.items():
+    chosen = next((a for a in argv if a in commands), None)
+    for name, (module, help_text) in commands.items():
         command_parser = sub.add_parser(name, help=help_text, description=help_text)
         if name == chosen:
             importlib.import_module(module).configure(command_parser)
@@ -43,11 +72,12 @@ def build_parser(argv: Sequence[str]) -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
-    args = build_parser(args_list).parse_args(args_list)
+    commands = all_commands()
+    args = build_parser(args_list, commands).parse_args(args_list)
     if args.command == "version":
         print(__version__)
         return 0
-    module = importlib.import_module(COMMANDS[args.command][0])
+    module = importlib.import_module(commands[args.command][0])
     code: int = module.run(args)
     return code
 

@@ -51,8 +51,8 @@ from pathlib import Path
 from arc_scaleset.api.ephemeralrunner import EPHEMERAL_RUNNERS
 from arc_scaleset.api.ephemeralrunnerset import EPHEMERAL_RUNNER_SETS
 from arc_scaleset.controllers.context import ControllerContext
-from arc_scaleset.controllers.ephemeralrunner import EphemeralRunnerReconciler
-from arc_scaleset.controllers.ephemeralrunnerset import EphemeralRunnerSetReconciler
+from arc_scaleset.controllers.ephemeralrunner.reconciler import EphemeralRunnerReconciler
+from arc_scaleset.controllers.ephemeralrunnerset.reconciler import EphemeralRunnerSetReconciler
 from arc_scaleset.controllers.settings import ControllerSettings
 from arc_scaleset.gc_tuning import freeze_startup_objects
 from arc_scaleset.github import ActionsClient, PersonalAccessToken, SystemInfo, parse_config_url
@@ -61,8 +61,8 @@ from arc_scaleset.kube.errors import NotFound
 from arc_scaleset.kube.informer import Informer
 from arc_scaleset.kube.manager import Manager
 from arc_scaleset.kube.resources import NAMESPACES, PODS, SECRETS
-from arc_scaleset.sim import SimConfig, SimulatedGitHub
-from arc_scaleset.testing.cluster import install_crds, start_test_cluster
+from arc_scaleset_lab.harness.cluster import install_crds, start_test_cluster
+from arc_scaleset_lab.sim import SimConfig, SimulatedGitHub
 
 REPO = Path(__file__).resolve().parents[1]
 PAT = "ghp_bench_scale_up_0123456789"
@@ -322,7 +322,7 @@ async def cleanup(kube: KubeClient, namespace: str) -> None:
 async def main(args: argparse.Namespace) -> None:
     with start_test_cluster(reuse=Path(args.reuse) if args.reuse else None) as cluster:
         kube = KubeClient.from_kubeconfig(cluster.kubeconfig)
-        await install_crds(kube, sorted((REPO / "config" / "crd").glob("*.yaml")))
+        await install_crds(kube)
         sim = await SimulatedGitHub.start(config=SimConfig(long_poll_seconds=0.2))
         sim.add_token(PAT)
         client = ActionsClient(parse_config_url(sim.config_url("org"), environ={}), PersonalAccessToken(PAT),

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from arc_scaleset.testing.cluster import TestCluster, start_test_cluster
+from arc_scaleset_lab.harness.cluster import TestCluster, start_test_cluster
 
 
 @pytest.fixture(scope="session")

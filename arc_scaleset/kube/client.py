@@ -38,6 +38,7 @@ from arc_scaleset.kube.errors import (
     ApiError,
     ConnectionFailed,
     Gone,
+    NotFound,
     RequestTimeout,
     TooManyRequests,
     TransportError,
@@ -418,11 +419,13 @@ class KubeClient:
         propagation_policy: str | None = None,
         preconditions: Preconditions | None = None,
         grace_period_seconds: int | None = None,
+        missing_ok: bool = False,
     ) -> dict[str, Any] | None:
         """Delete ``name``. Returns the object when the server still holds it (finalizers, graceful pod
         deletion) and ``None`` when it answered with a success ``Status`` (gone at once).
 
-        :class:`NotFound` when it does not exist; :class:`Conflict` when ``preconditions`` do not hold.
+        :class:`NotFound` when it does not exist, unless ``missing_ok`` (an object already gone counts as
+        deleted, and ``None`` is returned); :class:`Conflict` when ``preconditions`` do not hold.
         ``propagation_policy`` is ``"Foreground"``, ``"Background"`` or ``"Orphan"``.
         """
         body: dict[str, Any] = {"apiVersion": "v1", "kind": "DeleteOptions"}
@@ -438,7 +441,12 @@ class KubeClient:
                 pre["resourceVersion"] = preconditions.resource_version
             body["preconditions"] = pre
         path = resource.path(namespace=self._ns(resource, namespace), name=name)
-        result = await self._call("DELETE", path, body=body, verb="delete", counted=resource.plural)
+        try:
+            result = await self._call("DELETE", path, body=body, verb="delete", counted=resource.plural)
+        except NotFound:
+            if missing_ok:
+                return None
+            raise
         obj = _as_object(result) if result is not None else None
         if obj is None or obj.get("kind") == "Status":
             return None

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from arc_scaleset.testing.helm import Helm
+from arc_scaleset_lab.harness.helm import Helm
 
 
 @pytest.fixture(scope="session")

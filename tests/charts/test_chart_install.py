@@ -19,12 +19,13 @@ from arc_scaleset.api.ephemeralrunner import EPHEMERAL_RUNNERS
 from arc_scaleset.kube import resources
 from arc_scaleset.kube.client import KubeClient
 from arc_scaleset.kube.errors import AlreadyExists, NotFound
-from arc_scaleset.testing import scale_sets
-from arc_scaleset.testing.cluster import TestCluster
-from arc_scaleset.testing.helm import CONTROLLER_CHART, SCALE_SET_CHART, Helm, service_account_kubeconfig
-from arc_scaleset.testing.runner_tracker import RunnerTracker
-from arc_scaleset.testing.system import System, SystemOptions
-from arc_scaleset.testing.waiting import eventually
+from arc_scaleset_lab.harness import scale_sets
+from arc_scaleset_lab.harness.cluster import TestCluster
+from arc_scaleset_lab.harness.helm import Helm, service_account_kubeconfig
+from arc_scaleset_lab.harness.runner_tracker import RunnerTracker
+from arc_scaleset_lab.harness.system import System, SystemOptions
+from arc_scaleset_lab.harness.waiting import eventually
+from tests.charts.paths import CONTROLLER_CHART, SCALE_SET_CHART
 from tests.e2e.harness import ScaleSetHandle
 
 RUN_ID = uuid.uuid4().hex[:6]

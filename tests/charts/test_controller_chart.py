@@ -10,9 +10,10 @@ import pytest
 import yaml
 
 import arc_scaleset
-from arc_scaleset.controllers.command import configure, ignored_flag_warnings, settings_from_args
+from arc_scaleset.cmd.controller import configure, ignored_flag_warnings, settings_from_args
 from arc_scaleset.controllers.settings import ControllerSettings
-from arc_scaleset.testing.helm import CONTROLLER_CHART, SCALE_SET_CHART, Helm, HelmError
+from arc_scaleset_lab.harness.helm import Helm, HelmError
+from tests.charts.paths import CONTROLLER_CHART, SCALE_SET_CHART
 
 NAMESPACE = "arc-system"
 

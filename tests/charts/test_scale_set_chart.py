@@ -9,7 +9,8 @@ import pytest
 
 import arc_scaleset
 from arc_scaleset.api.autoscalingrunnerset import AutoscalingRunnerSet
-from arc_scaleset.testing.helm import SCALE_SET_CHART, Helm, HelmError
+from arc_scaleset_lab.harness.helm import Helm, HelmError
+from tests.charts.paths import SCALE_SET_CHART
 
 NAMESPACE = "runners"
 BASE: dict[str, Any] = {

@@ -3,7 +3,7 @@ all separate processes, shared by every test in ``tests/e2e`` (package scope: st
 run, so its controller never meets their objects).
 
 - ``cluster`` (tests/conftest.py): the run's one control plane, shared with the integration suite.
-- ``system``: :class:`arc_scaleset.testing.system.System` with the controller watching one scale-set
+- ``system``: :class:`arc_scaleset_lab.harness.system.System` with the controller watching one scale-set
   namespace (``system_namespace``) -- on a shared cluster it must not reconcile other tests' scale sets --
   and a controller namespace of its own; a watch records every JIT config the controller writes into
   ``system.ledger``; at the end the logs of every process are searched for every recorded secret.
@@ -22,9 +22,9 @@ from pathlib import Path
 
 import pytest
 
-from arc_scaleset.testing.cluster import TestCluster
-from arc_scaleset.testing.secret_scan import JitConfigCollector, find_leaks
-from arc_scaleset.testing.system import System, SystemOptions
+from arc_scaleset_lab.harness.cluster import TestCluster
+from arc_scaleset_lab.harness.secret_scan import JitConfigCollector, find_leaks
+from arc_scaleset_lab.harness.system import System, SystemOptions
 from tests.e2e.harness import ScaleSetFactory, ScaleSetHandle
 
 RUN_ID = uuid.uuid4().hex[:6]

@@ -15,12 +15,12 @@ import aiohttp
 import pytest
 
 from arc_scaleset.api.autoscalingrunnerset import AUTOSCALING_RUNNER_SETS
-from arc_scaleset.demo.summary import audit_jobs
 from arc_scaleset.kube.errors import NotFound
-from arc_scaleset.testing import scale_sets
-from arc_scaleset.testing.runner_tracker import RunnerTracker
-from arc_scaleset.testing.scale_sets import ScaleSetSnapshot
-from arc_scaleset.testing.system import ORG, System
+from arc_scaleset_lab.demo.summary import audit_jobs
+from arc_scaleset_lab.harness import scale_sets
+from arc_scaleset_lab.harness.runner_tracker import RunnerTracker
+from arc_scaleset_lab.harness.scale_sets import ScaleSetSnapshot
+from arc_scaleset_lab.harness.system import ORG, System
 
 REPOSITORY = f"{ORG}/e2e"
 

@@ -7,7 +7,7 @@ from arc_scaleset.api.autoscalinglistener import AUTOSCALING_LISTENERS
 from arc_scaleset.api.ephemeralrunner import EPHEMERAL_RUNNERS
 from arc_scaleset.api.ephemeralrunnerset import EPHEMERAL_RUNNER_SETS
 from arc_scaleset.kube import resources
-from arc_scaleset.testing.system import System
+from arc_scaleset_lab.harness.system import System
 from tests.e2e.harness import ScaleSetFactory
 
 

@@ -11,8 +11,8 @@ import signal
 
 from arc_scaleset.api.ephemeralrunnerset import EPHEMERAL_RUNNER_SETS
 from arc_scaleset.kube.errors import KubeError
-from arc_scaleset.sim.faults import FaultRule
-from arc_scaleset.testing.system import System
+from arc_scaleset_lab.harness.system import System
+from arc_scaleset_lab.sim.faults import FaultRule
 from tests.e2e.harness import ScaleSetFactory, ScaleSetHandle, active_faults
 
 

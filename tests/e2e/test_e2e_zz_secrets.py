@@ -3,8 +3,8 @@ to its log. (The ``system`` fixture checks once more after stopping every proces
 
 from __future__ import annotations
 
-from arc_scaleset.testing.secret_scan import find_leaks
-from arc_scaleset.testing.system import System
+from arc_scaleset_lab.harness.secret_scan import find_leaks
+from arc_scaleset_lab.harness.system import System
 
 
 async def test_no_process_logged_a_token_private_key_or_jit_config(system: System) -> None:

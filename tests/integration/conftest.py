@@ -18,8 +18,8 @@ import pytest
 from arc_scaleset.kube import resources
 from arc_scaleset.kube.client import KubeClient
 from arc_scaleset.kube.errors import NotFound
-from arc_scaleset.testing.cluster import TestCluster, install_crds
-from arc_scaleset.testing.waiting import eventually
+from arc_scaleset_lab.harness.cluster import TestCluster, install_crds
+from arc_scaleset_lab.harness.waiting import eventually
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -58,4 +58,4 @@ async def namespace(kube: KubeClient, request: pytest.FixtureRequest) -> AsyncIt
 @pytest.fixture(scope="session")
 async def crds_installed(kube: KubeClient) -> list[str]:
     """Names of the installed CRDs (applied from config/crd/*.yaml)."""
-    return await install_crds(kube, sorted((REPO / "config" / "crd").glob("*.yaml")))
+    return await install_crds(kube)

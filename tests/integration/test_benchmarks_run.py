@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from arc_scaleset.testing.cluster import TestCluster
+from arc_scaleset_lab.harness.cluster import TestCluster
 
 REPO = Path(__file__).resolve().parents[2]
 BENCH_TIMEOUT = 300

@@ -26,7 +26,7 @@ from arc_scaleset.kube import resources
 from arc_scaleset.kube.client import KubeClient, PatchType
 from arc_scaleset.kube.errors import BadRequest, Invalid, NotFound
 from arc_scaleset.kube.resources import Resource
-from arc_scaleset.testing.waiting import eventually
+from arc_scaleset_lab.harness.waiting import eventually
 
 pytestmark = pytest.mark.cluster
 

@@ -17,17 +17,17 @@ from typing import Any
 
 from arc_scaleset.api.ephemeralrunner import EPHEMERAL_RUNNERS
 from arc_scaleset.api.ephemeralrunnerset import EPHEMERAL_RUNNER_SETS
-from arc_scaleset.cluster.stages import EXIT_CODE_ANNOTATION, FINISH_ANNOTATION
 from arc_scaleset.controllers.context import ControllerContext
-from arc_scaleset.controllers.ephemeralrunner import EphemeralRunnerReconciler
-from arc_scaleset.controllers.ephemeralrunnerset import EphemeralRunnerSetReconciler
+from arc_scaleset.controllers.ephemeralrunner.reconciler import EphemeralRunnerReconciler
+from arc_scaleset.controllers.ephemeralrunnerset.reconciler import EphemeralRunnerSetReconciler
 from arc_scaleset.controllers.settings import ControllerSettings
 from arc_scaleset.github import ActionsClient, PersonalAccessToken, SystemInfo, parse_config_url
 from arc_scaleset.kube.client import KubeClient, PatchType
 from arc_scaleset.kube.manager import Manager
 from arc_scaleset.kube.resources import PODS, SECRETS
-from arc_scaleset.sim import SimConfig, SimulatedGitHub
-from arc_scaleset.testing.waiting import eventually
+from arc_scaleset_lab.cluster.stages import EXIT_CODE_ANNOTATION, FINISH_ANNOTATION
+from arc_scaleset_lab.harness.waiting import eventually
+from arc_scaleset_lab.sim import SimConfig, SimulatedGitHub
 
 PAT = "ghp_runner_controllers_0123456789"
 SECRET_NAME = "github-secret"

@@ -26,8 +26,8 @@ from arc_scaleset.api.autoscalinglistener import AUTOSCALING_LISTENERS
 from arc_scaleset.api.autoscalingrunnerset import AUTOSCALING_RUNNER_SETS
 from arc_scaleset.api.ephemeralrunnerset import EPHEMERAL_RUNNER_SETS
 from arc_scaleset.clock import REAL_CLOCK
-from arc_scaleset.controllers.autoscalinglistener import AutoscalingListenerReconciler
-from arc_scaleset.controllers.autoscalingrunnerset import AutoscalingRunnerSetReconciler
+from arc_scaleset.controllers.autoscalinglistener.reconciler import AutoscalingListenerReconciler
+from arc_scaleset.controllers.autoscalingrunnerset.reconciler import AutoscalingRunnerSetReconciler
 from arc_scaleset.controllers.context import ControllerContext
 from arc_scaleset.controllers.settings import ControllerSettings
 from arc_scaleset.github import ActionsClientPool, SystemInfo
@@ -35,8 +35,8 @@ from arc_scaleset.kube import resources
 from arc_scaleset.kube.client import KubeClient
 from arc_scaleset.kube.errors import NotFound
 from arc_scaleset.kube.manager import Manager
-from arc_scaleset.sim import SimConfig, SimulatedGitHub
-from arc_scaleset.testing.waiting import eventually
+from arc_scaleset_lab.harness.waiting import eventually
+from arc_scaleset_lab.sim import SimConfig, SimulatedGitHub
 
 PAT = "ghp_controller_integration_token"
 IMAGE = "ghcr.io/example/arc-scaleset:test"
@@ -125,7 +125,7 @@ class ScaleSetEnv:
 
     def listener_name(self, ars: dict[str, Any]) -> str:
         from arc_scaleset.api.autoscalingrunnerset import AutoscalingRunnerSet
-        from arc_scaleset.controllers.autoscalingrunnerset_desired import listener_name_of
+        from arc_scaleset.controllers.autoscalingrunnerset.desired import listener_name_of
 
         return listener_name_of(AutoscalingRunnerSet.from_object(ars))
 

@@ -11,8 +11,8 @@ import pytest
 from arc_scaleset.api.autoscalinglistener import AUTOSCALING_LISTENERS
 from arc_scaleset.kube import resources
 from arc_scaleset.kube.conditions import get_condition
-from arc_scaleset.sim.runners import terminated_status
-from arc_scaleset.testing.waiting import eventually
+from arc_scaleset_lab.harness.waiting import eventually
+from arc_scaleset_lab.node.runner_pods import terminated_status
 from tests.integration.controllers.scale_set_env import (  # noqa: F401 - fixtures
     EnvFactory,
     ScaleSetEnv,

@@ -11,8 +11,8 @@ import pytest
 
 from arc_scaleset.api.autoscalingrunnerset import AUTOSCALING_RUNNER_SETS
 from arc_scaleset.api.ephemeralrunnerset import EPHEMERAL_RUNNER_SETS
-from arc_scaleset.sim import FaultRule
-from arc_scaleset.testing.waiting import eventually
+from arc_scaleset_lab.harness.waiting import eventually
+from arc_scaleset_lab.sim import FaultRule
 from tests.integration.controllers.scale_set_env import (  # noqa: F401 - fixtures
     RUNNER_TEMPLATE,
     EnvFactory,

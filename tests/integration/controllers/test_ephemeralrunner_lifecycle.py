@@ -12,7 +12,7 @@ import pytest
 from arc_scaleset.api.ephemeralrunner import EPHEMERAL_RUNNERS
 from arc_scaleset.kube.client import KubeClient
 from arc_scaleset.kube.resources import EVENTS, SECRETS
-from arc_scaleset.testing.waiting import eventually
+from arc_scaleset_lab.harness.waiting import eventually
 from tests.integration.controllers.runner_harness import Harness, harness, runner_template
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(180)]

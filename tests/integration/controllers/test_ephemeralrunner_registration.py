@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from arc_scaleset.controllers.runner_pod import desired_jit_secret, secret_runner_id
+from arc_scaleset.controllers.ephemeralrunner.builders import desired_jit_secret, secret_runner_id
 from arc_scaleset.github import ActionsClient, PersonalAccessToken, SystemInfo, parse_config_url
 from arc_scaleset.kube.client import KubeClient
 from arc_scaleset.kube.resources import SECRETS
-from arc_scaleset.testing.waiting import eventually
+from arc_scaleset_lab.harness.waiting import eventually
 from tests.integration.controllers.runner_harness import PAT, Harness, harness
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(120)]

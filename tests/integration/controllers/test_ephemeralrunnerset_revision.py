@@ -10,14 +10,14 @@ from typing import Any
 
 import pytest
 
-import arc_scaleset.controllers.ephemeralrunnerset as ers_module
+import arc_scaleset.controllers.ephemeralrunnerset.reconciler as ers_module
 from arc_scaleset.api.ephemeralrunner import EPHEMERAL_RUNNERS
 from arc_scaleset.api.ephemeralrunnerset import EPHEMERAL_RUNNER_SETS
-from arc_scaleset.controllers.ephemeralrunnerset_cleanup import execute_cleanup
-from arc_scaleset.controllers.ephemeralrunnerset_status import patch_applied_actionable_revision
+from arc_scaleset.controllers.ephemeralrunnerset.cleanup import execute_cleanup
+from arc_scaleset.controllers.ephemeralrunnerset.status import patch_applied_actionable_revision
 from arc_scaleset.kube.client import KubeClient, PatchType
 from arc_scaleset.kube.informer import Informer
-from arc_scaleset.testing.waiting import eventually
+from arc_scaleset_lab.harness.waiting import eventually
 from tests.integration.controllers.runner_harness import Harness, harness
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(240)]

@@ -9,7 +9,7 @@ import pytest
 
 from arc_scaleset.api.ephemeralrunner import EPHEMERAL_RUNNERS
 from arc_scaleset.kube.client import KubeClient
-from arc_scaleset.testing.waiting import eventually
+from arc_scaleset_lab.harness.waiting import eventually
 from tests.integration.controllers.runner_harness import Harness, harness
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(180)]

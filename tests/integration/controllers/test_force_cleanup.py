@@ -18,11 +18,11 @@ from arc_scaleset.api.keys import (
     ANNOTATION_RUNNER_SCALE_SET_ID,
     CLEANUP_PROTECTION_FINALIZER,
 )
-from arc_scaleset.controllers.runner_pod import desired_ephemeral_runner
+from arc_scaleset.controllers.ephemeralrunnerset.builders import desired_ephemeral_runner
 from arc_scaleset.kube import resources
 from arc_scaleset.kube.client import KubeClient
-from arc_scaleset.testing.cluster import TestCluster
-from arc_scaleset.testing.waiting import eventually
+from arc_scaleset_lab.harness.cluster import TestCluster
+from arc_scaleset_lab.harness.waiting import eventually
 from tests.integration.controllers.scale_set_env import (  # noqa: F401 - fixtures
     EnvFactory,
     controller_namespace_fixture,

@@ -12,8 +12,8 @@ import pytest
 
 from arc_scaleset.clock import REAL_CLOCK, Clock, FakeClock
 from arc_scaleset.github import ActionsClient, PersonalAccessToken, SystemInfo, parse_config_url
-from arc_scaleset.sim.server import SimulatedGitHub
-from arc_scaleset.sim.state import SimConfig
+from arc_scaleset_lab.sim.server import SimulatedGitHub
+from arc_scaleset_lab.sim.state import SimConfig
 
 PAT = "ghp_contract_test_token_0123456789"
 

@@ -21,8 +21,8 @@ from arc_scaleset.github import (
     TransientError,
     Unauthorized,
 )
-from arc_scaleset.sim.faults import FaultRule
-from arc_scaleset.sim.server import SimulatedGitHub
+from arc_scaleset_lab.sim.faults import FaultRule
+from arc_scaleset_lab.sim.server import SimulatedGitHub
 from tests.integration.github.conftest import PAT, InstantClock, SimFactory, make_client
 
 

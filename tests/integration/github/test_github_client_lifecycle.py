@@ -13,7 +13,7 @@ from arc_scaleset.github import (
     SessionNotFound,
     is_transient,
 )
-from arc_scaleset.sim.server import SimulatedGitHub
+from arc_scaleset_lab.sim.server import SimulatedGitHub
 from tests.integration.github.conftest import InstantClock, make_client
 
 

@@ -28,8 +28,8 @@ from arc_scaleset.kube.errors import (
     Unauthorized,
 )
 from arc_scaleset.kube.resources import Resource
-from arc_scaleset.testing import cluster as test_cluster
-from arc_scaleset.testing.waiting import eventually
+from arc_scaleset_lab.harness import cluster as test_cluster
+from arc_scaleset_lab.harness.waiting import eventually
 
 pytestmark = pytest.mark.cluster
 

@@ -15,7 +15,7 @@ from arc_scaleset.kube.informer import Object
 from arc_scaleset.kube.manager import Cache, Manager, NamespaceNotCachedError
 from arc_scaleset.kube.ownerrefs import controller_ref
 from arc_scaleset.kube.resources import CONFIG_MAPS, SECRETS
-from arc_scaleset.testing.waiting import eventually
+from arc_scaleset_lab.harness.waiting import eventually
 
 pytestmark = pytest.mark.cluster
 

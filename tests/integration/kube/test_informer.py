@@ -14,7 +14,7 @@ from arc_scaleset.kube.client import KubeClient
 from arc_scaleset.kube.errors import AlreadyExists, NotFound
 from arc_scaleset.kube.informer import Informer, Object
 from arc_scaleset.kube.resources import CONFIG_MAPS, CUSTOM_RESOURCE_DEFINITIONS, Resource
-from arc_scaleset.testing.waiting import eventually
+from arc_scaleset_lab.harness.waiting import eventually
 
 pytestmark = pytest.mark.cluster
 

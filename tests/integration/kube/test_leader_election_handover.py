@@ -14,8 +14,8 @@ from arc_scaleset.kube.controller import Controller, Request, Result
 from arc_scaleset.kube.leader_election import LeaderElectionConfig, LeadershipLostError, LeaseRecord
 from arc_scaleset.kube.manager import Manager
 from arc_scaleset.kube.resources import CONFIG_MAPS, LEASES
-from arc_scaleset.testing import cluster as testing_cluster
-from arc_scaleset.testing.waiting import eventually
+from arc_scaleset_lab.harness import cluster as testing_cluster
+from arc_scaleset_lab.harness.waiting import eventually
 
 pytestmark = pytest.mark.cluster
 

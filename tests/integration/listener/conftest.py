@@ -21,9 +21,9 @@ from arc_scaleset.github import ActionsClient, PersonalAccessToken, SystemInfo, 
 from arc_scaleset.kube.client import KubeClient
 from arc_scaleset.listener.app import ListenerApp, Timing, build_listener
 from arc_scaleset.listener.config import ListenerConfig, config_from_mapping
-from arc_scaleset.sim.server import SimulatedGitHub
-from arc_scaleset.sim.state import SimConfig
-from arc_scaleset.testing.waiting import eventually
+from arc_scaleset_lab.harness.waiting import eventually
+from arc_scaleset_lab.sim.server import SimulatedGitHub
+from arc_scaleset_lab.sim.state import SimConfig
 
 PAT = "ghp_listener_integration_token_0123456789"
 ORG = "octo-org"

@@ -17,8 +17,8 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from arc_scaleset.kube.client import KubeClient
-from arc_scaleset.sim.state import JobState
-from arc_scaleset.testing.cluster import TestCluster
+from arc_scaleset_lab.harness.cluster import TestCluster
+from arc_scaleset_lab.sim.state import JobState
 from tests.integration.listener.conftest import (
     PAT,
     SCALE_SET_NAME,

@@ -9,9 +9,9 @@ import pytest
 
 from arc_scaleset.api import EPHEMERAL_RUNNERS
 from arc_scaleset.kube.client import KubeClient
-from arc_scaleset.sim.faults import FaultRule
-from arc_scaleset.sim.state import JobState
-from arc_scaleset.testing.waiting import eventually
+from arc_scaleset_lab.harness.waiting import eventually
+from arc_scaleset_lab.sim.faults import FaultRule
+from arc_scaleset_lab.sim.state import JobState
 from tests.integration.listener.conftest import (
     SCALE_SET_NAME,
     ListenerSim,

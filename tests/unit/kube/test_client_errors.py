@@ -22,7 +22,7 @@ from arc_scaleset.kube.client import KubeClient
 from arc_scaleset.kube.credentials import ConnectionConfig, StaticToken
 from arc_scaleset.kube.errors import error_from_status
 from arc_scaleset.kube.resources import CONFIG_MAPS
-from arc_scaleset.testing.waiting import eventually
+from arc_scaleset_lab.harness.waiting import eventually
 
 SECRET = "very-secret-token"
 

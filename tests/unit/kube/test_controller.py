@@ -18,7 +18,7 @@ from arc_scaleset.kube.informer import Informer
 from arc_scaleset.kube.resources import CONFIG_MAPS, NAMESPACES, Resource
 from arc_scaleset.kube.runtime_metrics import RuntimeMetrics
 from arc_scaleset.kube.workqueue import ItemExponentialRateLimiter
-from arc_scaleset.testing.waiting import eventually
+from arc_scaleset_lab.harness.waiting import eventually
 
 KEY = Request("ns", "a")
 RUNNER_SETS = Resource("actions.github.com", "v1alpha1", "ephemeralrunnersets", "EphemeralRunnerSet")

@@ -17,7 +17,7 @@ from arc_scaleset.kube.client import KubeClient
 from arc_scaleset.kube.credentials import ConnectionConfig
 from arc_scaleset.kube.informer import Informer
 from arc_scaleset.kube.resources import CONFIG_MAPS
-from arc_scaleset.testing.waiting import eventually
+from arc_scaleset_lab.harness.waiting import eventually
 
 
 def closed_port() -> int:

@@ -17,7 +17,7 @@ from arc_scaleset.kube.controller import Controller, Request, Result
 from arc_scaleset.kube.credentials import ConnectionConfig
 from arc_scaleset.kube.manager import Manager, NamespaceNotCachedError, _parse_address
 from arc_scaleset.kube.resources import CONFIG_MAPS, NAMESPACES
-from arc_scaleset.testing.waiting import eventually
+from arc_scaleset_lab.harness.waiting import eventually
 
 
 def unreachable_client() -> KubeClient:

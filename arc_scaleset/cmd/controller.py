@@ -1,0 +1,424 @@
+"""``arc-scaleset controller``: the controller manager with the four reconcilers (spec section 6).
+
+It takes ARC's flags and environment, so the args of an ARC ``gha-runner-scale-set-controller``
+Deployment work unchanged:
+
+- Flags are parsed as Go's ``flag`` package would (:mod:`.goflags`): ``--name=value`` or ``--name value``;
+  booleans as ``--name`` or ``--name=true|false`` (also ``1/0/t/f``); durations as ``1m30s``; repeatable
+  list flags append. A single dash (``-name``) is accepted too, as Go accepts it.
+- Environment: ``CONTROLLER_MANAGER_POD_NAMESPACE`` and ``CONTROLLER_MANAGER_CONTAINER_IMAGE`` are required
+  (the command exits 1 with a message naming the missing one), ``LISTENER_ENTRYPOINT`` replaces the
+  listener container's command, ``GITHUB_ACTIONS_FORCE_GHES`` treats every GitHub URL as GHES.
+- Flags of ARC's legacy (summerwind) controllers (:data:`.goflags.LEGACY_FLAGS`), and flags whose feature
+  is not served here, are accepted and ignored with one warning line each.
+
+Exit codes: 0 after SIGTERM/SIGINT and a graceful stop; 1 for a configuration error, unusable Kubernetes
+credentials, caches that never synced, or a lost leader-election lease (the Deployment restarts the pod
+as a fresh candidate); 2 for a flag argparse rejects (an unknown rate limiter, a bad duration, ...).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+from collections.abc import Callable, Mapping
+from typing import Final
+
+from prometheus_client import CollectorRegistry
+
+from arc_scaleset.clock import Clock
+from arc_scaleset.cmd.goflags import (
+    GoBoolAction,
+    add_go_flag,
+    add_legacy_flags,
+    legacy_flag_warnings,
+    parse_go_duration,
+)
+from arc_scaleset.controllers.settings import (
+    CONTAINER_IMAGE_ENV,
+    LISTENER_ENTRYPOINT_ENV,
+    LOG_FORMATS,
+    LOG_LEVELS,
+    POD_NAMESPACE_ENV,
+    ControllerSettings,
+    SettingsError,
+)
+from arc_scaleset.gc_tuning import freeze_startup_objects
+from arc_scaleset.kube.workqueue import RateLimiter, bucket_rate_limiter, default_rate_limiter
+from arc_scaleset.observability.logging import configure_logging
+
+log = logging.getLogger("arc_scaleset.controller")
+
+RateLimiterFactory = Callable[[], RateLimiter]
+
+DEFAULT_LEADER_ELECTION_ID: Final = "actions-runner-controller"
+DEFAULT_QPS: Final = 20.0
+DEFAULT_BURST: Final = 30
+DEFAULT_SYNC_PERIOD: Final = "1m"
+DEFAULT_WEBHOOK_PORT: Final = 9443
+DEFAULT_RUNNER_PENDING_TIMEOUT: Final = "15m"
+FORCE_GHES_ENV: Final = "GITHUB_ACTIONS_FORCE_GHES"
+
+
+# -- flag value types -------------------------------------------------------------------------------
+
+
+def _choice(allowed: tuple[str, ...], *, allow_empty: bool = False) -> Callable[[str], str]:
+    def check(text: str) -> str:
+        if text in allowed or (allow_empty and text == ""):
+            return text
+        raise argparse.ArgumentTypeError(f"must be one of {', '.join(allowed)} (got {text!r})")
+
+    return check
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1 (got {value})")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be greater than 0 (got {text})")
+    return value
+
+
+# -- workqueue rate limiters --------------------------------------------------------------------------
+
+BUCKET_RATE_LIMITER: Final = "bucket_rate_limiter"
+TYPED_RATE_LIMITER: Final = "typed_rate_limiter"
+RATE_LIMITERS: Final = (BUCKET_RATE_LIMITER, TYPED_RATE_LIMITER)
+
+
+def rate_limiter_factory(name: str, *, clock: Clock) -> RateLimiterFactory:
+    """The factory of ``--workqueue-rate-limiter`` ``name``: one fresh limiter per controller.
+
+    ``""`` or ``bucket_rate_limiter`` (ARC's default): per-key exponential backoff *and* a global
+    10 qps / 100 burst bucket; ``typed_rate_limiter``: per-key exponential backoff only. Anything else
+    raises ``ValueError`` naming the accepted values.
+    """
+    if name in ("", BUCKET_RATE_LIMITER):
+        return lambda: bucket_rate_limiter(clock=clock)
+    if name == TYPED_RATE_LIMITER:
+        return default_rate_limiter
+    raise ValueError(f"unknown workqueue rate limiter {name!r}: use {' or '.join(RATE_LIMITERS)}")
+
+
+# -- flags --------------------------------------------------------------------------------------------
+
+WATCH_NAMESPACE_HELP: Final = (
+    "restrict the controller's caches to this namespace (plus the controller's own namespace, where the "
+    'listeners live) (default: "", every namespace)'
+)
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.usage = "%(prog)s [flags]  (ARC's flags; see below)"
+    parser.description = (
+        "Run the controller manager (AutoscalingRunnerSet, EphemeralRunnerSet, EphemeralRunner and "
+        f"AutoscalingListener controllers). Environment: {POD_NAMESPACE_ENV} (required: the controller's "
+        f"namespace, where listeners run), {CONTAINER_IMAGE_ENV} (required: the listener image), "
+        f"{LISTENER_ENTRYPOINT_ENV} (listener command; default: arc-scaleset listener), {FORCE_GHES_ENV} "
+        "(any value: treat every GitHub URL as GitHub Enterprise Server)."
+    )
+    add_go_flag(
+        parser,
+        "kubeconfig",
+        default=None,
+        help="kubeconfig file (default: in-cluster credentials, then $KUBECONFIG, then ~/.kube/config)",
+    )
+    add_go_flag(
+        parser,
+        "auto-scaling-runner-set-only",
+        action=GoBoolAction,
+        default=None,
+        help="accepted for ARC compatibility; the runner-scale-set controllers are the only mode here "
+        "(default: false, which changes nothing)",
+    )
+    add_go_flag(parser, "watch-namespace", default="", help=WATCH_NAMESPACE_HELP)
+    add_go_flag(
+        parser,
+        "watch-single-namespace",
+        default="",
+        help='watch custom resources in this single namespace (plus the controller\'s own) (default: "", all)',
+    )
+    add_go_flag(
+        parser,
+        "log-level",
+        default="debug",
+        type=_choice(LOG_LEVELS),
+        help="log verbosity: debug, info, warn or error; also written into listener configs (default: debug)",
+    )
+    add_go_flag(
+        parser,
+        "log-format",
+        default="text",
+        type=_choice(LOG_FORMATS),
+        help="log format: text or json; also written into listener configs (default: text)",
+    )
+    add_go_flag(
+        parser,
+        "enable-leader-election",
+        action=GoBoolAction,
+        help="elect one active manager through a coordination.k8s.io Lease in the controller namespace "
+        "(default: false)",
+    )
+    add_go_flag(
+        parser,
+        "leader-election-id",
+        default=DEFAULT_LEADER_ELECTION_ID,
+        help=f"name of the leader-election Lease (default: {DEFAULT_LEADER_ELECTION_ID})",
+    )
+    add_go_flag(
+        parser,
+        "metrics-addr",
+        default=":8080",
+        help="address of the controller's /metrics endpoint; 0 disables it and the scale-set metrics (default: :8080)",
+    )
+    add_go_flag(
+        parser,
+        "listener-metrics-addr",
+        default=":8080",
+        help="metrics address written into listener configs (and the listener pod's metrics port); "
+        "0 disables listener metrics (default: :8080)",
+    )
+    add_go_flag(
+        parser,
+        "listener-metrics-endpoint",
+        default="/metrics",
+        help="metrics path written into listener configs (default: /metrics)",
+    )
+    add_go_flag(
+        parser,
+        "health-probe-bind-address",
+        default="",
+        help='address serving /healthz and /readyz; empty disables them (default: "")',
+    )
+    add_go_flag(
+        parser,
+        "pprof-addr",
+        default="",
+        help='accepted for ARC compatibility but NOT served: Go\'s pprof has no equivalent here (default: "")',
+    )
+    add_go_flag(
+        parser,
+        "runner-max-concurrent-reconciles",
+        default=2,
+        type=_positive_int,
+        help="EphemeralRunner reconciles run at once (the other controllers use 1) (default: 2)",
+    )
+    add_go_flag(
+        parser,
+        "runner-pending-timeout",
+        default=DEFAULT_RUNNER_PENDING_TIMEOUT,
+        type=parse_go_duration,
+        help="a runner pod whose runner container has not started this long after the pod was created "
+        "(unschedulable, image pull failing, volume not attaching) is deleted and retried like a failed pod; "
+        "0 waits forever; not an ARC flag (default: 15m0s)",
+    )
+    add_go_flag(
+        parser,
+        "workqueue-rate-limiter",
+        default="",
+        type=_choice(RATE_LIMITERS, allow_empty=True),
+        help="retry backoff of failed reconciles: bucket_rate_limiter (per-key exponential 5ms..1000s plus a "
+        "global 10 qps / 100 burst bucket) or typed_rate_limiter (per-key exponential only) "
+        '(default: "", meaning bucket_rate_limiter)',
+    )
+    add_go_flag(
+        parser,
+        "k8s-client-rate-limiter-qps",
+        default=DEFAULT_QPS,
+        type=_positive_float,
+        help=f"Kubernetes API requests per second (client-side limit) (default: {DEFAULT_QPS:g})",
+    )
+    add_go_flag(
+        parser,
+        "k8s-client-rate-limiter-burst",
+        default=DEFAULT_BURST,
+        type=_positive_int,
+        help=f"Kubernetes API request burst above the QPS limit (default: {DEFAULT_BURST})",
+    )
+    add_go_flag(
+        parser,
+        "sync-period",
+        default=None,
+        type=parse_go_duration,
+        help=f"accepted for ARC compatibility and ignored: the caches are kept exact by watches (with "
+        f"relists after expiry) and reconcilers requeue what they poll (default: {DEFAULT_SYNC_PERIOD})",
+    )
+    add_go_flag(
+        parser,
+        "exclude-label-propagation-prefix",
+        action="append",
+        default=[],
+        metavar="PREFIX",
+        help="label keys with this prefix are not copied to generated objects; repeatable (default: none)",
+    )
+    add_go_flag(
+        parser,
+        "auto-scaler-image-pull-secrets",
+        action="append",
+        default=[],
+        metavar="SECRET",
+        help="image pull secret given to every listener pod; repeatable (default: none)",
+    )
+    add_go_flag(
+        parser,
+        "port",
+        default=None,
+        type=int,
+        help=f"accepted for ARC compatibility and ignored: the runner-scale-set controllers serve no "
+        f"webhooks (default: {DEFAULT_WEBHOOK_PORT})",
+    )
+    add_legacy_flags(parser)
+
+
+# -- from flags to settings ---------------------------------------------------------------------------
+
+
+def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> ControllerSettings:
+    """The reconcilers' settings from the parsed flags and the environment; raises :class:`SettingsError`
+    (a message naming the flag or variable) when they cannot be used."""
+    return ControllerSettings.from_environment(
+        environ,
+        log_level=args.log_level,
+        log_format=args.log_format,
+        listener_metrics_addr=args.listener_metrics_addr,
+        listener_metrics_endpoint=args.listener_metrics_endpoint,
+        # As ARC: "0" turns off the scale-set metrics the runner-set controller publishes.
+        metrics_enabled=args.metrics_addr.strip() != "0",
+        exclude_label_prefixes=tuple(args.exclude_label_propagation_prefix),
+        image_pull_secrets=tuple(args.auto_scaler_image_pull_secrets),
+        runner_max_concurrent_reconciles=args.runner_max_concurrent_reconciles,
+        runner_pending_timeout=args.runner_pending_timeout if args.runner_pending_timeout > 0 else None,
+        watch_namespace=args.watch_single_namespace or args.watch_namespace or None,
+    )
+
+
+def cache_namespaces(args: argparse.Namespace, controller_namespace: str) -> frozenset[str] | None:
+    """The namespaces the manager caches (``None``: all).
+
+    ``--watch-namespace`` and ``--watch-single-namespace`` each add theirs. Unlike ARC, the controller
+    namespace is always added when either restricts the cache: the AutoscalingListeners and their pods
+    live there, and without it no listener could ever be reconciled.
+    """
+    chosen = {name for name in (args.watch_namespace, args.watch_single_namespace) if name}
+    if not chosen:
+        return None
+    return frozenset({*chosen, controller_namespace})
+
+
+def ignored_flag_warnings(args: argparse.Namespace) -> list[str]:
+    """One line per flag that was given but has no effect here, saying why."""
+    lines: list[str] = []
+    if args.auto_scaling_runner_set_only is False:
+        lines.append(
+            "--auto-scaling-runner-set-only=false is ignored: ARC's legacy controllers are not implemented; "
+            "running the runner-scale-set controllers"
+        )
+    if args.pprof_addr:
+        lines.append(f"--pprof-addr={args.pprof_addr} is ignored: there is no pprof endpoint in this controller")
+    if args.port is not None:
+        lines.append(f"--port={args.port} is ignored: the runner-scale-set controllers serve no webhooks")
+    if args.sync_period is not None:
+        lines.append("--sync-period is ignored: caches are kept exact by watches and never resync periodically")
+    lines.extend(legacy_flag_warnings(args))
+    return lines
+
+
+# -- running ------------------------------------------------------------------------------------------
+
+
+def run(args: argparse.Namespace) -> int:
+    configure_logging(level=args.log_level, fmt=args.log_format)
+    try:
+        settings = settings_from_args(args, os.environ)
+    except SettingsError as exc:
+        log.error("cannot start the controller: %s", exc)
+        return 1
+    for line in ignored_flag_warnings(args):
+        log.warning(line)
+    freeze_startup_objects()
+    return asyncio.run(serve(args, settings))
+
+
+async def serve(args: argparse.Namespace, settings: ControllerSettings) -> int:
+    """Build the client, the manager and the four controllers, and run until stopped; the exit code."""
+    # Imported here: `arc-scaleset controller --help` should not pay for the whole runtime.
+    from arc_scaleset.kube.client import KubeClient
+    from arc_scaleset.kube.errors import KubeconfigError
+    from arc_scaleset.kube.leader_election import LeaderElectionConfig, LeadershipLostError
+    from arc_scaleset.kube.manager import CacheSyncTimeoutError, Manager
+
+    registry = CollectorRegistry()
+    try:
+        kube = KubeClient.from_environment(
+            args.kubeconfig,
+            qps=args.k8s_client_rate_limiter_qps,
+            burst=args.k8s_client_rate_limiter_burst,
+            registry=registry,
+        )
+    except (KubeconfigError, OSError) as exc:
+        log.error("cannot start the controller: no usable Kubernetes credentials: %s", exc)
+        return 1
+    from arc_scaleset.cmd.controller_setup import setup_controllers
+    from arc_scaleset.controllers.context import ControllerContext
+
+    context: ControllerContext | None = None
+    try:
+        leader_election = (
+            LeaderElectionConfig(name=args.leader_election_id, namespace=settings.controller_namespace)
+            if args.enable_leader_election
+            else None
+        )
+        try:
+            manager = Manager(
+                kube,
+                namespaces=cache_namespaces(args, settings.controller_namespace),
+                metrics_address=args.metrics_addr,
+                health_address=args.health_probe_bind_address or None,
+                leader_election=leader_election,
+                registry=registry,
+            )
+        except ValueError as exc:
+            log.error("cannot start the controller: %s", exc)
+            return 1
+        context = ControllerContext.create(kube, manager, settings, environ=os.environ)
+        setup_controllers(context, rate_limiter=rate_limiter_factory(args.workqueue_rate_limiter, clock=manager.clock))
+        log.info(
+            "starting the controller manager",
+            extra={
+                "controller_namespace": settings.controller_namespace,
+                "watch_namespaces": sorted(manager.namespaces) if manager.namespaces else "all",
+                "leader_election": args.leader_election_id if leader_election else "off",
+                "runner_max_concurrent_reconciles": settings.runner_max_concurrent_reconciles,
+            },
+        )
+        try:
+            await manager.run(handle_signals=True)
+        except LeadershipLostError as exc:
+            log.error("stopping: %s", exc)
+            return 1
+        except CacheSyncTimeoutError as exc:
+            log.error("stopping: %s", exc)
+            return 1
+        except OSError as exc:  # an endpoint that cannot bind (address in use, permission)
+            log.error("stopping: cannot serve metrics or probes: %s", exc)
+            return 1
+        return 0
+    finally:
+        if context is not None:
+            await context.github.pool.aclose()
+        await kube.close()

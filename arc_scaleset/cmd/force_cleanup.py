@@ -1,0 +1,210 @@
+"""``arc-scaleset force-cleanup``: release a scale set's objects when no controller will (ARC #3282).
+
+When the controller was uninstalled before its scale sets (or can no longer run), ``helm uninstall`` leaves
+AutoscalingRunnerSets, their runners and the chart's Secret, Role, RoleBinding and ServiceAccounts stuck on
+finalizers, and users remove them by hand. This command does it in one step, for the scale set named (or
+every one in the namespace):
+
+1. delete its EphemeralRunners, EphemeralRunnerSets, AutoscalingListener (found in any namespace by the
+   scale set it serves, or in ``--controller-namespace``) and the AutoscalingRunnerSet itself, in that order,
+   and remove this project's finalizers from each (their pods, Secrets and listener objects are owned by them
+   and go with them through Kubernetes garbage collection);
+2. remove the ``cleanup-protection`` finalizer from the objects the set's ``cleanup-*`` annotations name
+   (they go away if they were being deleted, as after ``helm uninstall``; otherwise Helm still owns them).
+
+It does not talk to GitHub: the scale set stays registered there (its ID is printed) and so do runners that
+were registered (GitHub removes runners that stay offline after about a day). Run it only when no controller
+manages the scale set: a running controller does all of this itself, GitHub included. ``--dry-run`` prints
+what would be done and changes nothing. Finalizers are removed with a patch that tests the list it read, so
+a concurrent change is refused, never overwritten (run the command again).
+
+Exit codes: 0 done (or nothing to do); 1 the scale set does not exist, or the API refused a step (the message
+says which); 2 bad arguments.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable, Collection, Mapping, Sequence
+from typing import Any, Final
+
+from arc_scaleset.api.autoscalinglistener import AUTOSCALING_LISTENERS
+from arc_scaleset.api.autoscalingrunnerset import AUTOSCALING_RUNNER_SETS
+from arc_scaleset.api.ephemeralrunner import EPHEMERAL_RUNNERS
+from arc_scaleset.api.ephemeralrunnerset import EPHEMERAL_RUNNER_SETS
+from arc_scaleset.api.keys import (
+    ANNOTATION_RUNNER_SCALE_SET_ID,
+    AUTOSCALING_LISTENER_FINALIZER,
+    AUTOSCALING_RUNNER_SET_FINALIZER,
+    CLEANUP_PROTECTION_FINALIZER,
+    EPHEMERAL_RUNNER_FINALIZER,
+    EPHEMERAL_RUNNER_REGISTRATION_FINALIZER,
+    EPHEMERAL_RUNNER_SET_FINALIZER,
+)
+from arc_scaleset.controllers.autoscalingrunnerset.deletion import cleanup_targets
+from arc_scaleset.kube.client import KubeClient
+from arc_scaleset.kube.errors import KubeconfigError, KubeError, NotFound
+from arc_scaleset.kube.finalizers import patch_out_finalizers
+from arc_scaleset.kube.resources import Resource
+
+OUR_FINALIZERS: Final = frozenset(
+    {
+        AUTOSCALING_RUNNER_SET_FINALIZER,
+        EPHEMERAL_RUNNER_SET_FINALIZER,
+        EPHEMERAL_RUNNER_FINALIZER,
+        EPHEMERAL_RUNNER_REGISTRATION_FINALIZER,
+        AUTOSCALING_LISTENER_FINALIZER,
+    }
+)
+
+Say = Callable[[str], None]
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--namespace", "-n", required=True, help="the scale sets' namespace")
+    parser.add_argument("--name", help="one AutoscalingRunnerSet (default: every one in the namespace)")
+    parser.add_argument(
+        "--controller-namespace",
+        help="where the AutoscalingListeners live (default: search every namespace, which needs cluster-wide list)",
+    )
+    parser.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster, $KUBECONFIG, ~/.kube/config)")
+    parser.add_argument("--dry-run", action="store_true", help="print what would be done; change nothing")
+
+
+def run(args: argparse.Namespace) -> int:
+    logging.basicConfig(level=logging.WARNING, format="%(message)s")
+    return asyncio.run(_main(args))
+
+
+async def _main(args: argparse.Namespace) -> int:
+    try:
+        kube = KubeClient.from_environment(args.kubeconfig)
+    except (KubeconfigError, OSError) as exc:
+        print(f"cannot use the Kubernetes credentials: {exc}")
+        return 1
+    async with kube:
+        try:
+            await force_cleanup(
+                kube,
+                args.namespace,
+                name=args.name,
+                controller_namespace=args.controller_namespace,
+                dry_run=args.dry_run,
+                say=print,
+            )
+        except LookupError as exc:
+            print(exc.args[0])
+            return 1
+        except KubeError as exc:
+            print(f"stopped: {exc} (run the command again once the cause is fixed)")
+            return 1
+    return 0
+
+
+async def force_cleanup(
+    kube: KubeClient,
+    namespace: str,
+    *,
+    name: str | None = None,
+    controller_namespace: str | None = None,
+    dry_run: bool = False,
+    say: Say = print,
+) -> None:
+    """Release the scale set ``namespace/name`` (every one in ``namespace`` when ``name`` is None); see the
+    module docstring. Raises :class:`LookupError` when ``name`` does not exist, :class:`KubeError` when the
+    API refuses a step."""
+    if name is not None:
+        try:
+            sets = [await kube.get(AUTOSCALING_RUNNER_SETS, name, namespace=namespace)]
+        except NotFound:
+            raise LookupError(f"AutoscalingRunnerSet {namespace}/{name} not found") from None
+    else:
+        sets = (await kube.list(AUTOSCALING_RUNNER_SETS, namespace=namespace)).items
+    if not sets:
+        say(f"no AutoscalingRunnerSet in namespace {namespace}: nothing to do")
+        return
+    listeners = (await kube.list(AUTOSCALING_LISTENERS, namespace=controller_namespace)).items
+    runner_sets = (await kube.list(EPHEMERAL_RUNNER_SETS, namespace=namespace)).items
+    runners = (await kube.list(EPHEMERAL_RUNNERS, namespace=namespace)).items
+    for ars in sets:
+        await _release_scale_set(kube, ars, listeners, runner_sets, runners, dry_run=dry_run, say=say)
+
+
+async def _release_scale_set(
+    kube: KubeClient,
+    ars: Mapping[str, Any],
+    listeners: Sequence[Mapping[str, Any]],
+    runner_sets: Sequence[Mapping[str, Any]],
+    runners: Sequence[Mapping[str, Any]],
+    *,
+    dry_run: bool,
+    say: Say,
+) -> None:
+    meta = ars["metadata"]
+    namespace, name = meta["namespace"], meta["name"]
+    own_sets = [s for s in runner_sets if _owned_by(s, meta["uid"])]
+    set_uids = {s["metadata"]["uid"] for s in own_sets}
+    own_runners = [r for r in runners if any(_owned_by(r, uid) for uid in set_uids)]
+    own_listeners = [
+        al
+        for al in listeners
+        if (al.get("spec") or {}).get("autoscalingRunnerSetNamespace") == namespace
+        and (al.get("spec") or {}).get("autoscalingRunnerSetName") == name
+    ]
+    say(f"AutoscalingRunnerSet {namespace}/{name}:")
+    for resource, objects in (
+        (EPHEMERAL_RUNNERS, own_runners),
+        (EPHEMERAL_RUNNER_SETS, own_sets),
+        (AUTOSCALING_LISTENERS, own_listeners),
+        (AUTOSCALING_RUNNER_SETS, [ars]),
+    ):
+        for obj in objects:
+            await _release(kube, resource, obj, OUR_FINALIZERS, delete=True, dry_run=dry_run, say=say)
+    for resource, target in cleanup_targets(meta.get("annotations")):
+        try:
+            protected = await kube.get(resource, target, namespace=namespace)
+        except NotFound:
+            continue
+        await _release(
+            kube, resource, protected, {CLEANUP_PROTECTION_FINALIZER}, delete=False, dry_run=dry_run, say=say
+        )
+    scale_set_id = (meta.get("annotations") or {}).get(ANNOTATION_RUNNER_SCALE_SET_ID)
+    if scale_set_id:
+        say(
+            f"  not done: scale set {scale_set_id} is still registered on GitHub (delete it in the repository,"
+            " organization or enterprise settings if it is not coming back)"
+        )
+
+
+async def _release(
+    kube: KubeClient,
+    resource: Resource,
+    obj: Mapping[str, Any],
+    finalizers: Collection[str],
+    *,
+    delete: bool,
+    dry_run: bool,
+    say: Say,
+) -> None:
+    """Delete ``obj`` first when ``delete`` (unless it is being deleted already), then remove those of
+    ``finalizers`` it holds."""
+    meta = obj["metadata"]
+    label = f"{resource.kind} {meta['namespace']}/{meta['name']}"
+    if delete and not meta.get("deletionTimestamp"):
+        if not dry_run:
+            with contextlib.suppress(NotFound):
+                await kube.delete(resource, meta["name"], namespace=meta["namespace"])
+        say(f"  {'would delete' if dry_run else 'deleted'} {label}")
+    held = sorted(f for f in set(meta.get("finalizers") or ()) if f in finalizers)
+    if not held:
+        return
+    if not dry_run:
+        await patch_out_finalizers(kube, resource, obj, held)
+    say(f"  {'would remove' if dry_run else 'removed'} finalizers {', '.join(held)} from {label}")
+
+
+def _owned_by(obj: Mapping[str, Any], uid: str) -> bool:
+    return any(ref.get("uid") == uid for ref in (obj.get("metadata") or {}).get("ownerReferences") or ())

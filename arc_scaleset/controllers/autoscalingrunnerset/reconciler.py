@@ -1,0 +1,488 @@
+"""The AutoscalingRunnerSet reconciler: a scale set on GitHub, its EphemeralRunnerSet, its listener.
+
+A thin shell around the pure decisions of :mod:`.autoscalingrunnerset_desired`,
+:mod:`.autoscalingrunnerset_decisions` and :mod:`.autoscalingrunnerset_status`, in Cluster API's shape:
+gather the object from the cache, run ordered phases until one acts (each write brings the key back
+through a watch), and write the status once at the end of the pass, whatever happened.
+
+Phases (spec 2.2 with the revision design of 2.6.2):
+
+1. deleting → :mod:`.autoscalingrunnerset_deletion`;
+2. the version gate (a mismatched ``app.kubernetes.io/version`` is reported, never deleted);
+3. the finalizer;
+4. the config URL (and the URL labels); the scale set registered or reused by name in the runner group;
+5. the scale set verified on GitHub by ID on a spec change, when the listener is missing, and every
+   ``scale_set_verify_interval``: a definitive 404 re-registers it (the new ID flows to the runner set as a
+   revision bump); any other error is retried, never a re-registration; a found set has its group, name and
+   labels brought in line;
+6. the EphemeralRunnerSet: created (the ARS's name, revision 0), its runner spec patched with a revision bump
+   on semantic drift, its metadata merged, or torn down when Outdated at its current revision;
+7. the AutoscalingListener: stale ones (another name) deleted, created when missing, deleted and recreated
+   when a listener-relevant field changed;
+8. done: ``Running``, ``observedGeneration`` = generation.
+
+Bad input (secret, URL, TLS, runner group, vault) ends the pass with a ``Degraded`` condition and a Warning
+Event, and the key is retried with the workqueue's backoff; nothing is deleted because of it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+import pydantic
+
+from arc_scaleset.api.autoscalinglistener import AUTOSCALING_LISTENERS
+from arc_scaleset.api.autoscalingrunnerset import AUTOSCALING_RUNNER_SETS, AutoscalingRunnerSet
+from arc_scaleset.api.ephemeralrunnerset import EPHEMERAL_RUNNER_SETS
+from arc_scaleset.api.keys import (
+    AUTOSCALING_RUNNER_SET_FINALIZER,
+    LABEL_SCALE_SET_NAME,
+    LABEL_SCALE_SET_NAMESPACE,
+    LABEL_VERSION,
+)
+from arc_scaleset.api.labels import github_url_labels
+from arc_scaleset.api.naming import ephemeral_runner_set_name
+from arc_scaleset.api.versions import is_version_allowed
+from arc_scaleset.controllers.autoscalingrunnerset import deletion
+from arc_scaleset.controllers.autoscalingrunnerset.decisions import (
+    ErsAction,
+    listener_differences,
+    plan_ephemeral_runner_set,
+    revisions_of,
+)
+from arc_scaleset.controllers.autoscalingrunnerset.desired import (
+    desired_autoscaling_listener,
+    desired_ephemeral_runner_set,
+    listener_name_of,
+    scale_set_id_of,
+)
+from arc_scaleset.controllers.autoscalingrunnerset.registration import (
+    register_scale_set,
+    registration_patch,
+    scale_set_client,
+    sync_scale_set,
+    url_labels_patch,
+)
+from arc_scaleset.controllers.autoscalingrunnerset.status import ReconcileReport, derive_status, status_patch
+from arc_scaleset.controllers.context import ControllerContext
+from arc_scaleset.controllers.errors import ConfigurationError, InvalidSpec, UnsupportedVersion
+from arc_scaleset.github import ActionsClient, ActionsError, NotFound, RateLimited, Unauthorized, is_transient
+from arc_scaleset.kube.controller import Controller, Request, Result
+from arc_scaleset.kube.errors import AlreadyExists, Conflict
+from arc_scaleset.kube.errors import NotFound as KubeNotFound
+from arc_scaleset.kube.finalizers import add_finalizer, has_finalizer
+from arc_scaleset.kube.informer import Object
+from arc_scaleset.kube.workqueue import RateLimiter
+
+log = logging.getLogger(__name__)
+
+CONTROLLER_NAME = "autoscalingrunnerset"
+WAIT_REQUEUE_SECONDS = 5.0
+CONFLICT_REQUEUE_SECONDS = 0.5
+
+
+def listener_to_scale_set(obj: Object) -> Iterable[Request]:
+    """An AutoscalingListener concerns the AutoscalingRunnerSet its spec names."""
+    spec = obj.get("spec") or {}
+    namespace, name = spec.get("autoscalingRunnerSetNamespace"), spec.get("autoscalingRunnerSetName")
+    return (Request(namespace, name),) if namespace and name else ()
+
+
+@dataclass
+class _Pass:
+    """The scope of one reconcile: the object as read, its parsed form, what the pass found."""
+
+    obj: Object
+    ars: AutoscalingRunnerSet
+    report: ReconcileReport
+    verified: bool = False
+
+
+class AutoscalingRunnerSetReconciler:
+    """Reconciles AutoscalingRunnerSets; build the controller with :meth:`controller`."""
+
+    def __init__(self, ctx: ControllerContext) -> None:
+        self.ctx = ctx
+        self.scale_sets = ctx.cache(AUTOSCALING_RUNNER_SETS)
+        self.runner_sets = ctx.cache(EPHEMERAL_RUNNER_SETS)
+        self.listeners = ctx.cache(AUTOSCALING_LISTENERS)
+        # When each scale set was last confirmed on GitHub: (monotonic time, scale set ID).
+        self._verified: dict[tuple[str, str], tuple[float, int]] = {}
+
+    def controller(self, *, rate_limiter: RateLimiter | None = None) -> Controller:
+        """The controller running this reconciler; ``rate_limiter``: its workqueue's (``None``: the default)."""
+        return Controller(
+            CONTROLLER_NAME,
+            AUTOSCALING_RUNNER_SETS,
+            self.reconcile,
+            owns=[EPHEMERAL_RUNNER_SETS],
+            watches=[(AUTOSCALING_LISTENERS, listener_to_scale_set)],
+            rate_limiter=rate_limiter,
+            clock=self.ctx.clock,
+        )
+
+    # -- the pass -------------------------------------------------------------------------------------
+
+    async def reconcile(self, request: Request) -> Result:
+        obj = self.scale_sets.get(request.namespace, request.name)
+        if obj is None:
+            self._verified.pop((request.namespace, request.name), None)
+            return Result()
+        meta = obj.get("metadata") or {}
+        if meta.get("deletionTimestamp"):
+            self._verified.pop((request.namespace, request.name), None)
+            return await deletion.reconcile_deletion(self.ctx, obj)
+
+        status = obj.get("status") or {}
+        report = ReconcileReport(
+            generation=int(meta.get("generation") or 0),
+            observed_generation=int(status.get("observedGeneration") or 0),
+            stored_phase=str(status.get("phase") or ""),
+        )
+        try:
+            try:
+                ars = AutoscalingRunnerSet.from_object(obj)
+            except pydantic.ValidationError as exc:
+                raise InvalidSpec(f"the AutoscalingRunnerSet cannot be read: {_first_error(exc)}") from None
+            self._check_version(ars)
+            if not has_finalizer(obj, AUTOSCALING_RUNNER_SET_FINALIZER):
+                await add_finalizer(self.ctx.kube, AUTOSCALING_RUNNER_SETS, obj, AUTOSCALING_RUNNER_SET_FINALIZER)
+                report.progress = ("AddingFinalizer", "adding the finalizer")
+                return Result()
+            return await self._converge(_Pass(obj, ars, report))
+        except ConfigurationError as exc:
+            report.problem = (exc.reason, exc.message)
+            await self._warn(obj, exc.reason, exc.message, action="Validate")
+            raise
+        except ActionsError as exc:
+            reason = _github_reason(exc)
+            report.problem = (reason, f"GitHub call failed, retrying with backoff: {exc}")
+            await self._warn(obj, reason, str(exc), action="CallGitHub")
+            raise
+        except Conflict:
+            report.progress = report.progress or ("Retrying", "a concurrent write changed an object; retrying")
+            return Result(requeue_after=CONFLICT_REQUEUE_SECONDS)
+        finally:
+            await self._write_status(obj, report)
+
+    async def _converge(self, scope: _Pass) -> Result:
+        ctx, ars, obj, report = self.ctx, scope.ars, scope.obj, scope.report
+        config = ctx.github.parse_url(ars.spec.github_config_url)
+        url_labels = github_url_labels(config.enterprise, config.organization, config.repository)
+
+        scale_set_id = scale_set_id_of(ars)
+        if scale_set_id is None:
+            return await self._register(scope, url_labels, replacing=None)
+
+        listener_name = listener_name_of(ars)
+        live_listener = self.listeners.get(ctx.settings.controller_namespace, listener_name)
+        if self._verification_due(scope, scale_set_id, listener_missing=live_listener is None):
+            result = await self._verify(scope, scale_set_id, url_labels)
+            if result is not None:
+                return result
+
+        patch = url_labels_patch(obj, url_labels)
+        if patch:
+            await ctx.kube.patch(AUTOSCALING_RUNNER_SETS, ars.name, patch, namespace=ars.namespace)
+            report.progress = ("UpdatingLabels", "recording the config URL labels")
+            return Result()
+
+        ers_result = await self._ephemeral_runner_set(scope, scale_set_id, url_labels)
+        if ers_result is not None:
+            return ers_result
+        listener_result = await self._listener(scope, scale_set_id, url_labels, live_listener)
+        if listener_result is not None:
+            return listener_result
+
+        ers = self.runner_sets.get(ars.namespace, ephemeral_runner_set_name(ars.name)) or {}
+        revision, applied = revisions_of(ers)
+        report.complete = True
+        report.ready_message = (
+            f"scale set {scale_set_id} registered; runner spec revision {revision} (applied {applied});"
+            f" listener {listener_name}"
+        )
+        return Result(requeue_after=self._until_next_verification(scope))
+
+    # -- phases ---------------------------------------------------------------------------------------
+
+    def _check_version(self, ars: AutoscalingRunnerSet) -> None:
+        version = (ars.metadata.labels or {}).get(LABEL_VERSION)
+        build = self.ctx.settings.build_version
+        # A missing label has nothing to compare (objects written by hand); ARC deletes the object here,
+        # which destroys a user's scale set on the strength of a label: reporting it is enough.
+        if version and not is_version_allowed(version, build):
+            raise UnsupportedVersion(
+                f"label {LABEL_VERSION}={version} is not managed by controller version {build}: upgrade the"
+                " scale set (its chart) to the controller's version, or run a matching controller"
+            )
+
+    async def _client(self, ars: AutoscalingRunnerSet) -> ActionsClient:
+        return await scale_set_client(self.ctx.github, ars)
+
+    async def _register(self, scope: _Pass, url_labels: Mapping[str, str], *, replacing: int | None) -> Result:
+        ars, obj = scope.ars, scope.obj
+        client = await self._client(ars)
+        registration = await register_scale_set(client, ars)
+        scale_set = registration.scale_set
+        patch = registration_patch(obj, scale_set, url_labels=url_labels)
+        if patch:
+            await self.ctx.kube.patch(AUTOSCALING_RUNNER_SETS, ars.name, patch, namespace=ars.namespace)
+        self._verified[(ars.namespace, ars.name)] = (self.ctx.clock.monotonic(), scale_set.id)
+        verb = "registered" if registration.created else "reused the existing"
+        note = (
+            f"{verb} scale set {scale_set.name!r} (id {scale_set.id}) in runner group {scale_set.runner_group_name!r}"
+        )
+        if replacing is not None:
+            await self._warn(
+                obj,
+                "ScaleSetReRegistered",
+                f"scale set {replacing} no longer exists on GitHub; {note}",
+                action="Register",
+            )
+        else:
+            await self._event(obj, "ScaleSetRegistered", note, action="Register")
+        scope.report.progress = ("RegisteringScaleSet", note)
+        return Result()
+
+    def _verification_due(self, scope: _Pass, scale_set_id: int, *, listener_missing: bool) -> bool:
+        last = self._verified.get((scope.ars.namespace, scope.ars.name))
+        if last is None or last[1] != scale_set_id or listener_missing or scope.report.spec_changed:
+            return True
+        return self.ctx.clock.monotonic() - last[0] >= self.ctx.settings.scale_set_verify_interval
+
+    def _until_next_verification(self, scope: _Pass) -> float:
+        last = self._verified.get((scope.ars.namespace, scope.ars.name))
+        interval = self.ctx.settings.scale_set_verify_interval
+        if last is None:
+            return interval
+        return max(0.0, interval - (self.ctx.clock.monotonic() - last[0]))
+
+    async def _verify(self, scope: _Pass, scale_set_id: int, url_labels: Mapping[str, str]) -> Result | None:
+        """Confirm the scale set on GitHub; re-register on a definitive 404; sync group/name/labels."""
+        ars, obj = scope.ars, scope.obj
+        client = await self._client(ars)
+        try:
+            scale_set = await client.get_runner_scale_set_by_id(scale_set_id)
+        except NotFound:
+            # Definitively gone (deleted on GitHub). Transient errors propagate and are retried: a 5xx must
+            # never make a second scale set.
+            return await self._register(scope, url_labels, replacing=scale_set_id)
+        changes = await sync_scale_set(client, ars, scale_set)
+        if changes:
+            scale_set = await client.get_runner_scale_set_by_id(scale_set_id)
+            await self._event(
+                obj, "ScaleSetUpdated", f"scale set {scale_set_id}: {'; '.join(changes)}", action="Update"
+            )
+        self._verified[(ars.namespace, ars.name)] = (self.ctx.clock.monotonic(), scale_set_id)
+        patch = registration_patch(obj, scale_set, url_labels=url_labels)
+        if patch:
+            await self.ctx.kube.patch(AUTOSCALING_RUNNER_SETS, ars.name, patch, namespace=ars.namespace)
+            scope.report.progress = ("UpdatingScaleSet", "recording the scale set's name and runner group")
+            return Result()
+        return None
+
+    async def _ephemeral_runner_set(
+        self, scope: _Pass, scale_set_id: int, url_labels: Mapping[str, str]
+    ) -> Result | None:
+        ctx, ars, obj, report = self.ctx, scope.ars, scope.obj, scope.report
+        desired = desired_ephemeral_runner_set(
+            obj,
+            ars,
+            scale_set_id=scale_set_id,
+            url_labels=url_labels,
+            excluded_prefixes=ctx.settings.exclude_label_prefixes,
+        )
+        name = desired["metadata"]["name"]
+        live = self.runner_sets.get(ars.namespace, name)
+        plan = plan_ephemeral_runner_set(
+            live,
+            desired,
+            ars_phase=report.phase_in_effect,
+            excluded_label_prefixes=ctx.settings.exclude_label_prefixes,
+        )
+        if plan.action is ErsAction.NONE:
+            return None
+        if plan.action is ErsAction.CREATE:
+            try:
+                await ctx.kube.create(EPHEMERAL_RUNNER_SETS, desired, namespace=ars.namespace)
+            except AlreadyExists:
+                # The cache has not seen it yet; the deterministic name makes a second set impossible.
+                report.progress = ("CreatingEphemeralRunnerSet", f"waiting for EphemeralRunnerSet {name}")
+                return Result(requeue_after=CONFLICT_REQUEUE_SECONDS)
+            await self._event(
+                obj, "EphemeralRunnerSetCreated", f"created EphemeralRunnerSet {name} (revision 0)", action="Create"
+            )
+            report.progress = ("CreatingEphemeralRunnerSet", f"created EphemeralRunnerSet {name}")
+            return Result()
+        if plan.action is ErsAction.WAIT_FOR_DELETION:
+            report.progress = ("WaitingForEphemeralRunnerSet", f"EphemeralRunnerSet {name} is being deleted")
+            return Result(requeue_after=WAIT_REQUEUE_SECONDS)
+        if plan.action is ErsAction.TEAR_DOWN:
+            return await self._tear_down_outdated(scope, name)
+        await ctx.kube.patch(EPHEMERAL_RUNNER_SETS, name, plan.patch, namespace=ars.namespace)
+        if plan.action is ErsAction.BUMP_REVISION:
+            note = (
+                f"runner spec changed ({', '.join(plan.changed_fields) or 'ephemeralRunnerSpec'}): EphemeralRunnerSet"
+                f" {name} actionableRevision {plan.revision_from} -> {plan.revision_to}; idle and pending runners"
+                " are replaced, busy runners finish their job first"
+            )
+            await self._event(obj, "RevisionBumped", note, action="Update")
+            report.progress = ("RollingOutRevision", note)
+        else:
+            report.progress = ("UpdatingEphemeralRunnerSet", f"merged labels and annotations into {name}")
+        return Result()
+
+    async def _tear_down_outdated(self, scope: _Pass, ers_name: str) -> Result:
+        ars, obj = scope.ars, scope.obj
+        listener_gone = await self._delete_listeners(scope, keep=None)
+        if not listener_gone:
+            scope.report.progress = ("TearingDownOutdated", "waiting for the listener to be deleted")
+            return Result(requeue_after=WAIT_REQUEUE_SECONDS)
+        with contextlib.suppress(KubeNotFound):
+            await self.ctx.kube.delete(EPHEMERAL_RUNNER_SETS, ers_name, namespace=ars.namespace)
+        note = (
+            f"EphemeralRunnerSet {ers_name} is Outdated at its current revision (a runner reported an outdated"
+            " runner version): deleted it and its listener; they are rebuilt from the spec"
+        )
+        await self._warn(obj, "RunnerVersionOutdated", note, action="Delete")
+        scope.report.progress = ("TearingDownOutdated", note)
+        return Result(requeue_after=WAIT_REQUEUE_SECONDS)
+
+    async def _listener(
+        self, scope: _Pass, scale_set_id: int, url_labels: Mapping[str, str], live: Object | None
+    ) -> Result | None:
+        ctx, ars, obj, report = self.ctx, scope.ars, scope.obj, scope.report
+        desired = desired_autoscaling_listener(
+            ars,
+            namespace=ctx.settings.controller_namespace,
+            scale_set_id=scale_set_id,
+            ephemeral_runner_set=ephemeral_runner_set_name(ars.name),
+            image=ctx.settings.controller_image,
+            image_pull_secrets=ctx.settings.image_pull_secrets,
+            url_labels=url_labels,
+            excluded_prefixes=ctx.settings.exclude_label_prefixes,
+        )
+        name = desired["metadata"]["name"]
+        # A runner group or URL change gives the listener another name: the old one must not keep running.
+        if not await self._delete_listeners(scope, keep=name):
+            report.progress = ("RecreatingListener", "waiting for the previous listener to be deleted")
+            return Result(requeue_after=WAIT_REQUEUE_SECONDS)
+        if live is None:
+            try:
+                await ctx.kube.create(AUTOSCALING_LISTENERS, desired, namespace=ctx.settings.controller_namespace)
+            except AlreadyExists:
+                report.progress = ("CreatingListener", f"waiting for AutoscalingListener {name}")
+                return Result(requeue_after=CONFLICT_REQUEUE_SECONDS)
+            await self._event(
+                obj,
+                "ListenerCreated",
+                f"created AutoscalingListener {ctx.settings.controller_namespace}/{name}",
+                action="Create",
+            )
+            report.progress = ("CreatingListener", f"created AutoscalingListener {name}")
+            return Result()
+        if (live.get("metadata") or {}).get("deletionTimestamp"):
+            report.progress = ("RecreatingListener", f"waiting for AutoscalingListener {name} to be deleted")
+            return Result(requeue_after=WAIT_REQUEUE_SECONDS)
+        differences = listener_differences(live, desired)
+        if not differences:
+            return None
+        await self._delete_listener(name)
+        note = f"listener-relevant fields changed ({', '.join(differences)}): recreating AutoscalingListener {name}"
+        await self._event(obj, "ListenerRecreating", note, action="Recreate")
+        report.progress = ("RecreatingListener", note)
+        return Result(requeue_after=WAIT_REQUEUE_SECONDS)
+
+    async def _delete_listeners(self, scope: _Pass, *, keep: str | None) -> bool:
+        """Delete this scale set's listeners other than ``keep``; True when none (other) remains."""
+        gone = True
+        for listener in self._listeners_of(scope.ars):
+            name = (listener.get("metadata") or {}).get("name", "")
+            if name == keep:
+                continue
+            gone = False
+            if not (listener.get("metadata") or {}).get("deletionTimestamp"):
+                await self._delete_listener(name)
+                if keep is not None:
+                    await self._event(
+                        scope.obj,
+                        "ListenerRemoved",
+                        f"deleted AutoscalingListener {name}: the runner group or URL changed",
+                        action="Delete",
+                    )
+        return gone
+
+    def _listeners_of(self, ars: AutoscalingRunnerSet) -> list[Object]:
+        namespace = self.ctx.settings.controller_namespace
+        return [
+            listener
+            for listener in self.listeners.by_label(LABEL_SCALE_SET_NAME, ars.name)
+            if (listener.get("metadata") or {}).get("namespace") == namespace
+            and ((listener.get("metadata") or {}).get("labels") or {}).get(LABEL_SCALE_SET_NAMESPACE) == ars.namespace
+        ]
+
+    async def _delete_listener(self, name: str) -> None:
+        with contextlib.suppress(KubeNotFound):
+            await self.ctx.kube.delete(AUTOSCALING_LISTENERS, name, namespace=self.ctx.settings.controller_namespace)
+
+    # -- status and events ----------------------------------------------------------------------------
+
+    async def _write_status(self, obj: Object, report: ReconcileReport) -> None:
+        current = obj.get("status") or {}
+        desired = derive_status(current, report, now=self.ctx.clock.now())
+        patch = status_patch(current, desired)
+        if not patch:
+            return
+        meta = obj.get("metadata") or {}
+        with contextlib.suppress(KubeNotFound):
+            await self.ctx.kube.patch(
+                AUTOSCALING_RUNNER_SETS,
+                meta["name"],
+                {"status": patch},
+                namespace=meta["namespace"],
+                subresource="status",
+            )
+
+    async def _event(self, obj: Object, reason: str, note: str, *, action: str) -> None:
+        log.info(
+            "%s/%s: %s: %s",
+            (obj.get("metadata") or {}).get("namespace"),
+            (obj.get("metadata") or {}).get("name"),
+            reason,
+            note,
+        )
+        await self.ctx.events.event(obj, type="Normal", reason=reason, note=note, action=action)
+
+    async def _warn(self, obj: Object, reason: str, note: str, *, action: str) -> None:
+        await self.ctx.events.event(obj, type="Warning", reason=reason, note=note, action=action)
+
+
+def _github_reason(exc: ActionsError) -> str:
+    if isinstance(exc, Unauthorized):
+        return "GitHubAuthenticationFailed"
+    if isinstance(exc, RateLimited):
+        return "GitHubRateLimited"
+    if is_transient(exc):
+        return "GitHubUnavailable"
+    return "GitHubRequestFailed"
+
+
+def _first_error(exc: pydantic.ValidationError) -> str:
+    errors = exc.errors()
+    if not errors:
+        return "invalid spec"
+    first = errors[0]
+    location = ".".join(str(part) for part in first.get("loc", ()))
+    return f"{location}: {first.get('msg', 'invalid')}"
+
+
+def setup_autoscaling_runner_set_controller(
+    ctx: ControllerContext, *, rate_limiter: RateLimiter | None = None
+) -> Controller:
+    """Build the AutoscalingRunnerSet controller and register it with the context's manager."""
+    controller = AutoscalingRunnerSetReconciler(ctx).controller(rate_limiter=rate_limiter)
+    ctx.manager.add(controller)
+    return controller

@@ -1,0 +1,113 @@
+"""Deleting an EphemeralRunner (spec 2.4 step 1): unregister, delete what it owns, drop the finalizers.
+
+Order and outcomes:
+
+1. registration finalizer present: ``RemoveRunner(runnerId)``. The runner ID is the status's, or -- when the
+   status never got it (a pass ended between registering and writing the status) -- the JIT Secret's, so a
+   registration is not leaked by a badly timed deletion. No ID anywhere, or the service no longer knows the
+   runner: nothing to remove. ``JobStillRunning``: the runner is busy; come back in 30 s. Any other error
+   propagates (workqueue backoff).
+2. delete the pod and the JIT Secret (not waiting for them; the pod is also garbage-collected), and in
+   kubernetes mode the container-hook pods and Secrets labelled ``runner-pod=<name>``;
+3. remove both finalizers in one write. Removing the registration finalizer together with the main one is
+   safe: if the pass dies before this write, the next pass asks GitHub again and gets "not found".
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any, Final
+
+from arc_scaleset.api.ephemeralrunner import EPHEMERAL_RUNNERS
+from arc_scaleset.api.keys import (
+    CONTAINER_HOOKS_ENV,
+    EPHEMERAL_RUNNER_FINALIZER,
+    EPHEMERAL_RUNNER_REGISTRATION_FINALIZER,
+    LABEL_RUNNER_POD,
+    RUNNER_CONTAINER_NAME,
+)
+from arc_scaleset.controllers.context import ControllerContext
+from arc_scaleset.controllers.ephemeralrunner.builders import secret_runner_id
+from arc_scaleset.controllers.errors import ConfigurationError
+from arc_scaleset.controllers.runner_github import Removal, client_for_runner_spec, remove_registration
+from arc_scaleset.kube.client import KubeClient
+from arc_scaleset.kube.controller import Result
+from arc_scaleset.kube.errors import NotFound
+from arc_scaleset.kube.informer import Object
+from arc_scaleset.kube.resources import PODS, SECRETS
+from arc_scaleset.kube.retry import update_with_retry
+
+JOB_STILL_RUNNING_REQUEUE: Final = 30.0
+_FINALIZERS: Final = (EPHEMERAL_RUNNER_FINALIZER, EPHEMERAL_RUNNER_REGISTRATION_FINALIZER)
+
+
+def _has_container_hooks(er: Object) -> bool:
+    for container in ((er.get("spec") or {}).get("spec") or {}).get("containers") or ():
+        if container.get("name") == RUNNER_CONTAINER_NAME:
+            return any(env.get("name") == CONTAINER_HOOKS_ENV for env in container.get("env") or ())
+    return False
+
+
+async def cleanup_runner_resources(kube: KubeClient, er: Object, *, pod: Object | None) -> None:
+    """Delete the runner's pod (``pod`` as cached; ``None``: none) and JIT Secret, and its hook objects."""
+    meta = er.get("metadata") or {}
+    name, namespace = str(meta.get("name")), str(meta.get("namespace"))
+    if pod is not None and not (pod.get("metadata") or {}).get("deletionTimestamp"):
+        await kube.delete(PODS, name, namespace=namespace, missing_ok=True)
+    await kube.delete(SECRETS, name, namespace=namespace, missing_ok=True)
+    if _has_container_hooks(er):
+        selector = f"{LABEL_RUNNER_POD}={name}"
+        for resource in (PODS, SECRETS):
+            listed = await kube.list(resource, namespace=namespace, label_selector=selector)
+            for item in listed.items:
+                item_meta = item.get("metadata") or {}
+                if not item_meta.get("deletionTimestamp"):
+                    await kube.delete(resource, str(item_meta.get("name")), namespace=namespace, missing_ok=True)
+
+
+async def _registered_runner_id(kube: KubeClient, er: Object) -> int:
+    runner_id = int((er.get("status") or {}).get("runnerId") or 0)
+    if runner_id:
+        return runner_id
+    meta = er.get("metadata") or {}
+    try:
+        secret = await kube.get(SECRETS, str(meta.get("name")), namespace=str(meta.get("namespace")))
+    except NotFound:
+        return 0
+    return secret_runner_id(secret) or 0
+
+
+async def finalize_runner(ctx: ControllerContext, er: Object) -> Result:
+    """One pass of the deletion path; see the module docstring."""
+    meta = er.get("metadata") or {}
+    finalizers = meta.get("finalizers") or ()
+    if not any(f in finalizers for f in _FINALIZERS):
+        return Result()
+    name, namespace = str(meta.get("name")), str(meta.get("namespace"))
+    if EPHEMERAL_RUNNER_REGISTRATION_FINALIZER in finalizers:
+        runner_id = await _registered_runner_id(ctx.kube, er)
+        if runner_id:
+            try:
+                client = await client_for_runner_spec(ctx.github, namespace=namespace, spec=er.get("spec") or {})
+            except ConfigurationError as exc:
+                await ctx.events.event(
+                    er, type="Warning", reason=exc.reason, action="RemoveRunner",
+                    note=f"cannot remove runner {runner_id} from GitHub: {exc.message}",
+                )  # fmt: skip
+                raise
+            if await remove_registration(client, runner_id) is Removal.BUSY:
+                return Result(requeue_after=JOB_STILL_RUNNING_REQUEUE)
+    await cleanup_runner_resources(ctx.kube, er, pod=ctx.cache(PODS).get(namespace, name))
+
+    def drop(current: dict[str, Any]) -> dict[str, Any] | None:
+        current_meta = current.setdefault("metadata", {})
+        present = list(current_meta.get("finalizers") or [])
+        kept = [f for f in present if f not in _FINALIZERS]
+        if kept == present:
+            return None
+        current_meta["finalizers"] = kept
+        return current
+
+    with contextlib.suppress(NotFound):
+        await update_with_retry(ctx.kube, EPHEMERAL_RUNNERS, name, namespace=namespace, mutate=drop, clock=ctx.clock)
+    return Result()

@@ -1,0 +1,314 @@
+"""The EphemeralRunnerSet controller: keeps a set's runners at ``spec.replicas``, at the current revision.
+
+A pass (spec 2.3 and 2.6.3; the decisions are :mod:`~arc_scaleset.controllers.ephemeralrunnerset.scaling`, the revision
+bookkeeping :mod:`~arc_scaleset.controllers.ephemeralrunnerset.revision`):
+
+1. being deleted -> remove every runner (busy ones block until their job ends), then the proxy Secret, then
+   the finalizer;
+2. add the finalizer if missing;
+3. **revision cleanup** when ``spec.actionableRevision > status.appliedActionableRevision``: delete every done
+   runner, remove every idle or pending one (busy runners keep the old spec until their job ends), reconcile
+   the proxy Secret, then record the revision with the conflict-checked write against a fresh read
+   (:func:`~arc_scaleset.controllers.ephemeralrunnerset.status.patch_applied_actionable_revision`) and end the
+   pass. Any error leaves ``appliedActionableRevision`` behind, so the cleanup is done again; it is
+   idempotent, so a restart at any point converges to the same state, and no runner of the new revision
+   exists before the revision is recorded (creation happens only in step 5, only once applied >= spec);
+4. reconcile the proxy Secret, classify the runners against the applied revision, publish the per-phase
+   gauges;
+5. wait while runners this process created are not yet in the cache (no double creation), then carry out
+   :func:`.scaling.plan_scaling`: outdated hold, stale-Outdated deletion, failed-runner
+   reaping, the patch gate, finished-runner reaping (marker first), scale-up (concurrent creates, bounded by
+   ``runner_create_concurrency``) or scale-down;
+6. write the phase if it differs (a diff of the phase alone).
+
+Bad input (missing GitHub Secret, invalid URL, missing proxy credentials) is reported as a Warning Event on
+the set and the pass fails, so the key is retried with backoff; nothing is deleted because of it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping
+from typing import Any, Final
+
+from arc_scaleset.api.ephemeralrunner import EPHEMERAL_RUNNERS
+from arc_scaleset.api.ephemeralrunnerset import EPHEMERAL_RUNNER_SETS
+from arc_scaleset.api.keys import (
+    EPHEMERAL_RUNNER_SET_FINALIZER,
+    LABEL_SCALE_SET_NAME,
+    LABEL_SCALE_SET_NAMESPACE,
+    EphemeralRunnerPhase,
+)
+from arc_scaleset.controllers.context import ControllerContext
+from arc_scaleset.controllers.ephemeralrunnerset.builders import desired_ephemeral_runner
+from arc_scaleset.controllers.ephemeralrunnerset.cleanup import CleanupFailedError, execute_cleanup
+from arc_scaleset.controllers.ephemeralrunnerset.expectations import CreationExpectations
+from arc_scaleset.controllers.ephemeralrunnerset.proxy import (
+    delete_runner_proxy_secret,
+    reconcile_runner_proxy_secret,
+)
+from arc_scaleset.controllers.ephemeralrunnerset.revision import actionable_revision, applied_revision
+from arc_scaleset.controllers.ephemeralrunnerset.scaling import (
+    DEFAULT_FAILED_RUNNER_MIN_AGE,
+    CleanupPlan,
+    ScalingPlan,
+    SetSpec,
+    Step,
+    plan_scaling,
+    revision_cleanup,
+)
+from arc_scaleset.controllers.ephemeralrunnerset.status import (
+    patch_applied_actionable_revision,
+    patch_finished_cleanup_marker,
+    patch_phase,
+    read_finished_cleanup_patch_id,
+)
+from arc_scaleset.controllers.errors import ConfigurationError
+from arc_scaleset.controllers.metrics import scale_set_labels
+from arc_scaleset.controllers.runner_classification import RunnerStates, RunnerView, RunnerViewCache, classify
+from arc_scaleset.controllers.runner_github import client_for_runner_spec
+from arc_scaleset.github import ActionsClient
+from arc_scaleset.kube.controller import Controller, Request, Result
+from arc_scaleset.kube.finalizers import add_finalizer, has_finalizer, remove_finalizer
+from arc_scaleset.kube.informer import Object
+from arc_scaleset.kube.workqueue import RateLimiter
+
+log = logging.getLogger(__name__)
+
+CONTROLLER_NAME: Final = "ephemeralrunnerset"
+EXPECTATION_RECHECK: Final = 5.0
+"""Seconds after which a pass that waited for its own creations looks again even without an event."""
+
+
+class CreateFailedError(Exception):
+    """Some EphemeralRunners of a scale-up could not be created (the pass is retried)."""
+
+
+class EphemeralRunnerSetReconciler:
+    """Reconciles EphemeralRunnerSets (primary) and their EphemeralRunners (owned); see the module docstring.
+
+    ``failed_runner_min_age``: seconds a Failed runner is kept before it is reaped and replaced
+    (:mod:`~arc_scaleset.controllers.ephemeralrunnerset.scaling`, rule 3).
+    """
+
+    def __init__(self, ctx: ControllerContext, *, failed_runner_min_age: float = DEFAULT_FAILED_RUNNER_MIN_AGE) -> None:
+        self._ctx = ctx
+        self._kube = ctx.kube
+        self._sets = ctx.cache(EPHEMERAL_RUNNER_SETS)
+        self._runners = ctx.cache(EPHEMERAL_RUNNERS)
+        self._failed_runner_min_age = failed_runner_min_age
+        self.expectations = CreationExpectations(clock=ctx.clock)
+        self._views: dict[str, RunnerViewCache] = {}
+
+    def controller(self, *, rate_limiter: RateLimiter | None = None) -> Controller:
+        return Controller(
+            CONTROLLER_NAME,
+            EPHEMERAL_RUNNER_SETS,
+            self.reconcile,
+            owns=[EPHEMERAL_RUNNERS],
+            rate_limiter=rate_limiter,
+            clock=self._ctx.clock,
+        )
+
+    # -- the pass ---------------------------------------------------------------------------------------
+
+    async def reconcile(self, request: Request) -> Result:
+        ers = self._sets.get(request.namespace, request.name)
+        if ers is None:
+            self.expectations.forget(str(request))
+            self._views.pop(str(request), None)
+            return Result()
+        if (ers.get("metadata") or {}).get("deletionTimestamp"):
+            return await self._finalize(ers, request)
+        if not has_finalizer(ers, EPHEMERAL_RUNNER_SET_FINALIZER):
+            await add_finalizer(self._kube, EPHEMERAL_RUNNER_SETS, ers, EPHEMERAL_RUNNER_SET_FINALIZER)
+            return Result()
+        try:
+            return await self._reconcile_live(ers, request)
+        except ConfigurationError as exc:
+            await self._ctx.events.event(ers, type="Warning", reason=exc.reason, note=exc.message, action="Reconcile")
+            raise
+
+    async def _reconcile_live(self, ers: Object, request: Request) -> Result:
+        runners = self._runner_views(ers)
+        target = actionable_revision(ers)
+        if target > applied_revision(ers):
+            await self._apply_revision(ers, runners, target)
+            return Result()
+
+        await reconcile_runner_proxy_secret(self._kube, ers)
+        states = classify(runners, applied_revision=applied_revision(ers))
+        self._publish_metrics(ers, states)
+
+        key = str(request)
+        waiting = self.expectations.outstanding(
+            key, seen=lambda name: self._runners.get(request.namespace, name) is not None
+        )
+        if waiting:
+            log.debug("%s: waiting for %d created runners to reach the cache", key, waiting)
+            return Result(requeue_after=EXPECTATION_RECHECK)
+
+        spec = ers.get("spec") or {}
+        plan = plan_scaling(
+            SetSpec(
+                replicas=int(spec.get("replicas") or 0),
+                patch_id=int(spec.get("patchID") or 0),
+                actionable_revision=target,
+                applied_revision=applied_revision(ers),
+            ),
+            states,
+            now=self._ctx.clock.now(),
+            failed_runner_min_age=self._failed_runner_min_age,
+        )
+        await self._execute(ers, plan, key)
+        await patch_phase(self._kube, ers, phase=str(plan.phase))
+        return Result(requeue_after=plan.requeue_after)
+
+    async def _apply_revision(self, ers: Object, runners: list[RunnerView], target: int) -> None:
+        states = classify(runners, applied_revision=applied_revision(ers))
+        result = await execute_cleanup(
+            self._kube, revision_cleanup(states), client=self._client_source(ers),
+            concurrency=self._ctx.settings.runner_create_concurrency,
+        )  # fmt: skip
+        await reconcile_runner_proxy_secret(self._kube, ers)
+        meta = ers.get("metadata") or {}
+        await patch_applied_actionable_revision(
+            self._kube, namespace=str(meta["namespace"]), name=str(meta["name"]), target=target, clock=self._ctx.clock
+        )
+        log.info(
+            "%s/%s: revision %d applied (deleted %d done, removed %d idle/pending, %d busy kept)",
+            meta["namespace"], meta["name"], target, len(result.deleted) - len(result.removed),
+            len(result.removed), len(states.busy) + len(result.busy),
+        )  # fmt: skip
+
+    async def _execute(self, ers: Object, plan: ScalingPlan, key: str) -> None:
+        meta = ers.get("metadata") or {}
+        if plan.record_finished_marker is not None:
+            # Marker first: if the deletions below happen and we crash, a restarted controller still knows
+            # it must not replace those finished runners under this patch ID.
+            await patch_finished_cleanup_marker(
+                self._kube, namespace=str(meta["namespace"]), name=str(meta["name"]),
+                patch_id=plan.record_finished_marker, clock=self._ctx.clock,
+            )  # fmt: skip
+        if not plan.cleanup.empty:
+            await execute_cleanup(
+                self._kube, plan.cleanup, client=self._client_source(ers),
+                concurrency=self._ctx.settings.runner_create_concurrency,
+            )  # fmt: skip
+        if plan.create > 0:
+            patch_id = int((ers.get("spec") or {}).get("patchID") or 0)
+            if plan.check_finished_marker:
+                marker = await read_finished_cleanup_patch_id(
+                    self._kube, namespace=str(meta["namespace"]), name=str(meta["name"])
+                )
+                if marker == patch_id:
+                    log.debug("%s: finished runners were reaped under patch %d; no scale-up until the next", key,
+                              patch_id)  # fmt: skip
+                    return
+            await self._create_runners(ers, plan.create, key)
+        if plan.step is not Step.STEADY and plan.step is not Step.GATE_CLOSED:
+            log.debug("%s: %s", key, plan.step)
+
+    async def _create_runners(self, ers: Object, count: int, key: str) -> None:
+        """Create ``count`` runners concurrently (at most ``runner_create_concurrency`` requests at once)."""
+        limit = asyncio.Semaphore(self._ctx.settings.runner_create_concurrency)
+        body = desired_ephemeral_runner(ers, exclude_label_prefixes=self._ctx.settings.exclude_label_prefixes)
+
+        async def create_one() -> str:
+            async with limit:
+                created = await self._kube.create(EPHEMERAL_RUNNERS, body)
+            return str((created.get("metadata") or {}).get("name") or "")
+
+        outcomes = await asyncio.gather(*(create_one() for _ in range(count)), return_exceptions=True)
+        names = [outcome for outcome in outcomes if isinstance(outcome, str)]
+        self.expectations.expect(key, names)
+        errors = [outcome for outcome in outcomes if isinstance(outcome, BaseException)]
+        log.info("%s: created %d of %d runners", key, len(names), count)
+        if errors:
+            raise CreateFailedError(f"{len(errors)} of {count} runner creations failed; first: {errors[0]}")
+
+    # -- deletion ---------------------------------------------------------------------------------------
+
+    async def _finalize(self, ers: Object, request: Request) -> Result:
+        if not has_finalizer(ers, EPHEMERAL_RUNNER_SET_FINALIZER):
+            return Result()
+        runners = self._runner_views(ers)
+        if runners:
+            states = classify(runners, applied_revision=applied_revision(ers))
+            plan = revision_cleanup(states)
+            if not plan.empty:
+                try:
+                    await execute_cleanup(self._kube, plan, client=self._client_source(ers),
+                                          concurrency=self._ctx.settings.runner_create_concurrency)  # fmt: skip
+                except ConfigurationError as exc:
+                    await self._ctx.events.event(ers, type="Warning", reason=exc.reason, note=exc.message,
+                                                 action="Delete")  # fmt: skip
+                    raise
+            # Deletion events of the runners bring us back; busy runners come back when their job ends.
+            return Result()
+        await delete_runner_proxy_secret(self._kube, ers)
+        await remove_finalizer(self._kube, EPHEMERAL_RUNNER_SETS, ers, EPHEMERAL_RUNNER_SET_FINALIZER)
+        self.expectations.forget(str(request))
+        self._views.pop(str(request), None)
+        self._ctx.metrics.forget(self._metric_labels(ers))
+        return Result()
+
+    # -- helpers ----------------------------------------------------------------------------------------
+
+    def _runner_views(self, ers: Object) -> list[RunnerView]:
+        meta = ers.get("metadata") or {}
+        uid = str(meta.get("uid") or "")
+        if not uid:
+            return []
+        cache = self._views.setdefault(f"{meta.get('namespace')}/{meta.get('name')}", RunnerViewCache())
+        return cache.views(self._runners.by_owner(uid))
+
+    def _client_source(self, ers: Object) -> Any:
+        meta = ers.get("metadata") or {}
+        spec = (ers.get("spec") or {}).get("ephemeralRunnerSpec") or {}
+
+        async def source() -> ActionsClient:
+            return await client_for_runner_spec(self._ctx.github, namespace=str(meta.get("namespace")), spec=spec)
+
+        return source
+
+    def _metric_labels(self, ers: Object) -> dict[str, str]:
+        meta = ers.get("metadata") or {}
+        labels: Mapping[str, str] = meta.get("labels") or {}
+        return scale_set_labels(
+            labels.get(LABEL_SCALE_SET_NAME) or str(meta.get("name")),
+            labels.get(LABEL_SCALE_SET_NAMESPACE) or str(meta.get("namespace")),
+            labels,
+        )
+
+    def _publish_metrics(self, ers: Object, states: RunnerStates) -> None:
+        """Per-phase gauges, set from this pass's classification (level-based: exact after any restart or
+        missed transition, which +1/-1 counting on phase transitions is not)."""
+        labels = self._metric_labels(ers)
+        metrics = self._ctx.metrics
+        metrics.set_runner_count(EphemeralRunnerPhase.PENDING, labels, len(states.pending))
+        metrics.set_runner_count(EphemeralRunnerPhase.RUNNING, labels, len(states.running))
+        metrics.set_runner_count(EphemeralRunnerPhase.FAILED, labels, len(states.failed))
+        metrics.set_runner_count(EphemeralRunnerPhase.SUCCEEDED, labels, len(states.finished))
+        metrics.set_runner_count(
+            EphemeralRunnerPhase.OUTDATED, labels, len(states.outdated) + len(states.stale_outdated)
+        )
+
+
+def setup_ephemeral_runner_set_controller(
+    ctx: ControllerContext, *, rate_limiter: RateLimiter | None = None, **options: Any
+) -> Controller:
+    """Build the EphemeralRunnerSet controller and register it with the context's manager."""
+    controller = EphemeralRunnerSetReconciler(ctx, **options).controller(rate_limiter=rate_limiter)
+    ctx.manager.add(controller)
+    return controller
+
+
+__all__ = [
+    "CleanupFailedError",
+    "CleanupPlan",
+    "CreateFailedError",
+    "EphemeralRunnerSetReconciler",
+    "setup_ephemeral_runner_set_controller",
+]

@@ -1,0 +1,122 @@
+"""The EphemeralRunnerSet's status writes: conflict-checked against a fresh read where order matters.
+
+- :func:`patch_applied_actionable_revision` (``patchAppliedActionableRevisionStatus``, spec 2.6.3): GET the
+  set and LIST its runners from the API (never the cache), compute the change with
+  :func:`.revision.applied_revision_changes`, and write it as a status merge patch
+  carrying the read's ``resourceVersion``. A concurrent writer makes the server answer 409; the whole
+  read-compute-write is retried (client-go's DefaultBackoff, 4 attempts) and the last conflict propagates so
+  the workqueue retries the key. Because every attempt starts from the live value and only ever raises it,
+  ``appliedActionableRevision`` never moves backwards -- not after a conflict, not after a restart between
+  the cleanup and this write (the cleanup is then simply done again: it is idempotent).
+- :func:`patch_finished_cleanup_marker` (``patchFinishedRunnerCleanupPatchIDStatus``): the same shape for
+  ``finishedRunnerCleanupPatchID``.
+- :func:`patch_phase`: the phase alone, diffed against the object as read (the revision fields are never
+  re-sent from a possibly stale copy).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from arc_scaleset.api.ephemeralrunner import EPHEMERAL_RUNNERS
+from arc_scaleset.api.ephemeralrunnerset import EPHEMERAL_RUNNER_SETS
+from arc_scaleset.clock import REAL_CLOCK, Clock
+from arc_scaleset.controllers.ephemeralrunnerset.revision import (
+    applied_revision_changes,
+    finished_marker_changes,
+    phase_changes,
+)
+from arc_scaleset.controllers.runner_classification import RunnerView
+from arc_scaleset.kube.client import KubeClient, PatchType
+from arc_scaleset.kube.ownerrefs import controller_of
+from arc_scaleset.kube.retry import retry_on_conflict
+
+STATUS = "status"
+
+
+def owned_by_set(obj: Mapping[str, Any], ers_name: str) -> bool:
+    """Whether ``obj``'s controller owner is the EphemeralRunnerSet called ``ers_name`` (same namespace)."""
+    ref = controller_of(obj)
+    return (
+        ref is not None
+        and ref.get("kind") == EPHEMERAL_RUNNER_SETS.kind
+        and str(ref.get("apiVersion", "")).startswith(f"{EPHEMERAL_RUNNER_SETS.group}/")
+        and ref.get("name") == ers_name
+    )
+
+
+async def _write_status(
+    kube: KubeClient, *, namespace: str, name: str, resource_version: str, changes: Mapping[str, Any]
+) -> dict[str, Any]:
+    body = {"metadata": {"resourceVersion": resource_version}, "status": dict(changes)}
+    return await kube.patch(
+        EPHEMERAL_RUNNER_SETS, name, body, namespace=namespace, patch_type=PatchType.MERGE, subresource=STATUS
+    )
+
+
+async def patch_applied_actionable_revision(
+    kube: KubeClient, *, namespace: str, name: str, target: int, clock: Clock = REAL_CLOCK
+) -> dict[str, Any]:
+    """Record ``target`` as applied (never lowering it); returns the set as stored (or as read if unchanged)."""
+
+    async def attempt() -> dict[str, Any]:
+        live = await kube.get(EPHEMERAL_RUNNER_SETS, name, namespace=namespace)
+        listed = await kube.list(EPHEMERAL_RUNNERS, namespace=namespace)
+        runners = [RunnerView.of(item) for item in listed.items if owned_by_set(item, name)]
+        changes = applied_revision_changes(live, target=target, runners=runners)
+        if not changes:
+            return live
+        resource_version = str((live.get("metadata") or {}).get("resourceVersion") or "")
+        return await _write_status(
+            kube, namespace=namespace, name=name, resource_version=resource_version, changes=changes
+        )
+
+    return await retry_on_conflict(attempt, clock=clock)
+
+
+async def patch_finished_cleanup_marker(
+    kube: KubeClient, *, namespace: str, name: str, patch_id: int, clock: Clock = REAL_CLOCK
+) -> dict[str, Any]:
+    """Set ``status.finishedRunnerCleanupPatchID = patch_id`` on a fresh read (no write when already equal)."""
+
+    async def attempt() -> dict[str, Any]:
+        live = await kube.get(EPHEMERAL_RUNNER_SETS, name, namespace=namespace)
+        changes = finished_marker_changes(live, patch_id=patch_id)
+        if not changes:
+            return live
+        resource_version = str((live.get("metadata") or {}).get("resourceVersion") or "")
+        return await _write_status(
+            kube, namespace=namespace, name=name, resource_version=resource_version, changes=changes
+        )
+
+    return await retry_on_conflict(attempt, clock=clock)
+
+
+async def read_finished_cleanup_patch_id(kube: KubeClient, *, namespace: str, name: str) -> int:
+    """``status.finishedRunnerCleanupPatchID`` as the API has it now (the cache may lag our own write)."""
+    live = await kube.get(EPHEMERAL_RUNNER_SETS, name, namespace=namespace)
+    value = (live.get("status") or {}).get("finishedRunnerCleanupPatchID")
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+async def patch_phase(kube: KubeClient, ers: Mapping[str, Any], *, phase: str) -> bool:
+    """Write ``status.phase`` if ``ers`` (as read) shows another; True when something was written.
+
+    No resourceVersion: the phase is derived from the runners on every pass, so a write from a slightly stale
+    read is corrected by the next pass, and sending only this one field never overwrites another writer's
+    fields.
+    """
+    changes = phase_changes(ers, phase=phase)
+    if not changes:
+        return False
+    meta = ers.get("metadata") or {}
+    await kube.patch(
+        EPHEMERAL_RUNNER_SETS,
+        str(meta.get("name")),
+        {"status": changes},
+        namespace=str(meta.get("namespace")),
+        patch_type=PatchType.MERGE,
+        subresource=STATUS,
+    )
+    return True

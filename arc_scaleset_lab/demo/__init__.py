@@ -1,0 +1,258 @@
+"""``arc-scaleset demo``: the whole system on this machine, against a simulated GitHub, with a workload.
+
+It builds (once) or reuses the local control plane, starts it, the simulated GitHub, the controller
+manager (leader election on) and the node agent that plays the kubelet for listener and runner pods,
+applies an AutoscalingRunnerSet, runs a workload with a runner-template change halfway, shows the system
+live, prints a summary, and stops everything (``--keep`` leaves it running; ``--stop DIR`` stops a kept
+one). Exit code 0 when every job ran exactly once and the set settled back at its minimum.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import shutil
+import signal
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from rich.console import Console
+
+from arc_scaleset_lab.demo.scenario import DemoError, DemoOptions, Scenario
+from arc_scaleset_lab.demo.summary import Summary
+from arc_scaleset_lab.demo.view import DemoState, plain_line, render
+
+if TYPE_CHECKING:
+    from arc_scaleset_lab.harness.system import System
+
+DEFAULTS = DemoOptions()
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--runners-min",
+        type=int,
+        default=DEFAULTS.runners_min,
+        help=f"minRunners of the scale set (default: {DEFAULTS.runners_min})",
+    )
+    parser.add_argument(
+        "--runners-max",
+        type=int,
+        default=DEFAULTS.runners_max,
+        help=f"maxRunners of the scale set (default: {DEFAULTS.runners_max})",
+    )
+    parser.add_argument(
+        "--jobs", type=int, default=DEFAULTS.jobs, help=f"jobs in the workload (default: {DEFAULTS.jobs})"
+    )
+    parser.add_argument(
+        "--job-rate",
+        type=float,
+        default=DEFAULTS.job_rate,
+        help=f"mean job arrivals per second (default: {DEFAULTS.job_rate:g})",
+    )
+    parser.add_argument(
+        "--duration-min",
+        type=float,
+        default=DEFAULTS.duration_min,
+        help=f"shortest job, seconds (default: {DEFAULTS.duration_min:g})",
+    )
+    parser.add_argument(
+        "--duration-max",
+        type=float,
+        default=DEFAULTS.duration_max,
+        help=f"longest job, seconds (default: {DEFAULTS.duration_max:g})",
+    )
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=DEFAULTS.seed,
+        help=f"workload seed: the same seed gives the same jobs (default: {DEFAULTS.seed})",
+    )
+    parser.add_argument(
+        "--keep",
+        action="store_true",
+        help="leave the cluster, simulated GitHub, controller and node agent running at the end",
+    )
+    parser.add_argument(
+        "--no-live",
+        dest="live",
+        action="store_false",
+        help="print a line per second instead of the live view (automatic without a terminal)",
+    )
+    parser.add_argument("--stop", type=Path, default=None, metavar="DIR",
+                        help="stop a demo left running by --keep (DIR is printed at its end) and exit")  # fmt: skip
+
+
+def _options(args: argparse.Namespace) -> DemoOptions:
+    if not 0 <= args.runners_min <= args.runners_max or args.runners_max < 1:
+        raise ValueError("need 0 <= --runners-min <= --runners-max and --runners-max >= 1")
+    if args.jobs < 1 or args.job_rate <= 0 or not 0 <= args.duration_min <= args.duration_max:
+        raise ValueError("need --jobs >= 1, --job-rate > 0 and 0 <= --duration-min <= --duration-max")
+    return DemoOptions(
+        runners_min=args.runners_min,
+        runners_max=args.runners_max,
+        jobs=args.jobs,
+        job_rate=args.job_rate,
+        duration_min=args.duration_min,
+        duration_max=args.duration_max,
+        seed=args.seed,
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    # soft_wrap: long status lines stay one line in logs and pipes (the terminal wraps them if it must).
+    console = Console(soft_wrap=True)
+    if args.stop is not None:
+        return _stop(args.stop)
+    try:
+        options = _options(args)
+    except ValueError as exc:
+        console.print(f"error: {exc}")
+        return 2
+    from arc_scaleset_lab.cli.cluster import build_with_progress
+    from arc_scaleset_lab.cluster.binaries import BuildError
+    from arc_scaleset_lab.cluster.localcluster import ClusterError, LocalCluster
+
+    try:
+        bin_dir = build_with_progress()
+    except BuildError as exc:
+        console.print(f"error: could not build the local control plane: {exc}")
+        return 1
+    workdir = Path(tempfile.mkdtemp(prefix="arc-scaleset-demo-"))
+    cluster = LocalCluster(workdir / "cluster", bin_dir=bin_dir)
+    console.print(f"Starting the local Kubernetes control plane (work directory {workdir}) ...")
+    started = time.monotonic()
+    try:
+        info = cluster.start(tie_to_parent=not args.keep)
+    except ClusterError as exc:
+        console.print(f"error: {exc}")
+        return 1
+    console.print(f"  API server at {info.server} (up in {time.monotonic() - started:.0f}s)")
+    live = args.live and console.is_terminal
+    code = 1
+    try:
+        code = asyncio.run(_demo(options, workdir=workdir, kubeconfig=info.kubeconfig, keep=args.keep,
+                                 live=live, console=console))  # fmt: skip
+    except KeyboardInterrupt:
+        console.print("interrupted: stopping everything")
+        code = 130
+    finally:
+        if not args.keep:
+            cluster.stop()
+    if not args.keep:
+        if code == 0:
+            shutil.rmtree(workdir, ignore_errors=True)
+        else:
+            console.print(f"logs kept in {workdir / 'logs'} and {workdir / 'cluster' / 'logs'}")
+    return code
+
+
+async def _demo(
+    options: DemoOptions, *, workdir: Path, kubeconfig: Path, keep: bool, live: bool, console: Console
+) -> int:
+    from rich.live import Live
+
+    from arc_scaleset_lab.harness.system import System, SystemOptions, SystemStartError
+
+    main = asyncio.current_task()
+    loop = asyncio.get_running_loop()
+    if main is not None:
+        # SIGTERM stops the demo as Ctrl-C does: through the finally clauses that stop every process.
+        loop.add_signal_handler(signal.SIGTERM, main.cancel)
+    system = System(
+        workdir,
+        kubeconfig=kubeconfig,
+        options=SystemOptions(tie_to_parent=not keep),
+        extra_log_dirs=[workdir / "cluster" / "logs"],
+    )
+    console.print("Starting the simulated GitHub, the controller manager and the node agent ...")
+    try:
+        await system.start()
+    except SystemStartError as exc:
+        console.print(f"error: {exc}")
+        return 1
+    state = DemoState()
+    summary: Summary | None = None
+    failure: str | None = None
+    try:
+        console.print(
+            f"  simulated GitHub at {system.sim_url}, controller pid {system.controller_pid}, "
+            f"node agent pid {system.agent_pid}"
+        )
+        scenario = Scenario(system, options, state)
+        display = asyncio.create_task(_plain(state)) if not live else None
+        try:
+            if live:
+                with Live(get_renderable=lambda: render(state), console=console, refresh_per_second=4):
+                    summary = await scenario.run()
+            else:
+                summary = await scenario.run()
+        except DemoError as exc:
+            failure = str(exc)
+        finally:
+            if display is not None:
+                display.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await display
+        if failure is not None:
+            console.print(f"error: {failure}")
+            console.print(plain_line(state))
+            for at, message in state.events[-10:]:
+                console.print(f"  {at:6.0f}s  {message}")
+            return 1
+        assert summary is not None
+        console.print("\n[bold]Summary[/bold]")
+        for line in summary.lines():
+            console.print("  " + line, highlight=False)
+        return 0 if summary.audit.exactly_once and summary.settled else 1
+    finally:
+        if keep:
+            await system.detach()
+            _print_keep(system=system, workdir=workdir, kubeconfig=kubeconfig, options=options)
+        else:
+            console.print("Stopping the node agent, the controller, the simulated GitHub and the cluster ...")
+            await system.stop()
+
+
+async def _plain(state: DemoState) -> None:
+    """A status line per second, and each event on its own line as it happens."""
+    shown = 0
+    while True:
+        for at, message in state.events[shown:]:
+            print(f"t={at:5.0f}s event: {message}", flush=True)
+        shown = len(state.events)
+        print(plain_line(state), flush=True)
+        await asyncio.sleep(1.0)
+
+
+def _print_keep(*, system: System, workdir: Path, kubeconfig: Path, options: DemoOptions) -> None:
+    # The command as the user ran it (e.g. .venv/bin/arc-scaleset), so the stop line works as printed.
+    me = sys.argv[0] if sys.argv and sys.argv[0].endswith("arc-scaleset") else "arc-scaleset"
+    lines = [
+        "",
+        "Everything is still running (--keep). Point kubectl at the cluster:",
+        f"  export KUBECONFIG={kubeconfig}",
+        f"  kubectl get autoscalingrunnersets,ephemeralrunnersets,ephemeralrunners -n {options.namespace}",
+        f"  kubectl get autoscalinglisteners,pods -n {system.controller_namespace}",
+        f"The simulated GitHub: {system.sim_url}/_sim/stats   Logs: {system.log_dir}",
+        "Stop everything with:",
+        f"  {me} demo --stop {workdir}",
+    ]
+    print("\n".join(lines), flush=True)
+
+
+def _stop(workdir: Path) -> int:
+    from arc_scaleset_lab.cluster.localcluster import stop_recorded as stop_cluster
+    from arc_scaleset_lab.harness.system import stop_recorded as stop_system
+
+    if not (workdir / "system.json").is_file() and not (workdir / "cluster" / "state.json").is_file():
+        print(f"no demo recorded in {workdir}", file=sys.stderr)
+        return 1
+    stopped = stop_system(workdir) + stop_cluster(workdir / "cluster")
+    print(f"stopped: {', '.join(stopped) if stopped else 'nothing was running'}")
+    shutil.rmtree(workdir, ignore_errors=True)
+    return 0

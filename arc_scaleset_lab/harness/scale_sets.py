@@ -1,0 +1,239 @@
+"""Scale sets as the demo and the e2e suite use them: the manifests they apply and what they observe.
+
+:func:`autoscaling_runner_set` builds an AutoscalingRunnerSet the way a Helm user ends up with one;
+:func:`observe` reads one scale set's whole state (ARS, ERS, runners, listener pod, sim session) into a
+:class:`ScaleSetSnapshot`, a plain value that the live view renders and tests assert on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import arc_scaleset
+from arc_scaleset.api import keys
+from arc_scaleset.api.autoscalinglistener import AUTOSCALING_LISTENERS
+from arc_scaleset.api.autoscalingrunnerset import AUTOSCALING_RUNNER_SETS
+from arc_scaleset.api.common import API_VERSION
+from arc_scaleset.api.ephemeralrunner import EPHEMERAL_RUNNERS
+from arc_scaleset.api.ephemeralrunnerset import EPHEMERAL_RUNNER_SETS
+from arc_scaleset.kube import resources
+from arc_scaleset.kube.client import KubeClient
+from arc_scaleset.kube.errors import NotFound
+from arc_scaleset_lab.sim.admin_client import SimAdminClient
+
+RUNNER_IMAGE = "ghcr.io/actions/actions-runner:2.330.0"
+TEMPLATE_REVISION_ENV = "DEMO_TEMPLATE_REVISION"
+
+
+def runner_template(*, image: str = RUNNER_IMAGE, env: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """A runner pod template like the chart's default: one ``runner`` container running ``run.sh``."""
+    container: dict[str, Any] = {"name": "runner", "image": image, "command": ["/home/runner/run.sh"]}
+    if env:
+        container["env"] = [{"name": k, "value": v} for k, v in env.items()]
+    return {"spec": {"restartPolicy": "Never", "containers": [container]}}
+
+
+def autoscaling_runner_set(
+    *,
+    name: str,
+    namespace: str,
+    config_url: str,
+    secret: str,
+    min_runners: int,
+    max_runners: int,
+    template: Mapping[str, Any],
+    scale_set_name: str | None = None,
+) -> dict[str, Any]:
+    """An AutoscalingRunnerSet; its jobs are those labelled ``scale_set_name`` (default: ``name``).
+
+    Labelled with this build's version, as the chart does: the controller refuses (deletes) a set whose
+    ``app.kubernetes.io/version`` it does not accept.
+    """
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "AutoscalingRunnerSet",
+        "metadata": {"name": name, "namespace": namespace, "labels": {keys.LABEL_VERSION: arc_scaleset.__version__}},
+        "spec": {
+            "githubConfigUrl": config_url,
+            "githubConfigSecret": secret,
+            "runnerScaleSetName": scale_set_name or name,
+            "minRunners": min_runners,
+            "maxRunners": max_runners,
+            "template": dict(template),
+        },
+    }
+
+
+@dataclass(frozen=True)
+class RunnerView:
+    """One EphemeralRunner as the view and the tests see it."""
+
+    name: str
+    uid: str
+    phase: str  # status.phase, "" before the first status write
+    revision: int  # the actionable-revision annotation (0 when missing)
+    busy: bool  # a job was assigned (status.jobId / jobRequestId set)
+    deleting: bool
+
+    @classmethod
+    def of(cls, er: Mapping[str, Any]) -> RunnerView:
+        meta = er.get("metadata") or {}
+        status = er.get("status") or {}
+        try:
+            revision = int((meta.get("annotations") or {}).get(keys.ANNOTATION_ACTIONABLE_REVISION, "0"))
+        except ValueError:
+            revision = 0
+        return cls(
+            name=str(meta.get("name", "")),
+            uid=str(meta.get("uid", "")),
+            phase=str(status.get("phase") or ""),
+            revision=revision,
+            busy=bool(status.get("jobId") or status.get("jobRequestId")),
+            deleting=bool(meta.get("deletionTimestamp")),
+        )
+
+
+@dataclass(frozen=True)
+class ScaleSetSnapshot:
+    """One scale set's state at one moment (objects are None when absent)."""
+
+    ars: dict[str, Any] | None
+    ers: dict[str, Any] | None
+    runners: tuple[RunnerView, ...]
+    listener_name: str | None
+    listener_pod_phase: str | None
+    session_owner: str | None  # the sim's message session for the scale set, if one is held
+    scale_set_id: int | None
+    jit_secrets: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def replicas(self) -> int:
+        return int(((self.ers or {}).get("spec") or {}).get("replicas") or 0)
+
+    @property
+    def patch_id(self) -> int:
+        return int(((self.ers or {}).get("spec") or {}).get("patchID") or 0)
+
+    @property
+    def desired_revision(self) -> int:
+        return int(((self.ers or {}).get("spec") or {}).get("actionableRevision") or 0)
+
+    @property
+    def applied_revision(self) -> int:
+        return int(((self.ers or {}).get("status") or {}).get("appliedActionableRevision") or 0)
+
+    @property
+    def ars_phase(self) -> str:
+        return str(((self.ars or {}).get("status") or {}).get("phase") or "")
+
+    def by_phase(self) -> Counter[str]:
+        return Counter((r.phase or "New") if not r.deleting else "Deleting" for r in self.runners)
+
+    def by_revision(self) -> Counter[int]:
+        return Counter(r.revision for r in self.runners if not r.deleting)
+
+    @property
+    def busy(self) -> int:
+        return sum(1 for r in self.runners if r.busy and not r.deleting)
+
+    def live_runners(self) -> list[RunnerView]:
+        return [r for r in self.runners if not r.deleting]
+
+    def settled_at(self, count: int) -> bool:
+        """Whether the set rests at ``count`` idle Running runners, all of the desired revision, with the
+        desired revision applied (what "scaled back to its minimum after the update" means)."""
+        live = self.live_runners()
+        return (
+            self.ers is not None
+            and self.replicas == count
+            and len(live) == count
+            and self.applied_revision == self.desired_revision
+            and all(r.revision == self.desired_revision for r in live)
+            and all(r.phase == "Running" and not r.busy for r in live)
+        )
+
+    @property
+    def idle_running(self) -> int:
+        return sum(1 for r in self.runners if r.phase == "Running" and not r.busy and not r.deleting)
+
+
+def owned_by_runner_set(er: Mapping[str, Any], runner_set: str) -> bool:
+    """Whether EphemeralRunner ``er`` belongs to the EphemeralRunnerSet named ``runner_set`` (its owner)."""
+    owners = (er.get("metadata") or {}).get("ownerReferences") or []
+    return any(o.get("kind") == "EphemeralRunnerSet" and o.get("name") == runner_set for o in owners)
+
+
+async def _get(kube: KubeClient, resource: resources.Resource, name: str, namespace: str) -> dict[str, Any] | None:
+    try:
+        return await kube.get(resource, name, namespace=namespace)
+    except NotFound:
+        return None
+
+
+async def find_listener(
+    kube: KubeClient, *, controller_namespace: str, namespace: str, name: str
+) -> dict[str, Any] | None:
+    """The AutoscalingListener serving ARS ``namespace/name`` (linked by its spec fields, not by owner)."""
+    listed = await kube.list(AUTOSCALING_LISTENERS, namespace=controller_namespace)
+    for al in listed.items:
+        spec = al.get("spec") or {}
+        if spec.get("autoscalingRunnerSetNamespace") == namespace and spec.get("autoscalingRunnerSetName") == name:
+            return al
+    return None
+
+
+async def observe(
+    kube: KubeClient,
+    sim: SimAdminClient | None,
+    *,
+    namespace: str,
+    name: str,
+    controller_namespace: str,
+) -> ScaleSetSnapshot:
+    """Read the scale set ``namespace/name`` and everything it owns, concurrently (runners are those of the
+    EphemeralRunnerSet of the same name: other scale sets may share the namespace)."""
+    ars, ers, ers_list, listener, sessions = await asyncio.gather(
+        _get(kube, AUTOSCALING_RUNNER_SETS, name, namespace),
+        _get(kube, EPHEMERAL_RUNNER_SETS, name, namespace),
+        kube.list(EPHEMERAL_RUNNERS, namespace=namespace),
+        find_listener(kube, controller_namespace=controller_namespace, namespace=namespace, name=name),
+        sim.sessions() if sim is not None else _none(),
+    )
+    scale_set_id: int | None = None
+    with contextlib.suppress(ValueError, TypeError, KeyError):
+        annotations = ((ars or {}).get("metadata") or {}).get("annotations") or {}
+        scale_set_id = int(annotations[keys.ANNOTATION_RUNNER_SCALE_SET_ID])
+    listener_name = listener["metadata"]["name"] if listener else None
+    pod_phase: str | None = None
+    if listener_name is not None:
+        pod = await _get(kube, resources.PODS, listener_name, controller_namespace)
+        if pod is not None:
+            pod_phase = str((pod.get("status") or {}).get("phase") or "Pending")
+            if (pod.get("metadata") or {}).get("deletionTimestamp"):
+                pod_phase = "Terminating"
+    owner = None
+    for session in sessions or []:
+        if scale_set_id is not None and session.get("scaleSetId") == scale_set_id:
+            owner = str(session.get("ownerName") or "")
+    runners = tuple(
+        sorted((RunnerView.of(er) for er in ers_list.items if owned_by_runner_set(er, name)), key=lambda r: r.name)
+    )
+    return ScaleSetSnapshot(
+        ars=ars,
+        ers=ers,
+        runners=runners,
+        listener_name=listener_name,
+        listener_pod_phase=pod_phase,
+        session_owner=owner,
+        scale_set_id=scale_set_id,
+    )
+
+
+async def _none() -> list[dict[str, Any]]:
+    return []

@@ -1,0 +1,58 @@
+"""An interrupted test run (Ctrl-C, or the runner killed) leaves no control-plane process behind."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import sys
+from pathlib import Path
+
+import pytest
+
+from arc_scaleset_lab.cluster.processes import pid_alive
+from arc_scaleset_lab.harness.waiting import eventually
+
+TARGET = Path(__file__).with_name("interrupted_run.py")
+
+
+async def _start_run(tmp_path: Path) -> tuple[asyncio.subprocess.Process, dict[str, int]]:
+    pids_file = tmp_path / "pids.json"
+    env = {k: v for k, v in os.environ.items() if k != "ARC_SCALESET_TEST_CLUSTER_DIR"}
+    env["ARC_SCALESET_PIDS_FILE"] = str(pids_file)
+    run = await asyncio.create_subprocess_exec(
+        *(sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--timeout=300", str(TARGET)),
+        env=env,
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.DEVNULL,
+    )
+
+    async def started() -> bool:
+        return pids_file.exists() and bool(pids_file.read_text())
+
+    try:
+        await eventually(started, timeout=120, what="the inner test run to start its control plane")
+    except TimeoutError:
+        run.kill()
+        raise
+    return run, json.loads(pids_file.read_text())
+
+
+async def _assert_all_stopped(pids: dict[str, int]) -> None:
+    async def none_alive() -> bool:
+        return not any(pid_alive(pid) for pid in pids.values())
+
+    await eventually(none_alive, timeout=30, what=f"control-plane processes {pids} to stop")
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL], ids=["sigint", "sigkill"])
+async def test_interrupted_test_run_leaves_no_control_plane_process(tmp_path: Path, sig: signal.Signals) -> None:
+    run, pids = await _start_run(tmp_path)
+    assert len(pids) == 5
+    assert all(pid_alive(p) for p in pids.values())
+
+    run.send_signal(sig)
+    await asyncio.wait_for(run.wait(), timeout=60)
+
+    await _assert_all_stopped(pids)

@@ -1,0 +1,64 @@
+"""``setup_controllers``: the four controllers, registered with the manager, each with its own workqueue rate
+limiter from the ``--workqueue-rate-limiter`` factory."""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+
+from arc_scaleset.cmd.controller_setup import setup_controllers
+from arc_scaleset.controllers.context import ControllerContext
+from arc_scaleset.controllers.settings import ControllerSettings
+from arc_scaleset.kube.client import KubeClient
+from arc_scaleset.kube.controller import Request
+from arc_scaleset.kube.credentials import ConnectionConfig
+from arc_scaleset.kube.manager import Manager
+
+
+class RecordingLimiter:
+    """A rate limiter that remembers which keys its queue asked about."""
+
+    def __init__(self) -> None:
+        self.asked: list[Hashable] = []
+
+    def when(self, key: Hashable) -> float:
+        self.asked.append(key)
+        return 0.0
+
+    def forget(self, key: Hashable) -> None:
+        self.asked.append(key)
+
+    def num_requeues(self, key: Hashable) -> int:
+        self.asked.append(key)
+        return 0
+
+
+async def test_each_controller_is_registered_and_its_queue_uses_its_own_limiter_from_the_factory() -> None:
+    kube = KubeClient(ConnectionConfig(server="http://127.0.0.1:9"), retries=0)  # never contacted
+    manager = Manager(kube, metrics_address=None)
+    settings = ControllerSettings(controller_namespace="arc-systems", controller_image="ghcr.io/x/c:1")
+    ctx = ControllerContext.create(kube, manager, settings, environ={})
+    made: list[RecordingLimiter] = []
+
+    def factory() -> RecordingLimiter:
+        made.append(RecordingLimiter())
+        return made[-1]
+
+    controllers = setup_controllers(ctx, rate_limiter=factory)
+    try:
+        assert [c.name for c in controllers] == [
+            "autoscalingrunnerset", "ephemeralrunnerset", "ephemeralrunner", "autoscalinglistener",
+        ]  # fmt: skip
+        assert manager.controllers == controllers
+        assert len(made) == 4
+        for controller in controllers:
+            controller.start(lambda resource: ())
+        for index, controller in enumerate(controllers):
+            key = Request("team", f"key-{index}")
+            controller.queue.num_requeues(key)
+            assert [limiter.asked for limiter in made] == [[key] if i == index else [] for i in range(4)]
+            made[index].asked.clear()
+    finally:
+        for controller in controllers:
+            await controller.stop(drain=False)
+        await ctx.github.pool.aclose()
+        await kube.close()

@@ -1,0 +1,83 @@
+"""When a listener pod is finished (failed, evicted, disrupted, node lost), and the per-listener backoff
+between recreations (#4656, #4331)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+import pytest
+
+from arc_scaleset.controllers.autoscalinglistener.restart import RestartBackoff, listener_pod_failure, listener_running
+
+NOW = dt.datetime(2026, 1, 1, 12, 0, tzinfo=dt.UTC)
+
+
+def pod(*, phase: str = "Running", state: dict[str, Any] | None = None, **extra: Any) -> dict[str, Any]:
+    status: dict[str, Any] = {"phase": phase}
+    if state is not None:
+        status["containerStatuses"] = [{"name": "listener", "state": state}]
+    status.update(extra.pop("status", {}))
+    return {"metadata": {"name": "l", "uid": "u1", **extra.pop("metadata", {})}, "spec": {"nodeName": "n1"},
+            "status": status}  # fmt: skip
+
+
+def test_a_running_or_starting_listener_is_not_a_failure() -> None:
+    assert listener_pod_failure(pod(state={"running": {"startedAt": "2026-01-01T11:00:00Z"}}), now=NOW) is None
+    assert (
+        listener_pod_failure(pod(phase="Pending", state={"waiting": {"reason": "ContainerCreating"}}), now=NOW) is None
+    )
+    assert listener_running(pod(state={"running": {}}))
+    assert not listener_running(pod(phase="Pending"))
+
+
+def test_a_terminated_listener_container_is_a_failure_with_its_run_time() -> None:
+    failure = listener_pod_failure(pod(phase="Failed", state={"terminated": {
+        "exitCode": 1, "reason": "Error", "startedAt": "2026-01-01T11:59:00Z", "finishedAt": "2026-01-01T11:59:30Z"}}),
+        now=NOW)  # fmt: skip
+    assert failure is not None
+    assert failure.reason == "ListenerFailed"
+    assert "exited with code 1" in failure.message
+    assert failure.ran_for == pytest.approx(30.0)
+
+
+def test_an_evicted_pod_is_replaced() -> None:
+    failure = listener_pod_failure(pod(phase="Failed", status={"reason": "Evicted", "message": "low memory"}), now=NOW)
+    assert failure is not None
+    assert failure.reason == "ListenerEvicted"
+    assert "low memory" in failure.message
+
+
+def test_a_disruption_target_condition_is_replaced() -> None:
+    status = {"conditions": [{"type": "DisruptionTarget", "status": "True", "reason": "DeletionByTaintManager"}]}
+    failure = listener_pod_failure(pod(status=status), now=NOW)
+    assert failure is not None
+    assert failure.reason == "ListenerDisrupted"
+
+
+def test_a_pod_stuck_terminating_past_its_grace_period_is_force_deleted_as_node_lost() -> None:
+    recent = pod(metadata={"deletionTimestamp": "2026-01-01T11:59:30Z", "deletionGracePeriodSeconds": 30})
+    assert listener_pod_failure(recent, now=NOW) is None
+    stuck = pod(metadata={"deletionTimestamp": "2026-01-01T11:50:00Z", "deletionGracePeriodSeconds": 30})
+    failure = listener_pod_failure(stuck, now=NOW)
+    assert failure is not None
+    assert failure.reason == "ListenerNodeLost"
+    assert failure.force_delete
+
+
+def test_backoff_doubles_per_consecutive_failure_up_to_the_cap_and_counts_a_pod_once() -> None:
+    backoff = RestartBackoff(base=5, cap=60)
+    delays = [backoff.record_failure("ns/l", pod_uid=f"p{i}", now=100.0 * i) for i in range(6)]
+    assert delays == [5, 10, 20, 40, 60, 60]
+    assert backoff.record_failure("ns/l", pod_uid="p5", now=500.0) == pytest.approx(60 - 0)  # same pod: not counted
+    assert backoff.failures("ns/l") == 6
+    assert backoff.remaining("ns/l", now=530.0) == pytest.approx(30.0)
+    assert backoff.remaining("other/l", now=0.0) == 0.0
+
+
+def test_a_listener_that_ran_longer_than_the_cap_starts_the_backoff_over() -> None:
+    backoff = RestartBackoff(base=5, cap=60)
+    for i in range(4):
+        backoff.record_failure("k", pod_uid=f"p{i}", now=float(i))
+    assert backoff.record_failure("k", pod_uid="long", now=10.0, ran_for=3600.0) == 5
+    assert backoff.failures("k") == 1

@@ -1,0 +1,64 @@
+"""The AutoscalingRunnerSet status: phase and observedGeneration (#4636) and the Ready/Progressing/Degraded
+conditions, derived from what a pass found."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from arc_scaleset.controllers.autoscalingrunnerset.status import ReconcileReport, derive_status, status_patch
+from arc_scaleset.kube.conditions import get_condition
+
+NOW = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+LATER = NOW + dt.timedelta(minutes=5)
+
+
+def test_a_spec_change_is_pending_until_a_pass_completes_and_observed_generation_catches_up() -> None:
+    running = {"phase": "Running", "observedGeneration": 1}
+    report = ReconcileReport(generation=2, observed_generation=1, stored_phase="Running",
+                             progress=("RollingOutRevision", "bumped"))  # fmt: skip
+    pending = derive_status(running, report, now=NOW)
+    assert (pending["phase"], pending["observedGeneration"]) == ("Pending", 1)
+    assert get_condition(pending["conditions"], "Progressing")["status"] == "True"
+    assert get_condition(pending["conditions"], "Ready")["reason"] == "RollingOutRevision"
+
+    done = derive_status(pending, ReconcileReport(generation=2, observed_generation=1, stored_phase="Pending",
+                                                  complete=True), now=LATER)  # fmt: skip
+    assert (done["phase"], done["observedGeneration"]) == ("Running", 2)
+    ready = get_condition(done["conditions"], "Ready")
+    assert ready["status"] == "True"
+    assert ready["observedGeneration"] == 2
+    assert get_condition(done["conditions"], "Progressing")["status"] == "False"
+    assert get_condition(done["conditions"], "Degraded")["status"] == "False"
+
+
+def test_a_new_object_starts_pending() -> None:
+    status = derive_status({}, ReconcileReport(generation=1, observed_generation=0, stored_phase=""), now=NOW)
+    assert status["phase"] == "Pending"
+    assert status["observedGeneration"] == 0
+
+
+def test_a_problem_is_degraded_and_not_ready_with_the_errors_reason_and_keeps_the_phase() -> None:
+    report = ReconcileReport(generation=3, observed_generation=3, stored_phase="Running",
+                             problem=("SecretNotFound", "Secret team/gh does not exist"))  # fmt: skip
+    status = derive_status({"phase": "Running", "observedGeneration": 3}, report, now=NOW)
+    assert status["phase"] == "Running"
+    degraded = get_condition(status["conditions"], "Degraded")
+    assert (degraded["status"], degraded["reason"]) == ("True", "SecretNotFound")
+    assert "team/gh" in degraded["message"]
+    assert get_condition(status["conditions"], "Ready")["status"] == "False"
+
+
+def test_a_repeated_identical_pass_writes_nothing() -> None:
+    report = ReconcileReport(generation=1, observed_generation=1, stored_phase="Running", complete=True)
+    first = derive_status({}, report, now=NOW)
+    again = derive_status(first, report, now=LATER)
+    assert status_patch(first, again) == {}
+
+
+def test_transition_times_move_only_when_a_condition_flips() -> None:
+    ok = ReconcileReport(generation=1, observed_generation=1, stored_phase="Running", complete=True)
+    first = derive_status({}, ok, now=NOW)
+    bad = ReconcileReport(generation=1, observed_generation=1, stored_phase="Running", problem=("X", "y"))
+    second = derive_status(first, bad, now=LATER)
+    assert get_condition(second["conditions"], "Degraded")["lastTransitionTime"] == "2026-01-01T00:05:00Z"
+    assert get_condition(second["conditions"], "Progressing")["lastTransitionTime"] == "2026-01-01T00:00:00Z"

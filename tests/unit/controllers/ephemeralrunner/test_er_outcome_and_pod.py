@@ -1,0 +1,190 @@
+"""The EphemeralRunner's pure parts: pod verdicts, failure backoff, and the objects it builds."""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+from typing import Any
+
+import pytest
+
+from arc_scaleset.controllers.ephemeralrunner.builders import (
+    desired_jit_secret,
+    desired_runner_pod,
+    secret_runner_id,
+)
+from arc_scaleset.controllers.ephemeralrunner.outcome import Verdict, backoff_remaining, pod_outcome
+from arc_scaleset.controllers.ephemeralrunnerset.builders import desired_ephemeral_runner
+
+NOW = dt.datetime(2026, 1, 1, 12, 0, tzinfo=dt.UTC)
+
+
+def pod(phase: str = "Running", *, runner: dict[str, Any] | None = None, **status: Any) -> dict[str, Any]:
+    statuses = [] if runner is None else [{"name": "runner", "state": runner}]
+    return {"metadata": {"name": "r", "uid": "u1"}, "status": {"phase": phase, "containerStatuses": statuses, **status}}
+
+
+def terminated(code: int, reason: str = "Error") -> dict[str, Any]:
+    return {"terminated": {"exitCode": code, "reason": reason}}
+
+
+@pytest.mark.parametrize(
+    ("the_pod", "has_job", "verdict"),
+    [
+        (pod("Succeeded", runner=terminated(0, "Completed")), False, Verdict.SUCCEEDED),
+        (pod("Failed", runner=terminated(0)), True, Verdict.SUCCEEDED),  # a sidecar failed, the runner did not
+        (pod("Failed", runner=terminated(7)), False, Verdict.OUTDATED),
+        (pod("Running", runner=terminated(7)), True, Verdict.OUTDATED),
+        (pod("Failed", runner=terminated(1)), False, Verdict.RETRY),
+        (pod("Failed", runner=terminated(1)), True, Verdict.DELETE_RUNNER),
+        (pod("Failed", runner=terminated(137, "OOMKilled")), False, Verdict.LOST),
+        (pod("Failed", reason="Evicted", message="low memory"), False, Verdict.LOST),
+        (pod("Failed", reason="OutOfcpu"), False, Verdict.RETRY),
+        (pod("Pending", runner={"waiting": {"reason": "InvalidImageName", "message": "bad ref"}}), False,
+         Verdict.CANNOT_START),
+        (pod("Pending", runner={"waiting": {"reason": "ErrImageNeverPull"}}), False, Verdict.CANNOT_START),
+        (pod("Pending", runner={"waiting": {"reason": "ImagePullBackOff"}}), False, Verdict.MIRROR),  # may resolve
+        (pod("Pending"), False, Verdict.WAIT),
+        (pod("Running", runner={"running": {}}), False, Verdict.MIRROR),
+    ],
+)  # fmt: skip
+def test_pod_verdicts(the_pod: dict[str, Any], has_job: bool, verdict: Verdict) -> None:
+    assert pod_outcome(the_pod, has_job=has_job, runner_phase="Running").verdict is verdict
+
+
+def created_at(the_pod: dict[str, Any], when: dt.datetime) -> dict[str, Any]:
+    the_pod["metadata"]["creationTimestamp"] = when.strftime("%Y-%m-%dT%H:%M:%SZ")
+    return the_pod
+
+
+def test_a_runner_that_has_not_started_is_waited_for_until_the_pending_timeout_and_then_retried() -> None:
+    unschedulable = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": "0/3 nodes"}
+    stuck = created_at(pod("Pending", conditions=[unschedulable]), NOW - dt.timedelta(seconds=600))
+    waiting = pod_outcome(stuck, has_job=False, runner_phase="Pending", now=NOW, pending_timeout=900)
+    assert waiting.verdict is Verdict.WAIT
+    assert waiting.recheck_after == 300, "comes back when the timeout passes: no event would wake it"
+
+    late = NOW + dt.timedelta(seconds=300)
+    retried = pod_outcome(stuck, has_job=False, runner_phase="Pending", now=late, pending_timeout=900)
+    assert (retried.verdict, retried.reason) == (Verdict.RETRY, "PendingTimeout")
+    assert "PodScheduled Unschedulable: 0/3 nodes" in retried.message
+    assert pod_outcome(stuck, has_job=False, runner_phase="Pending", now=late).verdict is Verdict.WAIT, "no timeout"
+
+    pulling = created_at(
+        pod("Pending", runner={"waiting": {"reason": "ImagePullBackOff", "message": "not found"}}), NOW
+    )
+    a_minute_later = NOW + dt.timedelta(seconds=60)
+    timed_out = pod_outcome(pulling, has_job=False, runner_phase="Pending", now=a_minute_later, pending_timeout=60)
+    assert "container runner ImagePullBackOff: not found" in timed_out.message
+
+
+def test_a_started_runner_is_never_timed_out_however_old_its_pod() -> None:
+    old = NOW - dt.timedelta(days=1)
+    running = created_at(pod("Running", runner={"running": {}}), old)
+    outcome = pod_outcome(running, has_job=True, runner_phase="Running", now=NOW, pending_timeout=60)
+    assert (outcome.verdict, outcome.recheck_after) == (Verdict.MIRROR, None)
+
+
+def test_failed_init_container_is_a_pod_failure() -> None:
+    the_pod = pod("Pending", initContainerStatuses=[{"name": "init", "state": terminated(2)}])
+    assert pod_outcome(the_pod, has_job=False, runner_phase="Pending").verdict is Verdict.RETRY
+
+
+def test_pod_deleted_under_a_running_runner_is_lost_but_our_own_retry_deletion_is_not() -> None:
+    the_pod = pod("Running", runner={"running": {}})
+    the_pod["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    assert pod_outcome(the_pod, has_job=True, runner_phase="Running").verdict is Verdict.LOST
+    assert pod_outcome(the_pod, has_job=False, runner_phase="Pending").verdict is Verdict.MIRROR
+
+
+def test_mirror_reads_readiness_from_the_latest_ready_condition() -> None:
+    the_pod = pod(
+        "Running",
+        runner={"running": {}},
+        conditions=[
+            {"type": "Ready", "status": "False", "lastTransitionTime": "2026-01-01T00:00:00Z"},
+            {"type": "Ready", "status": "True", "lastTransitionTime": "2026-01-01T00:01:00Z"},
+        ],
+    )
+    outcome = pod_outcome(the_pod, has_job=False, runner_phase="")
+    assert (outcome.phase, outcome.ready) == ("Running", True)
+
+
+@pytest.mark.parametrize(("failures", "age", "remaining"), [(0, 0, 0), (1, 0, 5), (1, 5, 0), (3, 15, 5), (5, 0, 80)])
+def test_failure_backoff_is_0_5_10_20_40_80_seconds(failures: int, age: int, remaining: float) -> None:
+    stamp = (NOW - dt.timedelta(seconds=age)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    er = {"status": {"failures": {f"uid{i}": stamp for i in range(failures)}}}
+    assert backoff_remaining(er, now=NOW) == remaining
+
+
+# -- builders ---------------------------------------------------------------------------------------------
+
+ERS: dict[str, Any] = {
+    "apiVersion": "actions.github.com/v1alpha1",
+    "kind": "EphemeralRunnerSet",
+    "metadata": {
+        "name": "arc",
+        "namespace": "ns",
+        "uid": "ers-uid",
+        "labels": {"app.kubernetes.io/component": "runner-set", "team": "a", "internal.example/x": "1"},
+        "annotations": {"actions.github.com/runner-group-name": "Default"},
+    },
+    "spec": {
+        "replicas": 2,
+        "patchID": 12,
+        "actionableRevision": 3,
+        "ephemeralRunnerMetadata": {"labels": {"app.kubernetes.io/component": "mine", "extra": "y"},
+                                    "annotations": {"actions.github.com/patch-id": "999", "note": "n"}},
+        "ephemeralRunnerSpec": {
+            "githubConfigUrl": "https://github.com/org",
+            "githubConfigSecret": "gh",
+            "runnerScaleSetId": 7,
+            "proxy": {"http": {"url": "http://proxy:3128"}, "noProxy": ["a"]},
+            "metadata": {"labels": {"tmpl": "t"}},
+            "spec": {"containers": [{"name": "runner", "image": "img", "env": [{"name": "A", "value": "1"}]},
+                                    {"name": "side", "image": "img2"}]},
+        },
+    },
+}  # fmt: skip
+
+
+def test_new_runner_is_stamped_with_patch_id_and_revision_and_reserved_keys_win() -> None:
+    er = desired_ephemeral_runner(ERS, exclude_label_prefixes=("internal.example/",))
+    meta = er["metadata"]
+    assert meta["generateName"] == "arc-runner-"
+    assert meta["annotations"]["actions.github.com/patch-id"] == "12"
+    assert meta["annotations"]["actions.github.com/actionable-revision"] == "3"
+    assert meta["annotations"]["note"] == "n"
+    assert meta["labels"]["app.kubernetes.io/component"] == "runner"
+    assert meta["labels"]["extra"] == "y"
+    assert "internal.example/x" not in meta["labels"]
+    assert len(meta["finalizers"]) == 2
+    assert meta["ownerReferences"][0]["uid"] == "ers-uid"
+    assert meta["ownerReferences"][0]["controller"] is True
+    assert er["spec"]["proxySecretRef"].startswith("arc-")
+    assert er["spec"]["proxySecretRef"].endswith("-runner-proxy")
+
+
+def test_runner_pod_gets_the_injected_env_on_the_runner_container_only() -> None:
+    er = desired_ephemeral_runner(ERS)
+    er["metadata"].update(name="arc-runner-abcde", uid="er-uid")
+    the_pod = desired_runner_pod(er, runner_id=42, version="1.2.3")
+    runner, side = the_pod["spec"]["containers"]
+    names = [e["name"] for e in runner["env"]]
+    assert names == ["A", "ACTIONS_RUNNER_INPUT_JITCONFIG", "GITHUB_ACTIONS_RUNNER_EXTRA_USER_AGENT",
+                     "ACTIONS_RUNNER_RETURN_VERSION_DEPRECATED_EXIT_CODE", "http_proxy", "no_proxy"]  # fmt: skip
+    assert runner["env"][1]["valueFrom"]["secretKeyRef"] == {"name": "arc-runner-abcde", "key": "jitToken"}
+    assert "env" not in side
+    assert the_pod["metadata"]["labels"]["actions-ephemeral-runner"] == "True"
+    assert the_pod["metadata"]["labels"]["tmpl"] == "t"
+    assert ERS["spec"]["ephemeralRunnerSpec"]["spec"]["containers"][0]["env"] == [{"name": "A", "value": "1"}]
+
+
+def test_jit_secret_round_trips_the_runner_id_and_keeps_the_token_out_of_metadata() -> None:
+    er = {"metadata": {"name": "r", "namespace": "ns", "uid": "u"}, "apiVersion": "v", "kind": "EphemeralRunner",
+          "spec": {}}  # fmt: skip
+    secret = desired_jit_secret(er, encoded_jit_config="SECRET", runner_id=42, runner_name="r", scale_set_id=7)
+    assert secret_runner_id(secret) == 42
+    assert base64.b64decode(secret["data"]["jitToken"]) == b"SECRET"
+    assert "SECRET" not in str(secret["metadata"])
+    assert secret_runner_id({"data": {"runnerId": base64.b64encode(b"zero").decode()}}) is None
