@@ -32,9 +32,15 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
 }
 
+LAB_EXTRA = "pip install 'arc-scaleset[lab]'"
+# The lab's command names, known here only so that asking for one without the lab says how to get it
+# instead of argparse's "invalid choice".
+LAB_COMMANDS = ("cluster", "sim", "demo")
+# Two lines written out (the help keeps them as they are): wrapped by argparse at 80 columns, the install
+# command broke across lines and could not be copied.
 WITHOUT_LAB = (
-    "The lab's commands (cluster, sim, demo: a local control plane, a simulated GitHub, the demo) "
-    "are listed once it is installed: pip install 'arc-scaleset[lab]'."
+    "The lab's commands, cluster, sim and demo (a local control plane, a simulated\n"
+    f"GitHub, the demo), come with the lab: {LAB_EXTRA}"
 )
 
 
@@ -58,7 +64,12 @@ def all_commands() -> dict[str, tuple[str, str]]:
 def build_parser(argv: Sequence[str], commands: Mapping[str, tuple[str, str]] | None = None) -> argparse.ArgumentParser:
     commands = all_commands() if commands is None else commands
     epilog = None if commands.keys() - COMMANDS.keys() else WITHOUT_LAB
-    parser = argparse.ArgumentParser(prog="arc-scaleset", description=__doc__.splitlines()[0], epilog=epilog)
+    parser = argparse.ArgumentParser(
+        prog="arc-scaleset",
+        description=__doc__.splitlines()[0],
+        epilog=epilog,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     sub.add_parser("version", help="print the version")
     # Only the chosen command's module is imported: `arc-scaleset crds` must not load aiohttp servers.
@@ -71,8 +82,14 @@ def build_parser(argv: Sequence[str], commands: Mapping[str, tuple[str, str]] | 
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command ``argv`` names and return its exit code; a lab command while the lab is not
+    installed is exit 2 with one line saying how to install it."""
     args_list = list(sys.argv[1:] if argv is None else argv)
     commands = all_commands()
+    wanted = next((a for a in args_list if not a.startswith("-")), None)
+    if wanted in LAB_COMMANDS and wanted not in commands:
+        print(f"arc-scaleset: '{wanted}' comes with the lab, which is not installed: {LAB_EXTRA}", file=sys.stderr)
+        return 2
     args = build_parser(args_list, commands).parse_args(args_list)
     if args.command == "version":
         print(__version__)

@@ -324,7 +324,7 @@ async def main(args: argparse.Namespace) -> None:
         kube = KubeClient.from_kubeconfig(cluster.kubeconfig)
         await install_crds(kube)
         sim = await SimulatedGitHub.start(config=SimConfig(long_poll_seconds=0.2))
-        sim.add_token(PAT)
+        sim.credentials.add_token(PAT)
         client = ActionsClient(parse_config_url(sim.config_url("org"), environ={}), PersonalAccessToken(PAT),
                                system_info=SystemInfo(subsystem="bench"))  # fmt: skip
         profile = cProfile.Profile() if args.profile else None

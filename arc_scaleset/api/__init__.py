@@ -4,7 +4,9 @@ and the CRDs generated from them.
 Modules: :mod:`~arc_scaleset.api.common` (value types, metadata, base classes), one module per kind,
 :mod:`~arc_scaleset.api.keys` (labels, annotations, finalizers, phases), :mod:`~arc_scaleset.api.naming`
 (child object names), :mod:`~arc_scaleset.api.labels` (label/annotation derivation),
-:mod:`~arc_scaleset.api.versions` (the version gate), :mod:`~arc_scaleset.api.crds` (CRD generation).
+:mod:`~arc_scaleset.api.versions` (the version gate), :mod:`~arc_scaleset.api.crds` (CRD generation),
+:mod:`~arc_scaleset.api.listener_config` (the listener's ``config.json``, written by the controller and read by
+the listener), :mod:`~arc_scaleset.api.semantic` (semantic equality with the field rules of ARC's types).
 """
 
 from arc_scaleset.api.autoscalinglistener import (

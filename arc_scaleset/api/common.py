@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Annotated, Any, ClassVar, Self
 
-from pydantic import BaseModel, ConfigDict, Field, PlainSerializer, WithJsonSchema, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PlainSerializer, Strict, WithJsonSchema, model_validator
 from pydantic.alias_generators import to_camel
 
 from arc_scaleset.kube.resources import Resource
@@ -225,6 +225,10 @@ class AzureKeyVaultConfig(ApiModel):
     certificate_path: str
 
 
+AZURE_KEY_VAULT = "azure_key_vault"
+"""The one vault type ARC knows (``vaultConfig.type``, and ``vault_type`` in the listener's config.json)."""
+
+
 class VaultConfig(ApiModel):
     """A secret store to read the GitHub credentials from instead of a Kubernetes Secret.
 
@@ -252,7 +256,8 @@ class HistogramMetric(ApiModel):
     """A listener histogram, its labels and (optionally) its bucket boundaries."""
 
     labels: list[str]
-    buckets: list[float] | None = None
+    # Numbers only: a "1.5" or a true is refused, as Go's decoder refuses it, rather than converted.
+    buckets: list[Annotated[float, Strict()]] | None = None
 
 
 class MetricsConfig(ApiModel):

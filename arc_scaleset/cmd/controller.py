@@ -1,4 +1,4 @@
-"""``arc-scaleset controller``: the controller manager with the four reconcilers (spec section 6).
+"""``arc-scaleset controller``: the controller manager with the four reconcilers (docs/controllers.md).
 
 It takes ARC's flags and environment, so the args of an ARC ``gha-runner-scale-set-controller``
 Deployment work unchanged:
@@ -28,6 +28,7 @@ from typing import Final
 
 from prometheus_client import CollectorRegistry
 
+from arc_scaleset.api.listener_config import LOG_FORMATS, LOG_LEVELS
 from arc_scaleset.clock import Clock
 from arc_scaleset.cmd.goflags import (
     GoBoolAction,
@@ -39,8 +40,6 @@ from arc_scaleset.cmd.goflags import (
 from arc_scaleset.controllers.settings import (
     CONTAINER_IMAGE_ENV,
     LISTENER_ENTRYPOINT_ENV,
-    LOG_FORMATS,
-    LOG_LEVELS,
     POD_NAMESPACE_ENV,
     ControllerSettings,
     SettingsError,

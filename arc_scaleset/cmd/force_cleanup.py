@@ -44,11 +44,13 @@ from arc_scaleset.api.keys import (
     EPHEMERAL_RUNNER_REGISTRATION_FINALIZER,
     EPHEMERAL_RUNNER_SET_FINALIZER,
 )
+from arc_scaleset.api.views import AutoscalingListenerView
 from arc_scaleset.controllers.autoscalingrunnerset.deletion import cleanup_targets
 from arc_scaleset.kube.client import KubeClient
 from arc_scaleset.kube.errors import KubeconfigError, KubeError, NotFound
 from arc_scaleset.kube.finalizers import patch_out_finalizers
 from arc_scaleset.kube.resources import Resource
+from arc_scaleset.kube.views import ObjectView
 
 OUR_FINALIZERS: Final = frozenset(
     {
@@ -143,16 +145,16 @@ async def _release_scale_set(
     dry_run: bool,
     say: Say,
 ) -> None:
-    meta = ars["metadata"]
-    namespace, name = meta["namespace"], meta["name"]
-    own_sets = [s for s in runner_sets if _owned_by(s, meta["uid"])]
-    set_uids = {s["metadata"]["uid"] for s in own_sets}
-    own_runners = [r for r in runners if any(_owned_by(r, uid) for uid in set_uids)]
+    view = ObjectView(ars)
+    namespace, name = view.namespace, view.name
+    own_sets = [s for s in runner_sets if ObjectView(s).is_owned_by(view.uid)]
+    set_uids = {ObjectView(s).uid for s in own_sets}
+    own_runners = [r for r in runners if any(ObjectView(r).is_owned_by(uid) for uid in set_uids)]
     own_listeners = [
         al
         for al in listeners
-        if (al.get("spec") or {}).get("autoscalingRunnerSetNamespace") == namespace
-        and (al.get("spec") or {}).get("autoscalingRunnerSetName") == name
+        if (listener := AutoscalingListenerView(al)).scale_set_namespace == namespace
+        and listener.scale_set_name == name
     ]
     say(f"AutoscalingRunnerSet {namespace}/{name}:")
     for resource, objects in (
@@ -163,7 +165,7 @@ async def _release_scale_set(
     ):
         for obj in objects:
             await _release(kube, resource, obj, OUR_FINALIZERS, delete=True, dry_run=dry_run, say=say)
-    for resource, target in cleanup_targets(meta.get("annotations")):
+    for resource, target in cleanup_targets(view.annotations):
         try:
             protected = await kube.get(resource, target, namespace=namespace)
         except NotFound:
@@ -171,7 +173,7 @@ async def _release_scale_set(
         await _release(
             kube, resource, protected, {CLEANUP_PROTECTION_FINALIZER}, delete=False, dry_run=dry_run, say=say
         )
-    scale_set_id = (meta.get("annotations") or {}).get(ANNOTATION_RUNNER_SCALE_SET_ID)
+    scale_set_id = view.annotation(ANNOTATION_RUNNER_SCALE_SET_ID)
     if scale_set_id:
         say(
             f"  not done: scale set {scale_set_id} is still registered on GitHub (delete it in the repository,"
@@ -191,20 +193,16 @@ async def _release(
 ) -> None:
     """Delete ``obj`` first when ``delete`` (unless it is being deleted already), then remove those of
     ``finalizers`` it holds."""
-    meta = obj["metadata"]
-    label = f"{resource.kind} {meta['namespace']}/{meta['name']}"
-    if delete and not meta.get("deletionTimestamp"):
+    view = ObjectView(obj)
+    label = f"{resource.kind} {view.namespace}/{view.name}"
+    if delete and not view.is_deleting:
         if not dry_run:
             with contextlib.suppress(NotFound):
-                await kube.delete(resource, meta["name"], namespace=meta["namespace"])
+                await kube.delete(resource, view.name, namespace=view.namespace)
         say(f"  {'would delete' if dry_run else 'deleted'} {label}")
-    held = sorted(f for f in set(meta.get("finalizers") or ()) if f in finalizers)
+    held = sorted(f for f in set(view.finalizers) if f in finalizers)
     if not held:
         return
     if not dry_run:
         await patch_out_finalizers(kube, resource, obj, held)
     say(f"  {'would remove' if dry_run else 'removed'} finalizers {', '.join(held)} from {label}")
-
-
-def _owned_by(obj: Mapping[str, Any], uid: str) -> bool:
-    return any(ref.get("uid") == uid for ref in (obj.get("metadata") or {}).get("ownerReferences") or ())

@@ -2,7 +2,7 @@
 
 Other actors (admission webhooks, GitOps tools, users with ``kubectl label``) add labels and annotations
 to the objects the controller generates. Comparing the live maps with the *desired* maps would see those
-keys as drift on every pass and patch forever (ARC's bug fixed by #4634). Instead the controller computes
+keys as drift on every pass and patch forever (an ARC bug, fixed by ARC #4634). Instead the controller computes
 the *merge* of live and desired and compares the live maps with that merge: a foreign key survives and
 is never drift; a key the controller wants (or wants changed) is drift exactly once, until the patch lands.
 
@@ -18,6 +18,7 @@ from typing import Any
 
 from arc_scaleset.api.labels import filter_and_merge_labels, merge_annotations
 from arc_scaleset.kube.retry import merge_patch
+from arc_scaleset.kube.views import ObjectView
 
 
 @dataclass(frozen=True)
@@ -46,9 +47,9 @@ def merge_metadata(
     Labels: ``filterMerge(live, desired)`` (desired wins, excluded prefixes dropped from both);
     annotations: ``merge(live, desired)``. The patch compares exactly against the live maps.
     """
-    meta = live.get("metadata") or {}
-    live_labels: dict[str, str] = dict(meta.get("labels") or {})
-    live_annotations: dict[str, str] = dict(meta.get("annotations") or {})
+    view = ObjectView(live)
+    live_labels: dict[str, str] = dict(view.labels)
+    live_annotations: dict[str, str] = dict(view.annotations)
     merged_labels = filter_and_merge_labels(live_labels, labels or {}, excluded_label_prefixes) or {}
     merged_annotations = merge_annotations(live_annotations, annotations or {}) or {}
     patch: dict[str, Any] = {}

@@ -16,11 +16,10 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from cryptography import x509
 
-from arc_scaleset.api.common import ProxyConfig, TLSConfig, VaultConfig
+from arc_scaleset.api.common import AZURE_KEY_VAULT, ProxyConfig, TLSConfig, VaultConfig
 from arc_scaleset.controllers.errors import InvalidGitHubConfigURL, InvalidSecret, TLSConfigError, VaultNotSupported
 from arc_scaleset.controllers.proxy_secret import HTTP_PROXY_KEY, HTTPS_PROXY_KEY, NO_PROXY_KEY, proxy_secret_data
 from arc_scaleset.controllers.secrets import read_config_map_value, read_secret_data
@@ -39,12 +38,10 @@ from arc_scaleset.github import (
 from arc_scaleset.kube.client import KubeClient
 from arc_scaleset.observability.logging import register_secret
 
-AZURE_KEY_VAULT = "azure_key_vault"
-
 
 @dataclass(frozen=True)
 class AppConfig:
-    """The credential part of a listener ``config.json`` (spec 3.1): a token, or the three App fields.
+    """The credential part of a listener ``config.json`` (docs/listener.md): a token, or the three App fields.
 
     Secret values are kept out of ``repr``.
     """
@@ -63,15 +60,6 @@ class AppConfig:
             github_app_installation_id=credentials.installation_id,
             github_app_private_key=credentials.private_key,
         )
-
-    def config_fields(self) -> dict[str, Any]:
-        """The four ``config.json`` keys, as ARC writes them (all present, unused ones empty)."""
-        return {
-            "github_app_id": self.github_app_id,
-            "github_app_installation_id": self.github_app_installation_id,
-            "github_app_private_key": self.github_app_private_key,
-            "github_token": self.github_token,
-        }
 
 
 class GitHubAccess:
@@ -122,7 +110,7 @@ class GitHubAccess:
             raise TLSConfigError(f"githubServerTLS: the CA certificates cannot be used: {exc}") from None
 
     async def credentials(self, *, namespace: str, secret_name: str, vault: VaultConfig | None = None) -> Credentials:
-        """The credentials in Secret ``namespace/secret_name`` (ARC's keys, spec 4.2)."""
+        """The credentials in Secret ``namespace/secret_name`` (ARC's keys, docs/github.md)."""
         _refuse_vault(vault)
         data = await read_secret_data(self._kube, namespace, secret_name, purpose="githubConfigSecret")
         try:

@@ -1,4 +1,4 @@
-"""The controller's own metrics (spec 3.7): ``gha_controller_*`` gauges, ARC's names and labels.
+"""The controller's own metrics: ``gha_controller_*`` gauges, ARC's names and labels.
 
 One :class:`ControllerMetrics` per registry (a registry refuses duplicate names). Every gauge carries the
 labels ``name``, ``namespace``, ``repository``, ``organization``, ``enterprise``; :func:`scale_set_labels`
@@ -22,7 +22,7 @@ from arc_scaleset.api.keys import (
 
 METRIC_LABELS = ("name", "namespace", "repository", "organization", "enterprise")
 
-# Runner gauges by phase: the three ARC published from the ERS, plus the per-phase ones of #4557.
+# Runner gauges by phase: the three ARC published from the ERS, plus the per-phase ones of ARC #4557.
 _RUNNER_PHASE_HELP: Mapping[EphemeralRunnerPhase, str] = {
     EphemeralRunnerPhase.PENDING: "Number of ephemeral runners in a pending state.",
     EphemeralRunnerPhase.RUNNING: "Number of ephemeral runners in a running state.",

@@ -1,4 +1,4 @@
-"""Flattening a ``ProxyConfig`` into the data of a proxy Secret (spec 1.1 ``ToSecretData``).
+"""Flattening a ``ProxyConfig`` into the data of a proxy Secret (as ARC's ``ToSecretData``).
 
 The same three keys feed the listener's and the runners' ``http_proxy``/``https_proxy``/``no_proxy``
 environment variables and the controller's own GitHub client. Credentials come from the Secrets that

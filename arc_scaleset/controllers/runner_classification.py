@@ -1,8 +1,9 @@
-"""Sorting a scale set's EphemeralRunners into the states the EphemeralRunnerSet decides on (spec 2.3, 2.6.3).
+"""Sorting a scale set's EphemeralRunners into the states the EphemeralRunnerSet decides on (docs/revisions.md).
 
 Pure data in, pure data out: :class:`RunnerView` is the handful of facts about one EphemeralRunner that the
-decisions read (parsed once, tolerant of anything a user or an older controller may have written), and
-:func:`classify` sorts views by state *against the applied revision*:
+decisions read, parsed once through :class:`~arc_scaleset.api.views.EphemeralRunnerView` (so tolerant of
+anything a user or an older controller may have written) into a frozen snapshot the decisions can sort and
+keep, and :func:`classify` sorts views by state *against the applied revision*:
 
 - ``deleting``: a deletionTimestamp is set (whatever the phase; such a runner still holds its registration
   until its finalizer has run, so it counts toward the scale-up total);
@@ -12,7 +13,7 @@ decisions read (parsed once, tolerant of anything a user or an older controller 
   (``Pending``, empty, unknown) -> pending.
 
 ``latest_patch_id`` is the highest ``actions.github.com/patch-id`` over *all* runners, deleting ones included
-(0 when none parses): the scaling gate of spec 3.5 compares the ERS's ``spec.patchID`` with it.
+(0 when none parses): the scaling gate (docs/listener.md) compares the ERS's ``spec.patchID`` with it.
 """
 
 from __future__ import annotations
@@ -22,32 +23,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from arc_scaleset.api.keys import ANNOTATION_ACTIONABLE_REVISION, ANNOTATION_PATCH_ID, EphemeralRunnerPhase
+from arc_scaleset.api.keys import EphemeralRunnerPhase
+from arc_scaleset.api.views import EphemeralRunnerView
+from arc_scaleset.kube.views import ObjectView
 
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
-
-
-def parse_int_annotation(value: object) -> int:
-    """A decimal integer annotation value; anything missing or unparsable reads as 0 (as ARC's ``Atoi`` use)."""
-    if not isinstance(value, str):
-        return 0
-    try:
-        return int(value.strip(), 10)
-    except ValueError:
-        return 0
-
-
-def parse_timestamp(value: object) -> dt.datetime | None:
-    """An RFC 3339 ``metav1.Time`` as an aware datetime; ``None`` when absent or malformed."""
-    if isinstance(value, dt.datetime):
-        return value if value.tzinfo else value.replace(tzinfo=dt.UTC)
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        parsed = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=dt.UTC)
 
 
 @dataclass(frozen=True)
@@ -81,21 +61,18 @@ class RunnerView:
     @classmethod
     def of(cls, obj: Mapping[str, Any]) -> RunnerView:
         """Read the view from an EphemeralRunner as the API (or a cache) has it."""
-        meta = obj.get("metadata") or {}
-        status = obj.get("status") or {}
-        annotations = meta.get("annotations") or {}
-        runner_id = status.get("runnerId")
+        er = EphemeralRunnerView(obj)
         return cls(
-            name=str(meta.get("name") or ""),
-            namespace=str(meta.get("namespace") or ""),
-            uid=str(meta.get("uid") or ""),
-            created=parse_timestamp(meta.get("creationTimestamp")) or _EPOCH,
-            deleting=bool(meta.get("deletionTimestamp")),
-            phase=str(status.get("phase") or ""),
-            runner_id=runner_id if isinstance(runner_id, int) and not isinstance(runner_id, bool) else 0,
-            job_id=str(status.get("jobId") or ""),
-            patch_id=parse_int_annotation(annotations.get(ANNOTATION_PATCH_ID)),
-            revision=parse_int_annotation(annotations.get(ANNOTATION_ACTIONABLE_REVISION)),
+            name=er.name,
+            namespace=er.namespace,
+            uid=er.uid,
+            created=er.creation_timestamp or _EPOCH,
+            deleting=er.is_deleting,
+            phase=er.phase,
+            runner_id=er.runner_id,
+            job_id=er.job_id,
+            patch_id=er.patch_id,
+            revision=er.revision,
         )
 
 
@@ -115,8 +92,8 @@ class RunnerViewCache:
         kept: dict[str, tuple[str, RunnerView]] = {}
         views: list[RunnerView] = []
         for obj in runners:
-            meta = obj.get("metadata") or {}
-            uid, version = str(meta.get("uid") or ""), str(meta.get("resourceVersion") or "")
+            seen = ObjectView(obj)
+            uid, version = seen.uid, seen.resource_version
             known = self._views.get(uid)
             view = known[1] if known is not None and version and known[0] == version else RunnerView.of(obj)
             if uid:
@@ -152,7 +129,7 @@ class RunnerStates:
 
     @property
     def scale_up_total(self) -> int:
-        """``total`` + deleting: runners being deleted still hold a registration and a slot (spec 2.6.3)."""
+        """``total`` + deleting: runners being deleted still hold a registration and a slot (docs/revisions.md)."""
         return self.total + len(self.deleting)
 
     @property

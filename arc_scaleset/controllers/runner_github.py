@@ -1,7 +1,7 @@
 """The GitHub side of runners: a client for an EphemeralRunnerSpec, and "remove this registration" with
 the outcomes every caller branches on.
 
-``RemoveRunner`` has three answers that matter (spec 2.3, 2.4): removed (or nothing to remove: runner ID 0,
+``RemoveRunner`` has three answers that matter (docs/controllers.md): removed (or nothing to remove: runner ID 0,
 or the service no longer knows the runner), the runner is busy (``JobStillRunning``: keep it), or an error
 (retry later).
 """

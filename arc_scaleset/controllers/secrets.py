@@ -1,4 +1,4 @@
-"""Reading Secret and ConfigMap data straight from the API (spec 2.1: never from the cache).
+"""Reading Secret and ConfigMap data straight from the API, never from the cache.
 
 The controller does not cache Secrets: it would need list/watch on every Secret of every namespace, and a
 stale credential is worse than one extra GET per reconcile.

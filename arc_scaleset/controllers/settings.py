@@ -1,4 +1,4 @@
-"""The controller manager's options (spec section 6) as one frozen value every reconciler reads.
+"""The controller manager's options (ARC's flags and environment) as one frozen value every reconciler reads.
 
 Built once at startup, by the ``controller`` command from its flags and the environment
 (:meth:`ControllerSettings.from_environment`), or directly by tests. Nothing here talks to an API; the
@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 import arc_scaleset
+from arc_scaleset.api.listener_config import LOG_FORMATS, LOG_LEVELS
 
 POD_NAMESPACE_ENV: Final = "CONTROLLER_MANAGER_POD_NAMESPACE"
 CONTAINER_IMAGE_ENV: Final = "CONTROLLER_MANAGER_CONTAINER_IMAGE"
@@ -21,8 +22,6 @@ LISTENER_ENTRYPOINT_ENV: Final = "LISTENER_ENTRYPOINT"
 DEFAULT_LISTENER_COMMAND: Final = ("arc-scaleset", "listener")
 """The listener container runs this project's listener from the controller's own image."""
 
-LOG_LEVELS: Final = ("debug", "info", "warn", "error")
-LOG_FORMATS: Final = ("text", "json")
 DISABLED_ADDRESS: Final = "0"
 
 

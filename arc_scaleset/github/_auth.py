@@ -1,4 +1,4 @@
-"""The authentication chain (spec 4.3): GitHub credentials → registration token → Actions-service admin token.
+"""The authentication chain (docs/github.md): GitHub credentials → registration token → Actions-service admin token.
 
 Private to the package. :class:`AuthChain.admin` returns the Actions-service base URL and admin token,
 refreshing them (all steps) when there is none yet or the admin token expires within 60 s. For a GitHub

@@ -1,7 +1,7 @@
 """One HTTP exchange with retries: TLS, proxy, timeouts, bounded jittered backoff, and typed errors.
 
 Private to the package. :class:`HttpTransport` sends a request and either returns a response whose status
-the caller expects or raises an :class:`~arc_scaleset.github.errors.ActionsError` subclass. Policy (spec 4.5,
+the caller expects or raises an :class:`~arc_scaleset.github.errors.ActionsError` subclass. Policy (docs/github.md;
 go-retryablehttp semantics, with a cap so that no caller waits on GitHub for long):
 
 - connection errors and timeouts: retried, except TLS certificate-verification failures (fatal);

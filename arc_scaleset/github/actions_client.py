@@ -1,6 +1,6 @@
 """The Actions-service client: runner scale sets, runner groups, JIT configs, runners, message sessions, jobs.
 
-Paths, query parameters, headers and JSON field names are those of spec section 4.4. Every call has a
+Paths, query parameters, headers and JSON field names are the service's (docs/github.md). Every call has a
 timeout; retries of transient failures are bounded (see ``_transport``); failures are typed
 (:mod:`arc_scaleset.github.errors`). Two refresh-once rules:
 

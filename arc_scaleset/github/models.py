@@ -1,4 +1,4 @@
-"""The Actions service's JSON objects, with the service's field names (spec section 4.4) as aliases.
+"""The Actions service's JSON objects, with the service's field names (docs/github.md) as aliases.
 
 Models accept unknown fields (the service adds some over time) and fill absent ones with Go-style zero
 values. Secrets (``encodedJITConfig``, ``messageQueueAccessToken``) are excluded from ``repr``/``str``.

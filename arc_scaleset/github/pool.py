@@ -1,7 +1,7 @@
 """Reuse of :class:`ActionsClient` across reconciles.
 
 A client holds an admin token and open connections; building one per reconcile would mint a registration
-token every time (a separate GitHub rate-limit bucket, spec field-survey 3.3). The pool keys clients by
+token every time (GitHub rate-limits those in a bucket of their own; docs/github.md). The pool keys clients by
 everything that shapes them: config URL, namespace (whose Secret the credentials came from), a sha256
 fingerprint of the credentials, of the root CA and of the proxy settings. A changed Secret gives a new key,
 hence a new client. The pool never closes a client behind a caller's back (another reconcile may be using

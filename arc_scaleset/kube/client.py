@@ -46,6 +46,7 @@ from arc_scaleset.kube.errors import (
     error_from_status,
 )
 from arc_scaleset.kube.resources import Resource
+from arc_scaleset.kube.views import ObjectView, string
 
 log = logging.getLogger(__name__)
 
@@ -322,10 +323,10 @@ class KubeClient:
                 item.setdefault("apiVersion", resource.api_version)
                 item.setdefault("kind", resource.kind)
                 items.append(item)
-            meta = page.get("metadata") or {}
-            token = meta.get("continue") or None
+            page_view = ObjectView(page)
+            token = string(page_view.metadata.get("continue")) or None
             if not token:
-                return ObjectList(items=items, resource_version=str(meta.get("resourceVersion") or ""))
+                return ObjectList(items=items, resource_version=page_view.resource_version)
 
     async def create(
         self,
@@ -337,8 +338,7 @@ class KubeClient:
     ) -> dict[str, Any]:
         """Create ``obj``; :class:`AlreadyExists` when the name is taken. The namespace defaults to
         ``obj.metadata.namespace``, then to the client's namespace."""
-        meta = obj.get("metadata") or {}
-        ns = self._ns(resource, namespace or meta.get("namespace"))
+        ns = self._ns(resource, namespace or ObjectView(obj).namespace)
         params = {"fieldManager": field_manager} if field_manager else None
         body = _with_type(obj, resource)
         result = await self._call(
@@ -356,11 +356,11 @@ class KubeClient:
     ) -> dict[str, Any]:
         """PUT ``obj`` (name and namespace from its metadata). Its ``metadata.resourceVersion`` makes this an
         optimistic-concurrency write: :class:`Conflict` when the object changed since it was read."""
-        meta = obj.get("metadata") or {}
-        name = meta.get("name")
+        view = ObjectView(obj)
+        name = view.name
         if not name:
             raise ValueError(f"replace of {resource}: the object has no metadata.name")
-        path = resource.path(namespace=self._ns(resource, meta.get("namespace")), name=name, subresource=subresource)
+        path = resource.path(namespace=self._ns(resource, view.namespace), name=name, subresource=subresource)
         params = {"fieldManager": field_manager} if field_manager else None
         result = await self._call(
             "PUT",

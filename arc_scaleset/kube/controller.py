@@ -32,6 +32,7 @@ from arc_scaleset.clock import REAL_CLOCK, Clock
 from arc_scaleset.kube.informer import HandlerRegistration, Informer, Object
 from arc_scaleset.kube.resources import Resource
 from arc_scaleset.kube.runtime_metrics import RuntimeMetrics
+from arc_scaleset.kube.views import ObjectView
 from arc_scaleset.kube.workqueue import RateLimiter, ShutDown, WorkQueue
 
 log = logging.getLogger(__name__)
@@ -46,8 +47,8 @@ class Request:
 
     @classmethod
     def for_object(cls, obj: Object) -> Request:
-        meta = obj.get("metadata") or {}
-        return cls(meta.get("namespace") or "", meta.get("name") or "")
+        view = ObjectView(obj)
+        return cls(view.namespace, view.name)
 
     def __str__(self) -> str:
         return f"{self.namespace}/{self.name}" if self.namespace else self.name
@@ -79,15 +80,14 @@ def controller_owner_request(obj: Object, owner: Resource) -> Request | None:
     under another served version of the owner's group still names the same object. A namespaced owner
     is in the child's namespace (owner references cannot cross namespaces).
     """
-    meta = obj.get("metadata") or {}
-    for ref in meta.get("ownerReferences") or ():
-        if ref.get("controller") is not True:
-            continue
-        group = str(ref.get("apiVersion", "")).rpartition("/")[0]
-        if ref.get("kind") != owner.kind or group != owner.group or not ref.get("name"):
-            return None
-        return Request((meta.get("namespace") or "") if owner.namespaced else "", ref["name"])
-    return None
+    view = ObjectView(obj)
+    ref = view.controller_owner
+    if ref is None:
+        return None
+    group = str(ref.get("apiVersion", "")).rpartition("/")[0]
+    if ref.get("kind") != owner.kind or group != owner.group or not ref.get("name"):
+        return None
+    return Request(view.namespace if owner.namespaced else "", ref["name"])
 
 
 class Controller:

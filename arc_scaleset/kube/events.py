@@ -24,6 +24,7 @@ from arc_scaleset.clock import REAL_CLOCK, Clock
 from arc_scaleset.kube.client import KubeClient
 from arc_scaleset.kube.errors import KubeError, NotFound
 from arc_scaleset.kube.resources import EVENTS
+from arc_scaleset.kube.views import ObjectView
 
 log = logging.getLogger(__name__)
 
@@ -118,16 +119,15 @@ class EventRecorder:
         """
         if type not in ("Normal", "Warning"):
             raise ValueError(f"event type must be Normal or Warning, not {type!r}")
-        meta = regarding.get("metadata") or {}
-        name = str(meta.get("name") or "")
-        namespace = str(meta.get("namespace") or "")
+        view = ObjectView(regarding)
+        name, namespace = view.name, view.namespace
         if not name:
             raise ValueError("cannot record an event about an object without metadata.name")
         note = truncate_utf8(note, NOTE_LIMIT_BYTES)
         reason = reason[:_SHORT_FIELD_LIMIT]
         action = action[:_SHORT_FIELD_LIMIT]
-        object_key = (str(meta.get("uid") or ""), namespace, name)
-        series_key = (*object_key, str(regarding.get("kind") or ""), type, reason, action, note)
+        object_key = (view.uid, namespace, name)
+        series_key = (*object_key, view.kind, type, reason, action, note)
         now = self._clock.monotonic()
 
         series = self._series.get(series_key)
@@ -150,12 +150,12 @@ class EventRecorder:
                     # The Event expired (the API server's event TTL) or was deleted: start a new one.
                     pass
             created = await self._create(regarding, type=type, reason=reason, note=note, action=action)
-            created_meta = created.get("metadata") or {}
+            created_view = ObjectView(created)
             self._remember(
                 series_key,
                 _Series(
-                    namespace=str(created_meta.get("namespace") or ""),
-                    name=str(created_meta.get("name") or ""),
+                    namespace=created_view.namespace,
+                    name=created_view.name,
                     count=1,
                     last_seen=now,
                 ),
@@ -189,15 +189,15 @@ class EventRecorder:
     async def _create(
         self, regarding: Mapping[str, Any], *, type: EventType, reason: str, note: str, action: str
     ) -> dict[str, Any]:
-        meta = regarding.get("metadata") or {}
-        name = str(meta["name"])
+        view = ObjectView(regarding)
+        name = view.name
         # Cluster-scoped objects get their events in "default", as kubectl and client-go do.
-        namespace = str(meta.get("namespace") or "default")
+        namespace = view.namespace or "default"
         reference: dict[str, Any] = {"kind": regarding.get("kind"), "name": name}
         for field, value in (
-            ("apiVersion", regarding.get("apiVersion")),
-            ("namespace", meta.get("namespace")),
-            ("uid", meta.get("uid")),
+            ("apiVersion", view.api_version),
+            ("namespace", view.namespace),
+            ("uid", view.uid),
         ):
             if value:
                 reference[field] = value

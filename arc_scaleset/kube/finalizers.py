@@ -17,19 +17,19 @@ from arc_scaleset.kube.client import KubeClient, PatchType
 from arc_scaleset.kube.errors import NotFound
 from arc_scaleset.kube.resources import Resource
 from arc_scaleset.kube.retry import update_with_retry
+from arc_scaleset.kube.views import ObjectView
 
 
 def has_finalizer(obj: Mapping[str, Any], finalizer: str) -> bool:
     """Whether ``obj.metadata.finalizers`` contains ``finalizer``."""
-    return finalizer in ((obj.get("metadata") or {}).get("finalizers") or [])
+    return ObjectView(obj).has_finalizer(finalizer)
 
 
 def _identity(obj: Mapping[str, Any]) -> tuple[str, str | None]:
-    meta = obj.get("metadata") or {}
-    name = meta.get("name")
-    if not name:
+    view = ObjectView(obj)
+    if not view.name:
         raise ValueError("the object has no metadata.name")
-    return str(name), meta.get("namespace")
+    return view.name, view.namespace or None
 
 
 async def add_finalizer(
@@ -99,7 +99,7 @@ async def patch_out_finalizers(
     tests the finalizer list ``obj`` has: a concurrent change fails the test (:class:`Invalid`, retry with a
     fresh read) instead of being overwritten. Needs only the ``patch`` verb: the way out for a caller whose
     permission to get and update the object is itself being released. A missing object counts as done."""
-    current = list((obj.get("metadata") or {}).get("finalizers") or [])
+    current = list(ObjectView(obj).finalizers)
     remaining = [f for f in current if f not in finalizers]
     if remaining == current:
         return

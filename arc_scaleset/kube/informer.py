@@ -31,6 +31,7 @@ from arc_scaleset.clock import REAL_CLOCK, Clock
 from arc_scaleset.kube.client import KubeClient, WatchEvent
 from arc_scaleset.kube.errors import Gone
 from arc_scaleset.kube.resources import Resource
+from arc_scaleset.kube.views import mapping, metadata_of, sequence, string
 
 log = logging.getLogger(__name__)
 
@@ -57,28 +58,58 @@ def copy_of(obj: Object) -> dict[str, Any]:
     return copied
 
 
+# The key and index functions run several times for every object the store ingests. They read the metadata
+# inline rather than through an ObjectView (whose construction alone would show in the ingest rate): the
+# exact-type tests take decoded JSON at the cost of a plain lookup, anything else goes through the same
+# tolerant helpers of kube.views, so a malformed object is read exactly as a view reads it.
+
+
 def object_key(obj: Object) -> ObjectKey:
-    meta = obj.get("metadata") or {}
-    return (meta.get("namespace") or "", meta.get("name") or "")
+    meta = obj.get("metadata")
+    if type(meta) is not dict:
+        meta = metadata_of(obj)
+    namespace, name = meta.get("namespace"), meta.get("name")
+    return (namespace if type(namespace) is str else string(namespace), name if type(name) is str else string(name))
 
 
 def resource_version(obj: Object) -> str:
-    return str((obj.get("metadata") or {}).get("resourceVersion") or "")
+    meta = obj.get("metadata")
+    if type(meta) is not dict:
+        meta = metadata_of(obj)
+    version = meta.get("resourceVersion")
+    return version if type(version) is str else string(version)
 
 
 def _namespace_index(obj: Object) -> Iterable[str]:
-    return ((obj.get("metadata") or {}).get("namespace") or "",)
+    meta = obj.get("metadata")
+    if type(meta) is not dict:
+        meta = metadata_of(obj)
+    namespace = meta.get("namespace")
+    return (namespace if type(namespace) is str else string(namespace),)
 
 
 def _controller_uid_index(obj: Object) -> Iterable[str]:
-    for ref in (obj.get("metadata") or {}).get("ownerReferences") or ():
-        if ref.get("controller") is True and ref.get("uid"):
+    meta = obj.get("metadata")
+    if type(meta) is not dict:
+        meta = metadata_of(obj)
+    refs = meta.get("ownerReferences")
+    if not refs:
+        return ()
+    if type(refs) is not list:
+        refs = sequence(refs)
+    for ref in refs:
+        if (type(ref) is dict or isinstance(ref, Mapping)) and ref.get("controller") is True and ref.get("uid"):
             return (ref["uid"],)
     return ()
 
 
 def _label_index(obj: Object) -> Iterable[str]:
-    labels = (obj.get("metadata") or {}).get("labels") or {}
+    meta = obj.get("metadata")
+    if type(meta) is not dict:
+        meta = metadata_of(obj)
+    labels = meta.get("labels")
+    if type(labels) is not dict:
+        labels = mapping(labels)
     # A label key cannot contain "=", so "key=value" is unambiguous.
     return [f"{key}={value}" for key, value in labels.items()]
 

@@ -37,6 +37,7 @@ from arc_scaleset.kube.client import KubeClient
 from arc_scaleset.kube.errors import AlreadyExists, Conflict, NotFound
 from arc_scaleset.kube.resources import LEASES
 from arc_scaleset.kube.runtime_metrics import RuntimeMetrics
+from arc_scaleset.kube.views import ObjectView
 
 log = logging.getLogger(__name__)
 
@@ -93,7 +94,7 @@ class LeaseRecord:
 
     @classmethod
     def from_lease(cls, lease: Mapping[str, Any]) -> LeaseRecord:
-        spec = lease.get("spec") or {}
+        spec = ObjectView(lease).spec
         duration = spec.get("leaseDurationSeconds")
         return cls(
             holder_identity=spec.get("holderIdentity") or "",
@@ -302,7 +303,7 @@ class LeaderElector:
 
     def _with_record(self, lease: Mapping[str, Any], record: LeaseRecord) -> dict[str, Any]:
         # Keep the metadata (resourceVersion: optimistic lock) and any spec fields we do not manage.
-        spec = dict(lease.get("spec") or {})
+        spec = dict(ObjectView(lease).spec)
         spec.update(record.to_spec())
         return {"apiVersion": LEASES.api_version, "kind": LEASES.kind, "metadata": lease["metadata"], "spec": spec}
 

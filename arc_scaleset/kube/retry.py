@@ -18,6 +18,7 @@ from arc_scaleset.clock import REAL_CLOCK, Clock
 from arc_scaleset.kube.client import KubeClient, PatchType
 from arc_scaleset.kube.errors import Conflict
 from arc_scaleset.kube.resources import Resource
+from arc_scaleset.kube.views import ObjectView
 
 T = TypeVar("T")
 
@@ -85,7 +86,7 @@ async def update_with_retry(
         desired = mutate(copy.deepcopy(current))
         if desired is None:
             return None
-        resource_version = (current.get("metadata") or {}).get("resourceVersion")
+        resource_version = ObjectView(current).resource_version or None
         if method == "replace":
             body = copy.deepcopy(desired)
             body.setdefault("metadata", {})["resourceVersion"] = resource_version

@@ -1,4 +1,4 @@
-"""Wiring: one listener process's parts, built from a :class:`ListenerConfig` (spec 3.2, steps 2-5).
+"""Wiring: one listener process's parts, built from a :class:`ListenerConfig`.
 
 :func:`build_listener` turns a validated config into a ready :class:`ListenerApp` (the Actions-service
 client, the Kubernetes client, the session keeper, the scaler, metrics, health, the loop). Problems the
@@ -16,6 +16,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from arc_scaleset.api.listener_config import ListenerConfig
 from arc_scaleset.clock import REAL_CLOCK, Clock
 from arc_scaleset.github import (
     ActionsClient,
@@ -28,7 +29,6 @@ from arc_scaleset.github import (
     parse_config_url,
 )
 from arc_scaleset.kube.client import KubeClient
-from arc_scaleset.listener.config import ListenerConfig
 from arc_scaleset.listener.errors import FatalListenerError
 from arc_scaleset.listener.health import DEFAULT_LIVENESS_WINDOW, Health
 from arc_scaleset.listener.loop import Listener, LoopSettings

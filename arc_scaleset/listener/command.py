@@ -1,4 +1,4 @@
-"""``arc-scaleset listener``: one scale set's listener process (spec 3.2).
+"""``arc-scaleset listener``: one scale set's listener process (docs/listener.md).
 
 No required flags: the config file is named by ``LISTENER_CONFIG_PATH`` (ARC's ``config.json``), as in a
 listener pod. ``--kubeconfig`` is for running outside a cluster (otherwise in-cluster credentials, then
@@ -18,9 +18,10 @@ from collections.abc import Callable
 
 from prometheus_client import CollectorRegistry, disable_created_metrics
 
+from arc_scaleset.api.listener_config import ListenerConfig, ListenerConfigError
 from arc_scaleset.gc_tuning import freeze_startup_objects
 from arc_scaleset.listener.app import build_listener
-from arc_scaleset.listener.config import ConfigError, ListenerConfig, config_path_from_environment, load_config
+from arc_scaleset.listener.config import config_path_from_environment, load_config
 from arc_scaleset.listener.errors import FatalListenerError
 from arc_scaleset.observability.logging import configure_logging, register_secret
 from arc_scaleset.observability.metrics_server import HealthCheck, MetricsServer, serve_metrics
@@ -47,7 +48,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     try:
         config = load_config(config_path_from_environment())
-    except ConfigError as exc:
+    except ListenerConfigError as exc:
         configure_logging(level="info", stream=sys.stdout)
         log.error(str(exc))
         return 1

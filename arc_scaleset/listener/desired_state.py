@@ -1,8 +1,8 @@
-"""The scaler's decision (spec 3.4): how many runners, under which patch ID. Pure: no I/O, no clock.
+"""The scaler's decision (docs/listener.md): how many runners, under which patch ID. Pure: no I/O, no clock.
 
 The listener tells the EphemeralRunnerSet two things with each patch: ``replicas`` (the target) and a
 ``patchID``. The ERS acts on a patch ID once (scale up if short, never down), except patch ID 0, which
-means "this is the authoritative state": the ERS may then also scale idle runners down (spec 3.5).
+means "this is the authoritative state": the ERS may then also scale idle runners down.
 
 This module reproduces ARC's sequencing exactly, because the ERS side depends on it:
 

@@ -2,7 +2,7 @@
 
 Only :class:`FatalListenerError` ends the process (exit code 1, its message as the last log line). Everything
 else is retried in-process: ARC's listener exits on any error and relies on its pod being recreated,
-which loses the session, crash-loops on a held session (ARC #3209) and on passing outages (#3210, #3813).
+which loses the session, crash-loops on a held session (ARC #3209) and on passing outages (ARC #3210, #3813).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Liveness and readiness of the listener (field survey 2.1, ARC #3005: a listener offline while Running).
+"""Liveness and readiness of the listener (ARC #3005: a listener offline while Running).
 
 - **live**: the loop made progress within ``liveness_window`` seconds. Progress is a successful long poll
   or, while no session is held, an answered attempt to obtain one (waiting for a held session to be

@@ -1,4 +1,4 @@
-"""The listener loop (spec 3.3): long-poll the scale set's queue, acquire jobs, publish the desired count.
+"""The listener loop (docs/listener.md): long-poll the scale set's queue, acquire jobs, publish the desired count.
 
 One iteration:
 
@@ -8,7 +8,7 @@ One iteration:
 3. a message: acknowledge it first; acquire the jobs it offers (each runner request at most once, even
    when a message is delivered again); note started and completed jobs; **publish the desired count**;
    only then the slow bookkeeping: EphemeralRunner status patches for started jobs (concurrently) and
-   job metrics. ARC did the bookkeeping first, up to 100 API calls ahead of the scale decision (#4668).
+   job metrics. ARC did the bookkeeping first, up to 100 API calls ahead of the scale decision (ARC #4668).
 
 Failures never end the loop, except :class:`~arc_scaleset.listener.errors.FatalListenerError`. A failed poll is
 answered by :func:`~arc_scaleset.listener.errors.reaction_to`: back off and retry (5xx, 429 with its

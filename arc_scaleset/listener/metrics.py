@@ -1,4 +1,4 @@
-"""The listener's Prometheus metrics: ARC's names and labels (spec 3.6) on a private registry.
+"""The listener's Prometheus metrics: ARC's names and labels on a private registry (docs/listener.md).
 
 Scale-set gauges carry ``enterprise``, ``organization``, ``repository`` (from the config URL), ``name`` and
 ``namespace`` (the EphemeralRunnerSet's). Job metrics carry ``enterprise`` (from the URL) and the job's
@@ -9,7 +9,7 @@ When the config has a ``metrics`` section (ARC's ``MetricsConfig``), exactly the
 registered, each with exactly the labels it lists; an unknown metric name is logged and skipped. Without
 it, the default set below is registered.
 
-Beyond ARC, the default set has what ARC's users asked for (field survey 2.10):
+Beyond ARC, the default set has what ARC's users asked for (ARC #3154, #4429):
 
 - ``gha_available_jobs`` and ``gha_acquired_jobs``: the two queue statistics ARC does not export, so queue
   depth can be alerted on;
@@ -27,7 +27,7 @@ from typing import Protocol
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from arc_scaleset.listener.config import CounterSpec, GaugeSpec, HistogramSpec, MetricsConfig
+from arc_scaleset.api.common import CounterMetric, GaugeMetric, HistogramMetric, MetricsConfig
 
 log = logging.getLogger(__name__)
 
@@ -96,21 +96,21 @@ _KNOWN_HISTOGRAMS = (JOB_STARTUP_DURATION, JOB_EXECUTION_DURATION, JOB_QUEUE_DUR
 def default_metrics_config() -> MetricsConfig:
     """The metric set registered when the config has no ``metrics`` section."""
     return MetricsConfig(
-        gauges={name: GaugeSpec(SCALE_SET_LABELS) for name in _DEFAULT_GAUGES},
+        gauges={name: GaugeMetric(labels=list(SCALE_SET_LABELS)) for name in _DEFAULT_GAUGES},
         counters={
-            STARTED_JOBS: CounterSpec(STARTED_JOB_LABELS),
-            COMPLETED_JOBS: CounterSpec(COMPLETED_JOB_LABELS),
+            STARTED_JOBS: CounterMetric(labels=list(STARTED_JOB_LABELS)),
+            COMPLETED_JOBS: CounterMetric(labels=list(COMPLETED_JOB_LABELS)),
         },
         histograms={
-            JOB_STARTUP_DURATION: HistogramSpec(STARTED_JOB_LABELS),
-            JOB_EXECUTION_DURATION: HistogramSpec(COMPLETED_JOB_LABELS),
-            JOB_QUEUE_DURATION: HistogramSpec(STARTED_JOB_LABELS),
+            JOB_STARTUP_DURATION: HistogramMetric(labels=list(STARTED_JOB_LABELS)),
+            JOB_EXECUTION_DURATION: HistogramMetric(labels=list(COMPLETED_JOB_LABELS)),
+            JOB_QUEUE_DURATION: HistogramMetric(labels=list(STARTED_JOB_LABELS)),
         },
     )
 
 
 class Statistics(Protocol):
-    """The service's scale-set statistics (spec 4.4), as the GitHub client models them."""
+    """The service's scale-set statistics, as the GitHub client models them."""
 
     @property
     def total_available_jobs(self) -> int: ...
@@ -230,20 +230,20 @@ class ListenerMetrics:
         self._register(config if config is not None else default_metrics_config())
 
     def _register(self, config: MetricsConfig) -> None:
-        for name, gauge_spec in config.gauges.items():
+        for name, gauge_spec in (config.gauges or {}).items():
             if name not in _DEFAULT_GAUGES:
                 log.warning("skipping unknown gauge %r in the metrics config", name)
                 continue
             labels = self._checked_labels(name, gauge_spec.labels)
             self._gauges[name] = (Gauge(name, _HELP[name], labels, registry=self.registry), labels)
-        for name, counter_spec in config.counters.items():
+        for name, counter_spec in (config.counters or {}).items():
             if name not in _KNOWN_COUNTERS:
                 log.warning("skipping unknown counter %r in the metrics config", name)
                 continue
             labels = self._checked_labels(name, counter_spec.labels)
             # prometheus_client appends "_total" itself; ARC's names already carry it.
             self._counters[name] = (Counter(name, _HELP[name], labels, registry=self.registry), labels)
-        for name, histogram_spec in config.histograms.items():
+        for name, histogram_spec in (config.histograms or {}).items():
             if name not in _KNOWN_HISTOGRAMS:
                 log.warning("skipping unknown histogram %r in the metrics config", name)
                 continue

@@ -1,4 +1,4 @@
-"""The scaler's Kubernetes side (spec 3.4): publish decisions to the EphemeralRunnerSet, job facts to runners.
+"""The scaler's Kubernetes side (docs/listener.md): publish decisions to the EphemeralRunnerSet, job facts to runners.
 
 :class:`Scaler` owns a :class:`~arc_scaleset.listener.desired_state.DesiredState` and writes two things:
 

@@ -104,11 +104,11 @@ async def _serve(
     sim = await SimulatedGitHub.start(config=config, host=args.host, port=args.port, tls=args.tls)
     try:
         for token, scopes in tokens:
-            sim.add_token(token, scopes=scopes)
+            sim.credentials.add_token(token, scopes=scopes)
         for app_id, installation_id, key_pem in apps:
-            sim.create_app(app_id=app_id, installation_id=installation_id, public_key_pem=key_pem)
+            sim.credentials.add_app(app_id=app_id, installation_ids=[installation_id], public_key_pem=key_pem)
         for group in args.runner_group:
-            sim.add_runner_group(group)
+            sim.state.add_runner_group(group)
         _write_files(sim, args)
         print(sim.url, flush=True)
 
@@ -128,7 +128,10 @@ async def _serve(
             )
 
             async def enqueue(labels: object, repository: str, duration: float, name: str) -> int:
-                return sim.enqueue_job(list(spec.labels), repository=repository, duration=duration, display_name=name)
+                job = sim.state.enqueue_job(
+                    list(spec.labels), repository=repository, duration=duration, display_name=name
+                )
+                return job.request_id
 
             workload = asyncio.create_task(run_workload(spec, enqueue))
         await stop.wait()

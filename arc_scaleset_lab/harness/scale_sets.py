@@ -21,9 +21,16 @@ from arc_scaleset.api.autoscalingrunnerset import AUTOSCALING_RUNNER_SETS
 from arc_scaleset.api.common import API_VERSION
 from arc_scaleset.api.ephemeralrunner import EPHEMERAL_RUNNERS
 from arc_scaleset.api.ephemeralrunnerset import EPHEMERAL_RUNNER_SETS
+from arc_scaleset.api.views import (
+    AutoscalingListenerView,
+    AutoscalingRunnerSetView,
+    EphemeralRunnerSetView,
+    EphemeralRunnerView,
+)
 from arc_scaleset.kube import resources
 from arc_scaleset.kube.client import KubeClient
 from arc_scaleset.kube.errors import NotFound
+from arc_scaleset.kube.views import ObjectView, PodView
 from arc_scaleset_lab.sim.admin_client import SimAdminClient
 
 RUNNER_IMAGE = "ghcr.io/actions/actions-runner:2.330.0"
@@ -82,19 +89,14 @@ class RunnerView:
 
     @classmethod
     def of(cls, er: Mapping[str, Any]) -> RunnerView:
-        meta = er.get("metadata") or {}
-        status = er.get("status") or {}
-        try:
-            revision = int((meta.get("annotations") or {}).get(keys.ANNOTATION_ACTIONABLE_REVISION, "0"))
-        except ValueError:
-            revision = 0
+        view = EphemeralRunnerView(er)
         return cls(
-            name=str(meta.get("name", "")),
-            uid=str(meta.get("uid", "")),
-            phase=str(status.get("phase") or ""),
-            revision=revision,
-            busy=bool(status.get("jobId") or status.get("jobRequestId")),
-            deleting=bool(meta.get("deletionTimestamp")),
+            name=view.name,
+            uid=view.uid,
+            phase=view.phase,
+            revision=view.revision,
+            busy=view.has_job or bool(view.status.get("jobRequestId")),
+            deleting=view.is_deleting,
         )
 
 
@@ -114,23 +116,23 @@ class ScaleSetSnapshot:
 
     @property
     def replicas(self) -> int:
-        return int(((self.ers or {}).get("spec") or {}).get("replicas") or 0)
+        return EphemeralRunnerSetView(self.ers or {}).replicas
 
     @property
     def patch_id(self) -> int:
-        return int(((self.ers or {}).get("spec") or {}).get("patchID") or 0)
+        return EphemeralRunnerSetView(self.ers or {}).patch_id
 
     @property
     def desired_revision(self) -> int:
-        return int(((self.ers or {}).get("spec") or {}).get("actionableRevision") or 0)
+        return EphemeralRunnerSetView(self.ers or {}).actionable_revision
 
     @property
     def applied_revision(self) -> int:
-        return int(((self.ers or {}).get("status") or {}).get("appliedActionableRevision") or 0)
+        return EphemeralRunnerSetView(self.ers or {}).applied_actionable_revision
 
     @property
     def ars_phase(self) -> str:
-        return str(((self.ars or {}).get("status") or {}).get("phase") or "")
+        return AutoscalingRunnerSetView(self.ars or {}).phase
 
     def by_phase(self) -> Counter[str]:
         return Counter((r.phase or "New") if not r.deleting else "Deleting" for r in self.runners)
@@ -165,7 +167,7 @@ class ScaleSetSnapshot:
 
 def owned_by_runner_set(er: Mapping[str, Any], runner_set: str) -> bool:
     """Whether EphemeralRunner ``er`` belongs to the EphemeralRunnerSet named ``runner_set`` (its owner)."""
-    owners = (er.get("metadata") or {}).get("ownerReferences") or []
+    owners = ObjectView(er).owner_references
     return any(o.get("kind") == "EphemeralRunnerSet" and o.get("name") == runner_set for o in owners)
 
 
@@ -182,8 +184,8 @@ async def find_listener(
     """The AutoscalingListener serving ARS ``namespace/name`` (linked by its spec fields, not by owner)."""
     listed = await kube.list(AUTOSCALING_LISTENERS, namespace=controller_namespace)
     for al in listed.items:
-        spec = al.get("spec") or {}
-        if spec.get("autoscalingRunnerSetNamespace") == namespace and spec.get("autoscalingRunnerSetName") == name:
+        listener = AutoscalingListenerView(al)
+        if listener.scale_set_namespace == namespace and listener.scale_set_name == name:
             return al
     return None
 
@@ -207,16 +209,14 @@ async def observe(
     )
     scale_set_id: int | None = None
     with contextlib.suppress(ValueError, TypeError, KeyError):
-        annotations = ((ars or {}).get("metadata") or {}).get("annotations") or {}
-        scale_set_id = int(annotations[keys.ANNOTATION_RUNNER_SCALE_SET_ID])
-    listener_name = listener["metadata"]["name"] if listener else None
+        scale_set_id = int(ObjectView(ars or {}).annotations[keys.ANNOTATION_RUNNER_SCALE_SET_ID])
+    listener_name = ObjectView(listener).name if listener else None
     pod_phase: str | None = None
     if listener_name is not None:
         pod = await _get(kube, resources.PODS, listener_name, controller_namespace)
         if pod is not None:
-            pod_phase = str((pod.get("status") or {}).get("phase") or "Pending")
-            if (pod.get("metadata") or {}).get("deletionTimestamp"):
-                pod_phase = "Terminating"
+            pod_view = PodView(pod)
+            pod_phase = "Terminating" if pod_view.is_deleting else pod_view.phase or "Pending"
     owner = None
     for session in sessions or []:
         if scale_set_id is not None and session.get("scaleSetId") == scale_set_id:

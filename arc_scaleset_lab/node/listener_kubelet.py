@@ -43,6 +43,7 @@ from typing import Any, Final
 import orjson
 
 from arc_scaleset.api.keys import COMPONENT_LISTENER, LABEL_COMPONENT, LISTENER_CONTAINER_NAME
+from arc_scaleset.api.listener_config import CONFIG_PATH_ENV
 from arc_scaleset.kube.client import KubeClient, PatchType
 from arc_scaleset.kube.errors import KubeError, NotFound
 from arc_scaleset.kube.informer import Informer, Object
@@ -62,7 +63,6 @@ from arc_scaleset_lab.node.pod_sandbox import (
 log = logging.getLogger(__name__)
 
 LISTENER_POD_SELECTOR: Final = f"{LABEL_COMPONENT}={COMPONENT_LISTENER}"
-CONFIG_PATH_ENV: Final = "LISTENER_CONFIG_PATH"
 DEFAULT_GRACE_SECONDS: Final = 30.0
 RETRY_BASE_SECONDS: Final = 1.0
 RETRY_CAP_SECONDS: Final = 30.0

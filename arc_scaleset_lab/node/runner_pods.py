@@ -18,7 +18,8 @@ from typing import Any, Protocol
 from arc_scaleset.kube import resources
 from arc_scaleset.kube.client import KubeClient
 from arc_scaleset.kube.errors import Gone, KubeError, NotFound
-from arc_scaleset_lab.sim.state import RunnerExitRequest
+from arc_scaleset_lab.sim.notify import ChangeNotifier
+from arc_scaleset_lab.sim.state import RunnerExitRequest, SimState
 
 log = logging.getLogger(__name__)
 
@@ -35,17 +36,17 @@ class RunnerService(Protocol):
 
 
 class InProcessRunnerService:
-    """Adapts an in-process :class:`~arc_scaleset_lab.sim.server.SimulatedGitHub` to :class:`RunnerService`."""
+    """Adapts an in-process sim's model (``sim.state``, woken by ``sim.changes``) to :class:`RunnerService`."""
 
-    def __init__(self, sim: Any) -> None:
-        self._sim = sim
+    def __init__(self, state: SimState, changes: ChangeNotifier) -> None:
+        self._state = state
+        self._changes = changes
 
     async def runner_online(self, name: str) -> Any:
-        return self._sim.runner_online(name)
+        return self._state.runner_online(name)
 
     async def next_runner_events(self, *, after: int, wait_seconds: float) -> list[RunnerExitRequest]:
-        events: list[RunnerExitRequest] = await self._sim.next_runner_events(after=after, wait_seconds=wait_seconds)
-        return events
+        return await self._changes.poll_until(lambda: self._state.runner_events_after(after), within=wait_seconds)
 
 
 def terminated_status(pod: dict[str, Any], *, exit_code: int, now: dt.datetime) -> dict[str, Any]:

@@ -4,8 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Callable
+from typing import TypeVar
 
 from arc_scaleset.clock import Clock
+
+_T = TypeVar("_T")
+
+# How often wait_until re-checks even without a change: some conditions are on things that never notify
+# (the request log).
+_RECHECK_SECONDS = 0.05
 
 
 class ChangeNotifier:
@@ -43,3 +51,22 @@ class ChangeNotifier:
             waiter.cancel()
             sleeper.cancel()
         return event.is_set()
+
+    async def poll_until(self, query: Callable[[], _T], *, within: float) -> _T:
+        """``query()`` now and after every change until its result is truthy or ``within`` seconds (real time)
+        pass; returns the last result (falsy when time ran out)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + within
+        while not (result := query()):
+            if not await self.wait(deadline - loop.time()):
+                return query()
+        return result
+
+    async def wait_until(self, predicate: Callable[[], bool], *, within: float = 10.0) -> None:
+        """Return once ``predicate()`` holds; TimeoutError after ``within`` seconds (real time).
+
+        Re-checks on every change, and at least every 50 ms, for conditions on things that do not notify.
+        """
+        async with asyncio.timeout(within):
+            while not predicate():
+                await self.wait(_RECHECK_SECONDS)

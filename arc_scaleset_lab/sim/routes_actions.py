@@ -1,184 +1,153 @@
-"""The Actions-service side of the sim: every row of spec 4.4, under ``/tenant/{tenant}/``.
+"""The Actions-service side of the sim, under ``/tenant/{tenant}/``: scale sets, runner groups, runners,
+message sessions, the message queue and job acquisition.
 
 Admin endpoints require an ``api-version`` query parameter and the tenant's admin token. The message queue
 (GET/DELETE on the session's ``messageQueueUrl``) and ``acquirejobs`` require the session's queue token.
+Errors are raised as :class:`~arc_scaleset_lab.sim.errors.ActionsError` and answered by the protocol middleware.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-import orjson
 from aiohttp import web
 
+from arc_scaleset.clock import Clock
 from arc_scaleset_lab.sim import errors
-from arc_scaleset_lab.sim.routes_github import credential
-from arc_scaleset_lab.sim.server import json_response, named
-from arc_scaleset_lab.sim.state import JobState, ScaleSet, Session, job_message, rfc3339
-
-if TYPE_CHECKING:
-    from arc_scaleset_lab.sim.server import SimulatedGitHub
+from arc_scaleset_lab.sim.actions_wire import scale_set_json, session_json
+from arc_scaleset_lab.sim.address import SimAddress
+from arc_scaleset_lab.sim.auth import Credentials
+from arc_scaleset_lab.sim.http import Dialect, credential, json_response, no_content, protocol_route, read_json
+from arc_scaleset_lab.sim.notify import ChangeNotifier
+from arc_scaleset_lab.sim.state import JobState, ScaleSet, Session, SimState, job_message
 
 _RUNTIME = "/tenant/{tenant}/_apis/runtime"
+_SCALE_SETS = _RUNTIME + "/runnerscalesets"
+_SCALE_SET = _SCALE_SETS + "/{scale_set_id}"
 _AGENTS = "/tenant/{tenant}/_apis/distributedtask/pools/{pool}/agents"
 
 
-def _int(value: str | None, what: str) -> int:
-    try:
-        return int(value or "")
-    except ValueError:
-        raise errors.bad_request(f"{what} must be an integer, got {value!r}.") from None
+class ActionsRoutes:
+    """One method per Actions-service endpoint; :meth:`register` adds them to an application.
 
+    ``get_message`` holds a poll for up to ``long_poll_seconds`` of ``clock``, waking on ``changes``.
+    """
 
-async def _body(request: web.Request) -> Any:
-    raw = (await request.read()).removeprefix(b"\xef\xbb\xbf")
-    if not raw.strip():
-        return None
-    try:
-        return orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        raise errors.bad_request("The request body is not valid JSON.") from None
+    def __init__(
+        self,
+        *,
+        state: SimState,
+        credentials: Credentials,
+        address: SimAddress,
+        changes: ChangeNotifier,
+        clock: Clock,
+        long_poll_seconds: float,
+    ) -> None:
+        self._state = state
+        self._credentials = credentials
+        self._address = address
+        self._changes = changes
+        self._clock = clock
+        self._long_poll_seconds = long_poll_seconds
 
+    def register(self, app: web.Application) -> None:
+        # add_route, not add_get: these GET routes have no implicit HEAD twin.
+        for method, path, handler in (
+            ("GET", _SCALE_SETS, self.get_scale_sets),
+            ("POST", _SCALE_SETS, self.create_scale_set),
+            ("GET", _SCALE_SET, self.get_scale_set),
+            ("PATCH", _SCALE_SET, self.update_scale_set),
+            ("DELETE", _SCALE_SET, self.delete_scale_set),
+            ("GET", _RUNTIME + "/runnergroups/", self.get_runner_groups),
+            ("GET", _RUNTIME + "/runnergroups", self.get_runner_groups),
+            ("POST", _SCALE_SET + "/generatejitconfig", self.generate_jit_config),
+            ("POST", _SCALE_SET + "/sessions", self.create_session),
+            ("PATCH", _SCALE_SET + "/sessions/{session_id}", self.refresh_session),
+            ("DELETE", _SCALE_SET + "/sessions/{session_id}", self.delete_session),
+            ("GET", _SCALE_SET + "/messages", self.get_message),
+            ("DELETE", _SCALE_SET + "/messages/{message_id}", self.delete_message),
+            ("POST", _SCALE_SET + "/acquirejobs", self.acquire_jobs),
+            ("GET", _SCALE_SET + "/acquirablejobs", self.acquirable_jobs),
+            ("GET", _AGENTS, self.get_runners),
+            ("GET", _AGENTS + "/{runner_id}", self.get_runner),
+            ("DELETE", _AGENTS + "/{runner_id}", self.remove_runner),
+        ):
+            app.router.add_route(method, path, handler)
 
-def add_routes(app: web.Application, sim: SimulatedGitHub) -> None:
-    state = sim.state
+    # ------------------------------------------------------------ scale sets and runner groups
 
-    def tenant_of(request: web.Request) -> int:
-        tenant_id = _int(request.match_info["tenant"], "tenant")
-        state.tenant(tenant_id)
-        return tenant_id
-
-    def admin(request: web.Request) -> int:
-        """The tenant of an admin request, after the api-version and admin-token checks."""
-        tenant_id = tenant_of(request)
-        if not request.query.get("api-version"):
-            raise errors.ActionsError(
-                400,
-                "Microsoft.VisualStudio.Services.WebApi.VssVersionNotSpecifiedException",
-                "The api-version query parameter is required.",
-            )
-        sim.credentials.check_admin_token(credential(request, "Bearer"), tenant_id)
-        return tenant_id
-
-    def scale_set_json(scale_set: ScaleSet) -> dict[str, Any]:
-        base = sim.tenant_url(scale_set.tenant_id)
-        return {
-            "id": scale_set.id,
-            "name": scale_set.name,
-            "runnerGroupId": scale_set.runner_group_id,
-            "runnerGroupName": scale_set.runner_group_name,
-            "labels": [dict(label) for label in scale_set.labels],
-            "RunnerSetting": {"disableUpdate": True} if scale_set.disable_update else {},
-            "createdOn": rfc3339(scale_set.created_on),
-            "runnerJitConfigUrl": f"{base}_apis/runtime/runnerscalesets/{scale_set.id}/generatejitconfig",
-            "statistics": state.statistics(scale_set.id).to_json(),
-        }
-
-    def session_json(session: Session, tenant_id: int) -> dict[str, Any]:
-        base = sim.tenant_url(tenant_id)
-        return {
-            "sessionId": session.id,
-            "ownerName": session.owner,
-            "runnerScaleSet": scale_set_json(state.scale_sets[session.scale_set_id]),
-            "messageQueueUrl": (
-                f"{base}_apis/runtime/runnerscalesets/{session.scale_set_id}/messages?sessionId={session.id}"
-            ),
-            "messageQueueAccessToken": session.queue_token,
-            "statistics": state.statistics(session.scale_set_id).to_json(),
-        }
-
-    def scale_set_id_of(request: web.Request) -> int:
-        return _int(request.match_info["scale_set_id"], "runner scale set id")
-
-    # ------------------------------------------------------------ scale sets
-
-    @named("get_scale_sets")
-    async def get_scale_sets(request: web.Request) -> web.Response:
-        tenant_id = admin(request)
+    @protocol_route("get_scale_sets", Dialect.ACTIONS)
+    async def get_scale_sets(self, request: web.Request) -> web.Response:
+        tenant_id = self._authorize_admin(request)
         group = request.query.get("runnerGroupId")
-        found = state.find_scale_sets(
+        found = self._state.find_scale_sets(
             tenant_id,
             name=request.query.get("name"),
             runner_group_id=_int(group, "runnerGroupId") if group else None,
         )
-        return json_response({"count": len(found), "value": [scale_set_json(s) for s in found]})
+        return json_response({"count": len(found), "value": [self._scale_set_json(s) for s in found]})
 
-    @named("get_scale_set")
-    async def get_scale_set(request: web.Request) -> web.Response:
-        tenant_id = admin(request)
-        return json_response(scale_set_json(state.scale_set(tenant_id, scale_set_id_of(request))))
+    @protocol_route("get_scale_set", Dialect.ACTIONS)
+    async def get_scale_set(self, request: web.Request) -> web.Response:
+        tenant_id = self._authorize_admin(request)
+        return json_response(self._scale_set_json(self._state.scale_set(tenant_id, _scale_set_id(request))))
 
-    def labels_of(body: dict[str, Any]) -> list[dict[str, str]]:
-        labels = body.get("labels") or []
-        if not isinstance(labels, list) or not all(isinstance(lb, dict) for lb in labels):
-            raise errors.bad_request("labels must be a list of {type, name} objects.")
-        return [{"type": str(lb.get("type") or ""), "name": str(lb.get("name") or "")} for lb in labels]
-
-    def disable_update_of(body: dict[str, Any]) -> bool | None:
-        setting = body.get("RunnerSetting")
-        if isinstance(setting, dict) and "disableUpdate" in setting:
-            return bool(setting["disableUpdate"])
-        return None
-
-    @named("create_scale_set")
-    async def create_scale_set(request: web.Request) -> web.Response:
-        tenant_id = admin(request)
-        body = await _body(request)
-        if not isinstance(body, dict):
-            raise errors.bad_request("A runner scale set object is required.")
-        scale_set = state.create_scale_set(
+    @protocol_route("create_scale_set", Dialect.ACTIONS)
+    async def create_scale_set(self, request: web.Request) -> web.Response:
+        tenant_id = self._authorize_admin(request)
+        body = await _scale_set_body(request)
+        scale_set = self._state.create_scale_set(
             tenant_id,
             name=str(body.get("name") or ""),
             runner_group_id=_int(str(body.get("runnerGroupId") or 0), "runnerGroupId"),
-            labels=labels_of(body),
-            disable_update=bool(disable_update_of(body)),
+            labels=_labels(body),
+            disable_update=bool(_disable_update(body)),
         )
-        return json_response(scale_set_json(scale_set))
+        return json_response(self._scale_set_json(scale_set))
 
-    @named("update_scale_set")
-    async def update_scale_set(request: web.Request) -> web.Response:
-        tenant_id = admin(request)
-        body = await _body(request)
-        if not isinstance(body, dict):
-            raise errors.bad_request("A runner scale set object is required.")
-        scale_set = state.update_scale_set(
+    @protocol_route("update_scale_set", Dialect.ACTIONS)
+    async def update_scale_set(self, request: web.Request) -> web.Response:
+        tenant_id = self._authorize_admin(request)
+        body = await _scale_set_body(request)
+        # Zero values mean "unchanged", as Go's omitempty sends them.
+        scale_set = self._state.update_scale_set(
             tenant_id,
-            scale_set_id_of(request),
+            _scale_set_id(request),
             name=str(body.get("name") or "") or None,
             runner_group_id=_int(str(body.get("runnerGroupId") or 0), "runnerGroupId") or None,
-            labels=labels_of(body) or None,
-            disable_update=disable_update_of(body),
+            labels=_labels(body) or None,
+            disable_update=_disable_update(body),
         )
-        return json_response(scale_set_json(scale_set))
+        return json_response(self._scale_set_json(scale_set))
 
-    @named("delete_scale_set")
-    async def delete_scale_set(request: web.Request) -> web.Response:
-        tenant_id = admin(request)
-        state.delete_scale_set(tenant_id, scale_set_id_of(request))
-        return web.Response(status=204)
+    @protocol_route("delete_scale_set", Dialect.ACTIONS)
+    async def delete_scale_set(self, request: web.Request) -> web.Response:
+        tenant_id = self._authorize_admin(request)
+        self._state.delete_scale_set(tenant_id, _scale_set_id(request))
+        return no_content()
 
-    @named("get_runner_groups")
-    async def get_runner_groups(request: web.Request) -> web.Response:
-        admin(request)
+    @protocol_route("get_runner_groups", Dialect.ACTIONS)
+    async def get_runner_groups(self, request: web.Request) -> web.Response:
+        self._authorize_admin(request)
         name = request.query.get("groupName")
-        groups = state.runner_groups_named(name) if name else list(state.runner_groups.values())
-        value = [g.to_json(state.runner_group_size(g.id)) for g in groups]
+        groups = self._state.runner_groups_named(name) if name else list(self._state.runner_groups.values())
+        value = [g.to_json(self._state.runner_group_size(g.id)) for g in groups]
         return json_response({"count": len(value), "value": value})
 
     # ------------------------------------------------------------ runners
 
-    @named("generate_jit_config")
-    async def generate_jit_config(request: web.Request) -> web.Response:
-        tenant_id = admin(request)
+    @protocol_route("generate_jit_config", Dialect.ACTIONS)
+    async def generate_jit_config(self, request: web.Request) -> web.Response:
+        tenant_id = self._authorize_admin(request)
         body = await _body(request)
         if not isinstance(body, dict):
             raise errors.bad_request("A JIT config request {name, workFolder} is required.")
-        runner, encoded = state.generate_jit_config(
+        runner, encoded = self._state.generate_jit_config(
             tenant_id,
-            scale_set_id_of(request),
+            _scale_set_id(request),
             name=str(body.get("name") or ""),
             work_folder=str(body.get("workFolder") or ""),
-            service_url=sim.tenant_url(tenant_id),
+            service_url=self._address.tenant_url(tenant_id),
         )
         return json_response(
             {
@@ -187,63 +156,58 @@ def add_routes(app: web.Application, sim: SimulatedGitHub) -> None:
             }
         )
 
-    @named("get_runner")
-    async def get_runner(request: web.Request) -> web.Response:
-        tenant_id = admin(request)
-        return json_response(state.runner(tenant_id, _int(request.match_info["runner_id"], "runner id")).to_json())
+    @protocol_route("get_runner", Dialect.ACTIONS)
+    async def get_runner(self, request: web.Request) -> web.Response:
+        tenant_id = self._authorize_admin(request)
+        return json_response(self._state.runner(tenant_id, _runner_id(request)).to_json())
 
-    @named("get_runners")
-    async def get_runners(request: web.Request) -> web.Response:
-        tenant_id = admin(request)
+    @protocol_route("get_runners", Dialect.ACTIONS)
+    async def get_runners(self, request: web.Request) -> web.Response:
+        tenant_id = self._authorize_admin(request)
         name = request.query.get("agentName")
         found = (
-            state.runners_named(tenant_id, name)
+            self._state.runners_named(tenant_id, name)
             if name
-            else [r for r in state.runners.values() if r.tenant_id == tenant_id]
+            else [r for r in self._state.runners.values() if r.tenant_id == tenant_id]
         )
         return json_response({"count": len(found), "value": [r.to_json() for r in found]})
 
-    @named("remove_runner")
-    async def remove_runner(request: web.Request) -> web.Response:
-        tenant_id = admin(request)
-        state.remove_runner(tenant_id, _int(request.match_info["runner_id"], "runner id"))
-        return web.Response(status=204)
+    @protocol_route("remove_runner", Dialect.ACTIONS)
+    async def remove_runner(self, request: web.Request) -> web.Response:
+        tenant_id = self._authorize_admin(request)
+        self._state.remove_runner(tenant_id, _runner_id(request))
+        return no_content()
 
     # ------------------------------------------------------------ sessions
 
-    @named("create_session")
-    async def create_session(request: web.Request) -> web.Response:
-        tenant_id = admin(request)
+    @protocol_route("create_session", Dialect.ACTIONS)
+    async def create_session(self, request: web.Request) -> web.Response:
+        tenant_id = self._authorize_admin(request)
         body = await _body(request)
         owner = body.get("ownerName") if isinstance(body, dict) else None
         if not isinstance(owner, str) or not owner:
             raise errors.bad_request("ownerName is required.")
-        session = state.create_session(tenant_id, scale_set_id_of(request), owner=owner)
-        return json_response(session_json(session, tenant_id))
+        session = self._state.create_session(tenant_id, _scale_set_id(request), owner=owner)
+        return json_response(session_json(self._state, self._address, session, tenant_id))
 
-    @named("refresh_session")
-    async def refresh_session(request: web.Request) -> web.Response:
-        tenant_id = admin(request)
-        session = state.refresh_session(tenant_id, scale_set_id_of(request), request.match_info["session_id"])
-        return json_response(session_json(session, tenant_id))
+    @protocol_route("refresh_session", Dialect.ACTIONS)
+    async def refresh_session(self, request: web.Request) -> web.Response:
+        tenant_id = self._authorize_admin(request)
+        session = self._state.refresh_session(tenant_id, _scale_set_id(request), request.match_info["session_id"])
+        return json_response(session_json(self._state, self._address, session, tenant_id))
 
-    @named("delete_session")
-    async def delete_session(request: web.Request) -> web.Response:
-        tenant_id = admin(request)
-        state.delete_session(tenant_id, scale_set_id_of(request), request.match_info["session_id"])
-        return web.Response(status=204)
+    @protocol_route("delete_session", Dialect.ACTIONS)
+    async def delete_session(self, request: web.Request) -> web.Response:
+        tenant_id = self._authorize_admin(request)
+        self._state.delete_session(tenant_id, _scale_set_id(request), request.match_info["session_id"])
+        return no_content()
 
     # ------------------------------------------------------------ message queue
 
-    def queue_session(request: web.Request) -> Session:
-        tenant_of(request)
-        return state.authorize_queue(
-            scale_set_id_of(request), request.query.get("sessionId"), credential(request, "Bearer")
-        )
-
-    @named("get_message")
-    async def get_message(request: web.Request) -> web.Response:
-        session = queue_session(request)
+    @protocol_route("get_message", Dialect.ACTIONS)
+    async def get_message(self, request: web.Request) -> web.Response:
+        """The oldest unacked message, or a long poll that ends with 202 when none comes in time."""
+        session = self._authorize_queue(request)
         accept = request.headers.get("Accept", "")
         if "api-version=" not in accept and "api-version" not in request.query:
             raise errors.bad_request("The Accept header must carry api-version (application/json; api-version=...).")
@@ -253,66 +217,123 @@ def add_routes(app: web.Application, sim: SimulatedGitHub) -> None:
         last = request.query.get("lastMessageId")
         last_message_id = _int(last, "lastMessageId") if last else 0
         scale_set_id = session.scale_set_id
-        deadline = sim.clock.monotonic() + sim.config.long_poll_seconds
+        deadline = self._clock.monotonic() + self._long_poll_seconds
+        # A poll in flight keeps the session alive: it is not "idle" while a listener waits on it.
         session.polls_in_flight += 1
         try:
             while True:
-                if state.sessions.get(scale_set_id) is not session:
+                # The session may be evicted or replaced while the poll is held.
+                if self._state.sessions.get(scale_set_id) is not session:
                     raise errors.session_not_found(session.id)
-                message = state.next_message(scale_set_id, last_message_id=last_message_id)
+                message = self._state.next_message(scale_set_id, last_message_id=last_message_id)
                 if message is not None:
                     return json_response(message.to_json())
-                remaining = deadline - sim.clock.monotonic()
+                remaining = deadline - self._clock.monotonic()
                 if remaining <= 0:
                     return web.Response(status=202)
-                await sim.notifier.wait(remaining, clock=sim.clock)
+                await self._changes.wait(remaining, clock=self._clock)
         finally:
             session.polls_in_flight -= 1
-            session.last_seen = sim.clock.now()
+            session.last_seen = self._clock.now()
 
-    @named("delete_message")
-    async def delete_message(request: web.Request) -> web.Response:
-        session = queue_session(request)
-        state.ack_message(session.scale_set_id, _int(request.match_info["message_id"], "message id"))
-        return web.Response(status=204)
+    @protocol_route("delete_message", Dialect.ACTIONS)
+    async def delete_message(self, request: web.Request) -> web.Response:
+        session = self._authorize_queue(request)
+        self._state.ack_message(session.scale_set_id, _int(request.match_info["message_id"], "message id"))
+        return no_content()
 
     # ------------------------------------------------------------ jobs
 
-    @named("acquire_jobs")
-    async def acquire_jobs(request: web.Request) -> web.Response:
-        tenant_of(request)
+    @protocol_route("acquire_jobs", Dialect.ACTIONS)
+    async def acquire_jobs(self, request: web.Request) -> web.Response:
+        self._tenant(request)
         if not request.query.get("api-version"):
             raise errors.bad_request("The api-version query parameter is required.")
-        session = state.authorize_queue(scale_set_id_of(request), None, credential(request, "Bearer"))
+        # Authorised by the queue token alone: the request carries no sessionId.
+        session = self._state.authorize_queue(_scale_set_id(request), None, credential(request, "Bearer"))
         body = await _body(request)
         if not isinstance(body, list) or not all(isinstance(i, int) for i in body):
             raise errors.bad_request("The body must be a JSON array of runner request ids.")
-        acquired = state.acquire_jobs(session.scale_set_id, body)
+        acquired = self._state.acquire_jobs(session.scale_set_id, body)
         return json_response({"count": len(acquired), "value": acquired})
 
-    @named("acquirable_jobs")
-    async def acquirable_jobs(request: web.Request) -> web.Response:
-        tenant_id = admin(request)
-        jobs = state.acquirable_jobs(tenant_id, scale_set_id_of(request))
+    @protocol_route("acquirable_jobs", Dialect.ACTIONS)
+    async def acquirable_jobs(self, request: web.Request) -> web.Response:
+        tenant_id = self._authorize_admin(request)
+        jobs = self._state.acquirable_jobs(tenant_id, _scale_set_id(request))
         value = [job_message("JobAvailable", j) for j in jobs if j.state == JobState.AVAILABLE]
         return json_response({"count": len(value), "value": value})
 
-    r = app.router
-    r.add_get(_RUNTIME + "/runnerscalesets", get_scale_sets, allow_head=False)
-    r.add_post(_RUNTIME + "/runnerscalesets", create_scale_set)
-    r.add_get(_RUNTIME + "/runnerscalesets/{scale_set_id}", get_scale_set, allow_head=False)
-    r.add_patch(_RUNTIME + "/runnerscalesets/{scale_set_id}", update_scale_set)
-    r.add_delete(_RUNTIME + "/runnerscalesets/{scale_set_id}", delete_scale_set)
-    r.add_get(_RUNTIME + "/runnergroups/", get_runner_groups, allow_head=False)
-    r.add_get(_RUNTIME + "/runnergroups", get_runner_groups, allow_head=False)
-    r.add_post(_RUNTIME + "/runnerscalesets/{scale_set_id}/generatejitconfig", generate_jit_config)
-    r.add_post(_RUNTIME + "/runnerscalesets/{scale_set_id}/sessions", create_session)
-    r.add_patch(_RUNTIME + "/runnerscalesets/{scale_set_id}/sessions/{session_id}", refresh_session)
-    r.add_delete(_RUNTIME + "/runnerscalesets/{scale_set_id}/sessions/{session_id}", delete_session)
-    r.add_get(_RUNTIME + "/runnerscalesets/{scale_set_id}/messages", get_message, allow_head=False)
-    r.add_delete(_RUNTIME + "/runnerscalesets/{scale_set_id}/messages/{message_id}", delete_message)
-    r.add_post(_RUNTIME + "/runnerscalesets/{scale_set_id}/acquirejobs", acquire_jobs)
-    r.add_get(_RUNTIME + "/runnerscalesets/{scale_set_id}/acquirablejobs", acquirable_jobs, allow_head=False)
-    r.add_get(_AGENTS, get_runners, allow_head=False)
-    r.add_get(_AGENTS + "/{runner_id}", get_runner, allow_head=False)
-    r.add_delete(_AGENTS + "/{runner_id}", remove_runner)
+    # ------------------------------------------------------------ checks
+
+    def _tenant(self, request: web.Request) -> int:
+        """The request's tenant id; 404 when no such tenant exists."""
+        tenant_id = _int(request.match_info["tenant"], "tenant")
+        self._state.tenant(tenant_id)
+        return tenant_id
+
+    def _authorize_admin(self, request: web.Request) -> int:
+        """The tenant of an admin request, after the api-version (400) and admin-token (401) checks."""
+        tenant_id = self._tenant(request)
+        if not request.query.get("api-version"):
+            raise errors.ActionsError(
+                400,
+                "Microsoft.VisualStudio.Services.WebApi.VssVersionNotSpecifiedException",
+                "The api-version query parameter is required.",
+            )
+        self._credentials.check_admin_token(credential(request, "Bearer"), tenant_id)
+        return tenant_id
+
+    def _authorize_queue(self, request: web.Request) -> Session:
+        """The session of a message-queue request: 404 when it is gone, 401 for a bad or expired queue token."""
+        self._tenant(request)
+        return self._state.authorize_queue(
+            _scale_set_id(request), request.query.get("sessionId"), credential(request, "Bearer")
+        )
+
+    def _scale_set_json(self, scale_set: ScaleSet) -> dict[str, Any]:
+        return scale_set_json(self._state, self._address, scale_set)
+
+
+# ---------------------------------------------------------------- request parsing, in the Actions dialect
+
+
+def _int(value: str | None, what: str) -> int:
+    try:
+        return int(value or "")
+    except ValueError:
+        raise errors.bad_request(f"{what} must be an integer, got {value!r}.") from None
+
+
+def _scale_set_id(request: web.Request) -> int:
+    return _int(request.match_info["scale_set_id"], "runner scale set id")
+
+
+def _runner_id(request: web.Request) -> int:
+    return _int(request.match_info["runner_id"], "runner id")
+
+
+async def _body(request: web.Request) -> Any:
+    return await read_json(request, invalid=lambda: errors.bad_request("The request body is not valid JSON."))
+
+
+async def _scale_set_body(request: web.Request) -> dict[str, Any]:
+    body = await _body(request)
+    if not isinstance(body, dict):
+        raise errors.bad_request("A runner scale set object is required.")
+    return body
+
+
+def _labels(body: dict[str, Any]) -> list[dict[str, str]]:
+    labels = body.get("labels") or []
+    if not isinstance(labels, list) or not all(isinstance(lb, dict) for lb in labels):
+        raise errors.bad_request("labels must be a list of {type, name} objects.")
+    return [{"type": str(lb.get("type") or ""), "name": str(lb.get("name") or "")} for lb in labels]
+
+
+def _disable_update(body: dict[str, Any]) -> bool | None:
+    """``RunnerSetting.disableUpdate`` when the body sets it, else None."""
+    setting = body.get("RunnerSetting")
+    if isinstance(setting, dict) and "disableUpdate" in setting:
+        return bool(setting["disableUpdate"])
+    return None

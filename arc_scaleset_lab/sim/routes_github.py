@@ -1,61 +1,71 @@
-"""The GitHub REST side of the sim (spec 4.3): installation tokens, registration tokens, runner registration.
+"""The GitHub REST side of the sim: installation tokens, registration tokens, runner registration.
 
-Served under ``/api/v3`` (the GHES API base of a config URL on this server) and at the root.
+Served under ``/api/v3`` (the GHES API base of a config URL on this server) and at the root, for clients
+given an explicit API base. Errors are raised as :class:`~arc_scaleset_lab.sim.errors.GitHubError` and
+answered by the protocol middleware.
 """
 
 from __future__ import annotations
 
 import urllib.parse
-from typing import TYPE_CHECKING, Any
 
-import orjson
 from aiohttp import web
 
 from arc_scaleset_lab.sim import errors
-from arc_scaleset_lab.sim.server import json_response, named
-from arc_scaleset_lab.sim.state import rfc3339
-
-if TYPE_CHECKING:
-    from arc_scaleset_lab.sim.server import SimulatedGitHub
-
-
-def credential(request: web.Request, scheme: str) -> str | None:
-    """The credential after ``<scheme> `` in Authorization (case-insensitive scheme), else None."""
-    header = request.headers.get("Authorization", "")
-    given, _, value = header.partition(" ")
-    if given.lower() != scheme.lower() or not value.strip():
-        return None
-    return value.strip()
+from arc_scaleset_lab.sim.address import SimAddress
+from arc_scaleset_lab.sim.auth import Credentials
+from arc_scaleset_lab.sim.http import Dialect, credential, json_response, protocol_route, read_json
+from arc_scaleset_lab.sim.state import SimState, rfc3339
 
 
-def add_routes(app: web.Application, sim: SimulatedGitHub) -> None:
-    def bearer(request: web.Request) -> str | None:
-        # GitHub takes PATs as "Bearer" or the older "token" scheme.
-        return credential(request, "Bearer") or credential(request, "token")
+class GitHubRoutes:
+    """One method per GitHub REST endpoint; :meth:`register` adds them to an application."""
 
-    def registration_token(scope_path: str, request: web.Request) -> web.Response:
-        token, expires = sim.credentials.issue_registration_token(bearer(request), scope_path)
+    def __init__(self, *, state: SimState, credentials: Credentials, address: SimAddress) -> None:
+        self._state = state
+        self._credentials = credentials
+        self._address = address
+
+    def register(self, app: web.Application) -> None:
+        for prefix in ("/api/v3", ""):
+            for path, handler in (
+                ("/orgs/{org}/actions/runners/registration-token", self.org_registration_token),
+                ("/enterprises/{enterprise}/actions/runners/registration-token", self.enterprise_registration_token),
+                ("/repos/{owner}/{repo}/actions/runners/registration-token", self.repo_registration_token),
+                ("/app/installations/{installation_id}/access_tokens", self.app_access_token),
+                ("/actions/runner-registration", self.runner_registration),
+            ):
+                app.router.add_post(prefix + path, handler)
+
+    # ------------------------------------------------------------ registration tokens
+
+    @protocol_route("registration_token", Dialect.GITHUB)
+    async def org_registration_token(self, request: web.Request) -> web.Response:
+        return self._registration_token(request.match_info["org"], request)
+
+    @protocol_route("registration_token", Dialect.GITHUB)
+    async def enterprise_registration_token(self, request: web.Request) -> web.Response:
+        return self._registration_token("enterprises/" + request.match_info["enterprise"], request)
+
+    @protocol_route("registration_token", Dialect.GITHUB)
+    async def repo_registration_token(self, request: web.Request) -> web.Response:
+        return self._registration_token(f"{request.match_info['owner']}/{request.match_info['repo']}", request)
+
+    def _registration_token(self, scope_path: str, request: web.Request) -> web.Response:
+        # GitHub takes PATs (and installation tokens) as "Bearer" or the older "token" scheme.
+        bearer = credential(request, "Bearer") or credential(request, "token")
+        token, expires = self._credentials.issue_registration_token(bearer, scope_path)
         return json_response({"token": token, "expires_at": rfc3339(expires)}, status=201)
 
-    @named("registration_token")
-    async def org_registration_token(request: web.Request) -> web.Response:
-        return registration_token(request.match_info["org"], request)
+    # ------------------------------------------------------------ GitHub App
 
-    @named("registration_token")
-    async def enterprise_registration_token(request: web.Request) -> web.Response:
-        return registration_token("enterprises/" + request.match_info["enterprise"], request)
-
-    @named("registration_token")
-    async def repo_registration_token(request: web.Request) -> web.Response:
-        return registration_token(f"{request.match_info['owner']}/{request.match_info['repo']}", request)
-
-    @named("app_access_token")
-    async def app_access_token(request: web.Request) -> web.Response:
+    @protocol_route("app_access_token", Dialect.GITHUB)
+    async def app_access_token(self, request: web.Request) -> web.Response:
         try:
             installation_id = int(request.match_info["installation_id"])
         except ValueError:
             raise errors.GitHubError(404, "Not Found") from None
-        token, expires = sim.credentials.issue_installation_token(credential(request, "Bearer"), installation_id)
+        token, expires = self._credentials.issue_installation_token(credential(request, "Bearer"), installation_id)
         return json_response(
             {
                 "token": token,
@@ -65,10 +75,13 @@ def add_routes(app: web.Application, sim: SimulatedGitHub) -> None:
             status=201,
         )
 
-    @named("runner_registration")
-    async def runner_registration(request: web.Request) -> web.Response:
-        scope_path = sim.credentials.redeem_registration_token(credential(request, "RemoteAuth"))
-        body = await _json_body(request)
+    # ------------------------------------------------------------ runner registration
+
+    @protocol_route("runner_registration", Dialect.GITHUB)
+    async def runner_registration(self, request: web.Request) -> web.Response:
+        """Redeem a registration token for the tenant's Actions-service URL and an admin token."""
+        scope_path = self._credentials.redeem_registration_token(credential(request, "RemoteAuth"))
+        body = await read_json(request, invalid=lambda: errors.GitHubError(400, "Problems parsing JSON"))
         config_url = body.get("url") if isinstance(body, dict) else None
         if not isinstance(config_url, str) or not config_url:
             raise errors.GitHubError(400, "The url field is required")
@@ -76,29 +89,8 @@ def add_routes(app: web.Application, sim: SimulatedGitHub) -> None:
         if requested != scope_path:
             # The registration token was issued for another org/repo/enterprise.
             raise errors.GitHubError(404, "Not Found")
-        tenant = sim.state.tenant_for_scope(scope_path)
-        token, _ = sim.credentials.issue_admin_token(tenant.id)
-        return json_response({"url": sim.tenant_url(tenant.id), "token": token, "token_schema": "OAuthAccessToken"})
-
-    for prefix in ("/api/v3", ""):
-        app.router.add_post(prefix + "/orgs/{org}/actions/runners/registration-token", org_registration_token)
-        app.router.add_post(
-            prefix + "/enterprises/{enterprise}/actions/runners/registration-token", enterprise_registration_token
+        tenant = self._state.tenant_for_scope(scope_path)
+        token, _ = self._credentials.issue_admin_token(tenant.id)
+        return json_response(
+            {"url": self._address.tenant_url(tenant.id), "token": token, "token_schema": "OAuthAccessToken"}
         )
-        app.router.add_post(
-            prefix + "/repos/{owner}/{repo}/actions/runners/registration-token", repo_registration_token
-        )
-        app.router.add_post(prefix + "/app/installations/{installation_id}/access_tokens", app_access_token)
-        app.router.add_post(prefix + "/actions/runner-registration", runner_registration)
-
-
-async def _json_body(request: web.Request) -> Any:
-    raw = await request.read()
-    # A UTF-8 BOM is tolerated, as the real services tolerate it.
-    raw = raw.removeprefix(b"\xef\xbb\xbf")
-    if not raw.strip():
-        return None
-    try:
-        return orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        raise errors.GitHubError(400, "Problems parsing JSON") from None

@@ -278,7 +278,12 @@ class RunnerExitRequest:
 
 
 class SimState:
-    """The whole simulated Actions service. Not thread-safe; one asyncio loop drives it."""
+    """The whole simulated Actions service. Not thread-safe; one asyncio loop drives it.
+
+    Its dicts are the queries: ``jobs`` (by runnerRequestId), ``runners``, ``scale_sets`` are keyed by ids
+    handed out in increasing order and never re-inserted, so they iterate oldest first; ``sessions`` is
+    keyed by scale set id.
+    """
 
     def __init__(self, *, clock: Clock, config: SimConfig | None = None) -> None:
         self.clock = clock

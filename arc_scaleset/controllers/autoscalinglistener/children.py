@@ -1,4 +1,4 @@
-"""The listener's supporting objects (spec 1.8, 1.9): ServiceAccount, Role, RoleBinding, proxy Secret.
+"""The listener's supporting objects: ServiceAccount, Role, RoleBinding, proxy Secret.
 
 Pure builders. The ServiceAccount and proxy Secret live in the listener's (controller) namespace and are
 owned by the AutoscalingListener; the Role and RoleBinding live in the scale set namespace, where owner
@@ -36,7 +36,7 @@ RBAC_API_VERSION = "rbac.authorization.k8s.io/v1"
 
 
 def role_rules(ephemeral_runner_set: str) -> list[dict[str, Any]]:
-    """The listener Role's rules (spec 1.8)."""
+    """The listener Role's rules (docs/listener.md)."""
     return [
         {
             "apiGroups": [GROUP],

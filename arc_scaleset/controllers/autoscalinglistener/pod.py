@@ -1,5 +1,5 @@
-"""The listener pod: built from the AutoscalingListener (spec 1.9), merged with ``listenerTemplate``, and
-compared with the live pod by derivation, not equality (spec 2.6.4).
+"""The listener pod: built from the AutoscalingListener, merged with ``listenerTemplate``, and compared with
+the live pod by derivation, not equality (ARC #4635; docs/controllers.md).
 
 - :func:`desired_listener_pod`: the pod the listener should run as (pure).
 - :func:`merge_listener_template`: ARC's merge rules for a user-supplied pod template.
@@ -18,6 +18,7 @@ from typing import Any, Final
 
 from arc_scaleset.api.autoscalinglistener import AutoscalingListener
 from arc_scaleset.api.keys import ANNOTATION_LISTENER_CONFIG_RESOURCE_VERSION, LISTENER_CONTAINER_NAME
+from arc_scaleset.api.listener_config import CONFIG_PATH_ENV
 from arc_scaleset.api.naming import (
     listener_config_secret_name,
     listener_pod_name,
@@ -26,10 +27,10 @@ from arc_scaleset.api.naming import (
 )
 from arc_scaleset.kube.ownerrefs import controller_ref
 from arc_scaleset.kube.semantic import deep_derivative
+from arc_scaleset.kube.views import PodView
 
 CONFIG_VOLUME: Final = "listener-config"
 CONFIG_MOUNT_PATH: Final = "/etc/gha-listener"
-CONFIG_PATH_ENV: Final = "LISTENER_CONFIG_PATH"
 METRICS_PORT_NAME: Final = "metrics"
 TERMINATION_GRACE_PERIOD_SECONDS: Final = 60
 
@@ -117,7 +118,7 @@ def desired_listener_pod(
 
 
 def merge_listener_template(pod: Mapping[str, Any], template: Mapping[str, Any]) -> dict[str, Any]:
-    """``pod`` with a ``listenerTemplate`` merged in by ARC's rules (spec 1.9); neither input is modified."""
+    """``pod`` with a ``listenerTemplate`` merged in by ARC's rules; neither input is modified."""
     merged = copy.deepcopy(dict(pod))
     template = copy.deepcopy(dict(template))
     meta = merged.setdefault("metadata", {})
@@ -167,19 +168,15 @@ def _merge_listener_container(container: dict[str, Any], template: Mapping[str, 
 
 def recreation_reason(live: Mapping[str, Any], desired: Mapping[str, Any]) -> str | None:
     """Why the live listener pod must be recreated to match ``desired``; ``None`` when it need not be."""
-    desired_version = ((desired.get("metadata") or {}).get("annotations") or {}).get(
-        ANNOTATION_LISTENER_CONFIG_RESOURCE_VERSION, ""
-    )
+    have, wanted = PodView(live), PodView(desired)
+    desired_version = wanted.annotations.get(ANNOTATION_LISTENER_CONFIG_RESOURCE_VERSION, "")
     if desired_version:
-        live_version = ((live.get("metadata") or {}).get("annotations") or {}).get(
-            ANNOTATION_LISTENER_CONFIG_RESOURCE_VERSION
-        )
+        live_version = have.annotations.get(ANNOTATION_LISTENER_CONFIG_RESOURCE_VERSION)
         if live_version is None:
             return "the pod predates the config-version annotation"
         if live_version != desired_version:
             return f"the listener config changed (Secret resourceVersion {live_version} -> {desired_version})"
-    live_spec = live.get("spec") or {}
-    desired_spec = desired.get("spec") or {}
+    live_spec, desired_spec = have.spec, wanted.spec
     live_containers = {c.get("name"): c for c in live_spec.get("containers") or []}
     for container in desired_spec.get("containers") or []:
         counterpart = live_containers.get(container.get("name"))

@@ -1,6 +1,6 @@
 """The AutoscalingListener reconciler: the listener pod of one scale set and everything it needs.
 
-Ordered phases (spec 2.5 with #4635), each continuing in the same pass once its object is in line:
+Ordered phases (docs/controllers.md), each continuing in the same pass once its object is in line:
 
 1. deleting → every child deleted (pod, config and proxy Secrets, ServiceAccount here; Role and RoleBinding
    in the scale set namespace), then the finalizer;
@@ -10,10 +10,10 @@ Ordered phases (spec 2.5 with #4635), each continuing in the same pass once its 
 4. ServiceAccount, Role (rules replaced when they differ), RoleBinding, proxy Secret: created, or their
    labels and annotations merged (keys added by others survive); Secret ``data`` replaced when it drifts;
 5. the config Secret (``config.json``), data replaced when it drifts;
-6. the pod: created; replaced when :func:`~.listener_pod.recreation_reason` says so; replaced after a
+6. the pod: created; replaced when :func:`.pod.recreation_reason` says so; replaced after a
    failure, an eviction or a lost node with per-listener exponential backoff (Events say when the next
    attempt is); otherwise its labels and annotations merged;
-7. the status (``Ready``, ``Degraded``; :mod:`.listener_status`), written once at the end of every pass that
+7. the status (``Ready``, ``Degraded``; :mod:`.status`), written once at the end of every pass that
    got past step 3, whatever happened, and only when it changed.
 
 Bad input (credentials, TLS, a template the API server rejects) is a Warning Event on the listener and on
@@ -41,6 +41,7 @@ from arc_scaleset.api.naming import (
     listener_role_name,
     listener_service_account_name,
 )
+from arc_scaleset.api.views import AutoscalingListenerView
 from arc_scaleset.controllers.autoscalinglistener.children import (
     desired_proxy_secret,
     desired_role,
@@ -50,7 +51,7 @@ from arc_scaleset.controllers.autoscalinglistener.children import (
 from arc_scaleset.controllers.autoscalinglistener.config import (
     data_differs,
     desired_config_secret,
-    listener_config_document,
+    listener_config,
 )
 from arc_scaleset.controllers.autoscalinglistener.pod import desired_listener_pod, recreation_reason
 from arc_scaleset.controllers.autoscalinglistener.restart import RestartBackoff, listener_pod_failure, listener_running
@@ -75,6 +76,7 @@ from arc_scaleset.kube.errors import AlreadyExists, BadRequest, Conflict, Invali
 from arc_scaleset.kube.finalizers import add_finalizer, has_finalizer, remove_finalizer
 from arc_scaleset.kube.informer import Object
 from arc_scaleset.kube.resources import PODS, ROLE_BINDINGS, ROLES, SECRETS, SERVICE_ACCOUNTS, Resource
+from arc_scaleset.kube.views import ObjectView
 from arc_scaleset.kube.workqueue import RateLimiter
 
 log = logging.getLogger(__name__)
@@ -90,8 +92,8 @@ class InvalidListenerTemplate(ConfigurationError):  # noqa: N818 - reads as the 
 
 def rbac_to_listener(obj: Object) -> Iterable[Request]:
     """A listener Role or RoleBinding (scale set namespace) concerns the listener its labels name."""
-    labels = (obj.get("metadata") or {}).get("labels") or {}
-    namespace, name = labels.get(LABEL_LISTENER_NAMESPACE), labels.get(LABEL_LISTENER_NAME)
+    view = ObjectView(obj)
+    namespace, name = view.label(LABEL_LISTENER_NAMESPACE), view.label(LABEL_LISTENER_NAME)
     return (Request(namespace, name),) if namespace and name else ()
 
 
@@ -135,7 +137,8 @@ class AutoscalingListenerReconciler:
             listener = AutoscalingListener.from_object(obj)
         except pydantic.ValidationError as exc:
             raise InvalidSpec(f"AutoscalingListener {key} cannot be read: {exc.errors()[:1]}") from None
-        if (obj.get("metadata") or {}).get("deletionTimestamp"):
+        view = AutoscalingListenerView(obj)
+        if view.is_deleting:
             return await self._delete(obj, listener)
         if not has_finalizer(obj, AUTOSCALING_LISTENER_FINALIZER):
             await add_finalizer(self.ctx.kube, AUTOSCALING_LISTENERS, obj, AUTOSCALING_LISTENER_FINALIZER)
@@ -146,7 +149,7 @@ class AutoscalingListenerReconciler:
                 await self.ctx.kube.delete(AUTOSCALING_LISTENERS, listener.name, namespace=listener.namespace)
             return Result()
         report = ListenerReport(
-            generation=int((obj.get("metadata") or {}).get("generation") or 0),
+            generation=view.generation,
             pod_running=listener_running(self.pods.get(listener.namespace, listener_pod_name(listener.name)) or {}),
         )
         try:
@@ -191,16 +194,16 @@ class AutoscalingListenerReconciler:
     ) -> dict[str, Any]:
         """Create ``desired``, or merge its metadata into ``live`` and replace the ``replace`` top-level fields
         that differ. Returns the object as stored (or as last seen when nothing changed)."""
-        meta = desired["metadata"]
+        want = ObjectView(desired)
         if live is None:
             try:
-                return await self.ctx.kube.create(resource, desired, namespace=meta["namespace"])
+                return await self.ctx.kube.create(resource, desired, namespace=want.namespace)
             except AlreadyExists:
-                live = await self.ctx.kube.get(resource, meta["name"], namespace=meta["namespace"])
+                live = await self.ctx.kube.get(resource, want.name, namespace=want.namespace)
         merged = merge_metadata(
             live,
-            labels=meta.get("labels"),
-            annotations=meta.get("annotations"),
+            labels=want.labels,
+            annotations=want.annotations,
             excluded_label_prefixes=self.ctx.settings.exclude_label_prefixes,
         )
         patch: dict[str, Any] = dict(merged.patch)
@@ -209,22 +212,22 @@ class AutoscalingListenerReconciler:
                 patch[field] = desired.get(field)
         if not patch:
             return dict(live)
-        patch.setdefault("metadata", {})["resourceVersion"] = (live.get("metadata") or {}).get("resourceVersion")
-        return await self.ctx.kube.patch(resource, meta["name"], patch, namespace=meta["namespace"])
+        patch.setdefault("metadata", {})["resourceVersion"] = ObjectView(live).resource_version
+        return await self.ctx.kube.patch(resource, want.name, patch, namespace=want.namespace)
 
     async def _service_account(self, obj: Object, listener: AutoscalingListener) -> None:
         desired = desired_service_account(obj, listener, excluded=self.ctx.settings.exclude_label_prefixes)
-        live = self.service_accounts.get(listener.namespace, desired["metadata"]["name"])
+        live = self.service_accounts.get(listener.namespace, ObjectView(desired).name)
         await self._ensure(SERVICE_ACCOUNTS, desired, live)
 
     async def _role(self, listener: AutoscalingListener) -> None:
         desired = desired_role(listener, excluded=self.ctx.settings.exclude_label_prefixes)
-        live = self.roles.get(desired["metadata"]["namespace"], desired["metadata"]["name"])
+        live = self.roles.get(*ObjectView(desired).key)
         await self._ensure(ROLES, desired, live, replace=("rules",))
 
     async def _role_binding(self, listener: AutoscalingListener) -> None:
         desired = desired_role_binding(listener, excluded=self.ctx.settings.exclude_label_prefixes)
-        live = self.role_bindings.get(desired["metadata"]["namespace"], desired["metadata"]["name"])
+        live = self.role_bindings.get(*ObjectView(desired).key)
         await self._ensure(ROLE_BINDINGS, desired, live, replace=("subjects",))
 
     async def _proxy_secret(self, obj: Object, listener: AutoscalingListener) -> None:
@@ -233,7 +236,7 @@ class AutoscalingListenerReconciler:
             self.ctx.kube, listener.spec.autoscaling_runner_set_namespace, listener.spec.proxy
         )
         desired = desired_proxy_secret(obj, listener, data, excluded=self.ctx.settings.exclude_label_prefixes)
-        live = await self._get_uncached(SECRETS, listener.namespace, desired["metadata"]["name"])
+        live = await self._get_uncached(SECRETS, listener.namespace, ObjectView(desired).name)
         if live is not None and data_differs(live, desired):
             await self._ensure(SECRETS, desired, live, replace=("data",))
         else:
@@ -249,21 +252,19 @@ class AutoscalingListenerReconciler:
             vault=listener.spec.vault_config,
         )
         root_ca = await ctx.github.root_ca_pem(namespace=scale_set_namespace, tls=listener.spec.github_server_tls)
-        document = listener_config_document(
-            listener, app_config=app_config, server_root_ca=root_ca, settings=ctx.settings
-        )
-        desired = desired_config_secret(obj, listener, document, excluded_prefixes=ctx.settings.exclude_label_prefixes)
-        live = await self._get_uncached(SECRETS, listener.namespace, desired["metadata"]["name"])
+        config = listener_config(listener, app_config=app_config, server_root_ca=root_ca, settings=ctx.settings)
+        desired = desired_config_secret(obj, listener, config, excluded_prefixes=ctx.settings.exclude_label_prefixes)
+        live = await self._get_uncached(SECRETS, listener.namespace, ObjectView(desired).name)
         changed = live is not None and data_differs(live, desired)
         stored = await self._ensure(SECRETS, desired, live, replace=("data",) if changed else ())
         if changed:
             await self._event(
                 obj,
                 "ListenerConfigUpdated",
-                f"listener config Secret {desired['metadata']['name']} updated",
+                f"listener config Secret {ObjectView(desired).name} updated",
                 action="Update",
             )
-        return str((stored.get("metadata") or {}).get("resourceVersion") or "")
+        return ObjectView(stored).resource_version
 
     async def _get_uncached(self, resource: Resource, namespace: str, name: str) -> dict[str, Any] | None:
         try:
@@ -287,7 +288,7 @@ class AutoscalingListenerReconciler:
             metrics_port=ctx.settings.listener_metrics_port,
             config_resource_version=config_version,
         )
-        name = desired["metadata"]["name"]
+        name = ObjectView(desired).name
         live = self.pods.get(listener.namespace, name)
         now = ctx.clock.monotonic()
 
@@ -309,9 +310,10 @@ class AutoscalingListenerReconciler:
             await self._event(obj, "ListenerPodCreated", f"created listener pod {name}", action="Create")
             return Result()
 
+        live_pod = ObjectView(live)
         failure = listener_pod_failure(live, now=ctx.clock.now())
         if failure is not None:
-            uid = str((live.get("metadata") or {}).get("uid") or "")
+            uid = live_pod.uid
             first_sighting = not self.backoff.is_recorded(key, pod_uid=uid)
             delay = self.backoff.record_failure(
                 key, pod_uid=uid, now=now, ran_for=failure.ran_for, message=failure.message
@@ -329,11 +331,11 @@ class AutoscalingListenerReconciler:
                     action="Recreate",
                 )
             return Result(requeue_after=max(delay, CONFLICT_REQUEUE_SECONDS))
-        if (live.get("metadata") or {}).get("deletionTimestamp"):
+        if live_pod.is_deleting:
             # Deleted by a previous pass (a failure's backoff keeps its own Ready reason) or by someone else.
             report.pod = (
                 backoff_readiness(self.backoff.state(key, now=now))
-                if self.backoff.is_recorded(key, pod_uid=str((live.get("metadata") or {}).get("uid") or ""))
+                if self.backoff.is_recorded(key, pod_uid=live_pod.uid)
                 else recreating_readiness(name, "waiting for the old pod to terminate")
             )
             return Result(requeue_after=DELETION_REQUEUE_SECONDS)
@@ -341,7 +343,7 @@ class AutoscalingListenerReconciler:
         reason = recreation_reason(live, desired)
         if reason is not None:
             report.pod = recreating_readiness(name, reason)
-            await self._delete_pod(listener.namespace, name, uid=str((live.get("metadata") or {}).get("uid") or ""))
+            await self._delete_pod(listener.namespace, name, uid=live_pod.uid)
             ctx.metrics.set_listener_running(metric_labels, False)
             await self._event(
                 obj, "ListenerPodRecreating", f"recreating listener pod {name}: {reason}", action="Recreate"
@@ -408,18 +410,17 @@ class AutoscalingListenerReconciler:
         No resourceVersion precondition: only this controller writes the listener's status, and it is derived
         afresh from the live state on every pass, so a write from a stale read is corrected by the next pass.
         """
-        current = obj.get("status") or {}
-        conditions = derive_conditions(current.get("conditions"), report, now=self.ctx.clock.now())
-        patch = status_patch(current, conditions)
+        view = AutoscalingListenerView(obj)
+        conditions = derive_conditions(view.conditions, report, now=self.ctx.clock.now())
+        patch = status_patch(view.status, conditions)
         if not patch:
             return
-        meta = obj.get("metadata") or {}
         with contextlib.suppress(NotFound):
             await self.ctx.kube.patch(
                 AUTOSCALING_LISTENERS,
-                meta["name"],
+                view.name,
                 {"status": patch},
-                namespace=meta["namespace"],
+                namespace=view.namespace,
                 subresource="status",
             )
 

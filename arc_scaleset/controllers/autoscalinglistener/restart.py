@@ -1,7 +1,7 @@
 """When a listener pod must be replaced because it stopped, and how long to wait before the next one.
 
-ARC recreates a failed listener pod at once (#4656: a revoked token or a deleted scale set becomes a
-tight crash loop), and misses pods that were evicted or lost their node (#4331, #4469). Here:
+ARC recreates a failed listener pod at once (ARC #4656: a revoked token or a deleted scale set becomes a
+tight crash loop), and misses pods that were evicted or lost their node (ARC #4331, #4469). Here:
 
 - :func:`listener_pod_failure` reads the live pod: Failed, evicted, the listener container terminated,
   a disruption (``DisruptionTarget``, e.g. taint eviction of a lost node), or a deletion that cannot finish
@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from arc_scaleset.api.keys import LISTENER_CONTAINER_NAME
+from arc_scaleset.kube.views import PodView, parse_timestamp
 
 STUCK_TERMINATING_GRACE: Final = 60.0
 """Seconds past a pod's deletion deadline after which its node is presumed gone."""
@@ -37,32 +38,14 @@ class PodFailure:
     """Delete with grace period 0: the kubelet is gone and will never confirm a graceful deletion."""
 
 
-def _parse_time(value: object) -> dt.datetime | None:
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        return dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-
-
-def _listener_status(pod: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    for status in (pod.get("status") or {}).get("containerStatuses") or []:
-        if status.get("name") == LISTENER_CONTAINER_NAME:
-            return status  # type: ignore[no-any-return]
-    return None
-
-
 def listener_pod_failure(pod: Mapping[str, Any], *, now: dt.datetime) -> PodFailure | None:
     """Why the listener pod is finished and must be replaced, or ``None`` while it runs or starts."""
-    meta = pod.get("metadata") or {}
-    status = pod.get("status") or {}
-    deletion = _parse_time(meta.get("deletionTimestamp"))
+    view = PodView(pod)
+    deletion = view.deletion_timestamp
     if deletion is not None:
-        grace = meta.get("deletionGracePeriodSeconds") or 0
-        overdue = (now - deletion).total_seconds() - float(grace)
+        overdue = (now - deletion).total_seconds() - float(view.deletion_grace_period_seconds)
         if overdue > STUCK_TERMINATING_GRACE:
-            node = (pod.get("spec") or {}).get("nodeName") or "its node"
+            node = view.node_name or "its node"
             return PodFailure(
                 "ListenerNodeLost",
                 f"the listener pod has been terminating for {overdue:.0f}s past its grace period; {node} is"
@@ -70,20 +53,20 @@ def listener_pod_failure(pod: Mapping[str, Any], *, now: dt.datetime) -> PodFail
                 force_delete=True,
             )
         return None
-    if status.get("reason") == "Evicted":
-        return PodFailure("ListenerEvicted", f"the listener pod was evicted: {status.get('message') or 'no message'}")
-    for condition in status.get("conditions") or []:
+    if view.reason == "Evicted":
+        return PodFailure("ListenerEvicted", f"the listener pod was evicted: {view.message or 'no message'}")
+    for condition in view.conditions:
         if condition.get("type") == "DisruptionTarget" and condition.get("status") == "True":
             return PodFailure(
                 "ListenerDisrupted",
                 f"the listener pod is being disrupted ({condition.get('reason') or 'unknown reason'}):"
                 f" {condition.get('message') or ''}".rstrip(": "),
             )
-    container = _listener_status(pod)
+    container = view.container_status(LISTENER_CONTAINER_NAME)
     terminated = ((container or {}).get("state") or {}).get("terminated")
     if terminated is not None:
-        started = _parse_time(terminated.get("startedAt"))
-        finished = _parse_time(terminated.get("finishedAt"))
+        started = parse_timestamp(terminated.get("startedAt"))
+        finished = parse_timestamp(terminated.get("finishedAt"))
         ran_for = (finished - started).total_seconds() if started and finished else None
         detail = terminated.get("reason") or "Error"
         return PodFailure(
@@ -91,16 +74,16 @@ def listener_pod_failure(pod: Mapping[str, Any], *, now: dt.datetime) -> PodFail
             f"the listener container exited with code {terminated.get('exitCode')} ({detail})",
             ran_for=ran_for,
         )
-    if status.get("phase") == "Failed":
-        return PodFailure("ListenerFailed", f"the listener pod failed: {status.get('reason') or 'unknown reason'}")
-    if status.get("phase") == "Succeeded":
+    if view.phase == "Failed":
+        return PodFailure("ListenerFailed", f"the listener pod failed: {view.reason or 'unknown reason'}")
+    if view.phase == "Succeeded":
         return PodFailure("ListenerFailed", "the listener pod exited")
     return None
 
 
 def listener_running(pod: Mapping[str, Any]) -> bool:
     """Whether the listener container is running (for ``gha_controller_running_listeners``)."""
-    container = _listener_status(pod)
+    container = PodView(pod).container_status(LISTENER_CONTAINER_NAME)
     return ((container or {}).get("state") or {}).get("running") is not None
 
 

@@ -1,6 +1,6 @@
 """The AutoscalingListener's status, derived at the end of every reconcile pass and written once.
 
-Two conditions (ARC writes no listener status; the restart backoff of #4656 would otherwise show only in
+Two conditions (ARC writes no listener status; the restart backoff of ARC #4656 would otherwise show only in
 Events):
 
 - ``Ready``: ``True`` while the listener container runs. ``False`` says why not: ``PodPending`` (created,
@@ -27,6 +27,7 @@ from typing import Any, Final
 from arc_scaleset.api.keys import LISTENER_CONTAINER_NAME
 from arc_scaleset.controllers.autoscalinglistener.restart import BackoffState
 from arc_scaleset.kube.conditions import ConditionStatus, format_time, set_condition
+from arc_scaleset.kube.views import PodView
 
 CONDITION_READY: Final = "Ready"
 CONDITION_DEGRADED: Final = "Degraded"
@@ -71,15 +72,14 @@ def running_readiness(pod_name: str) -> PodReadiness:
 
 def pending_readiness(pod: Mapping[str, Any]) -> PodReadiness:
     """``PodPending`` with what the pod waits for (phase, and the listener container's waiting reason)."""
-    meta = pod.get("metadata") or {}
-    status = pod.get("status") or {}
-    detail = str(status.get("phase") or "Pending")
-    for container in status.get("containerStatuses") or []:
+    view = PodView(pod)
+    detail = view.phase or "Pending"
+    for container in view.container_statuses:
         if container.get("name") == LISTENER_CONTAINER_NAME:
             waiting = (container.get("state") or {}).get("waiting") or {}
             if waiting.get("reason"):
                 detail += f", {waiting['reason']}"
-    return PodReadiness(False, REASON_POD_PENDING, f"listener pod {meta.get('name', '')} is not running yet ({detail})")
+    return PodReadiness(False, REASON_POD_PENDING, f"listener pod {view.name} is not running yet ({detail})")
 
 
 def created_readiness(pod_name: str) -> PodReadiness:

@@ -1,4 +1,4 @@
-"""The AutoscalingRunnerSet's decisions about its children (spec 2.6.2), as pure functions.
+"""The AutoscalingRunnerSet's decisions about its children (docs/revisions.md), as pure functions.
 
 - :func:`next_actionable_revision`: the revision a runner-spec change gets (past both the spec's and the
   applied value, so an update still being applied is not confused with a new one).
@@ -7,7 +7,7 @@
   runner spec with a revision bump, merge its metadata, or nothing.
 - :func:`listener_differences`: which listener-relevant fields differ (any → the listener is recreated).
 
-Comparisons are semantic (``arc_scaleset.kube.semantic.deep_equal``: nil == empty, Quantities by value), so
+Comparisons are semantic (``arc_scaleset.api.semantic.deep_equal``: nil == empty, Quantities by value), so
 an ``env: []`` or ``cpu: 1000m`` versus ``1`` is never a change; they are deliberately not short-circuited
 on ``metadata.generation`` (re-registration changes only an annotation, and must still reach the set).
 """
@@ -20,9 +20,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from arc_scaleset.api.keys import AutoscalingRunnerSetPhase, EphemeralRunnerSetPhase
+from arc_scaleset.api.semantic import deep_equal
+from arc_scaleset.api.views import EphemeralRunnerSetView
 from arc_scaleset.controllers.drift import contains_all, merge_metadata
 from arc_scaleset.kube.retry import merge_patch
-from arc_scaleset.kube.semantic import deep_equal
+from arc_scaleset.kube.views import ObjectView
 
 
 class ErsAction(enum.Enum):
@@ -45,15 +47,10 @@ class ErsPlan:
     changed_fields: tuple[str, ...] = ()
 
 
-def _int(value: object) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
-
-
 def revisions_of(ers: Mapping[str, Any]) -> tuple[int, int]:
     """``(spec.actionableRevision, status.appliedActionableRevision)`` of a live set (missing = 0)."""
-    return _int((ers.get("spec") or {}).get("actionableRevision")), _int(
-        (ers.get("status") or {}).get("appliedActionableRevision")
-    )
+    view = EphemeralRunnerSetView(ers)
+    return view.actionable_revision, view.applied_actionable_revision
 
 
 def next_actionable_revision(ers: Mapping[str, Any] | None) -> int:
@@ -66,14 +63,14 @@ def next_actionable_revision(ers: Mapping[str, Any] | None) -> int:
 
 
 def outdated_teardown_due(ers: Mapping[str, Any], *, ars_phase: str) -> bool:
-    """ERS Outdated *at its current revision* while the ARS is Running (#4644).
+    """ERS Outdated *at its current revision* while the ARS is Running (ARC #4644).
 
     Right after a runner-spec change, spec.actionableRevision > applied, so an Outdated verdict left over
     from the previous spec cannot tear the scale set down; it counts once the set applied the revision.
     """
     if ars_phase != AutoscalingRunnerSetPhase.RUNNING:
         return False
-    if (ers.get("status") or {}).get("phase") != EphemeralRunnerSetPhase.OUTDATED:
+    if EphemeralRunnerSetView(ers).phase != EphemeralRunnerSetPhase.OUTDATED:
         return False
     spec_revision, applied = revisions_of(ers)
     return applied >= spec_revision
@@ -94,24 +91,23 @@ def plan_ephemeral_runner_set(
     """Decide the one next step for the EphemeralRunnerSet (see the module docstring)."""
     if live is None:
         return ErsPlan(ErsAction.CREATE)
-    meta = live.get("metadata") or {}
-    if meta.get("deletionTimestamp"):
+    view = EphemeralRunnerSetView(live)
+    if view.is_deleting:
         return ErsPlan(ErsAction.WAIT_FOR_DELETION)
     if outdated_teardown_due(live, ars_phase=ars_phase):
         return ErsPlan(ErsAction.TEAR_DOWN)
 
-    live_spec = live.get("spec") or {}
-    desired_spec = desired.get("spec") or {}
-    desired_meta = desired.get("metadata") or {}
+    wanted = EphemeralRunnerSetView(desired)
+    live_spec, desired_spec = view.spec, wanted.spec
     merged = merge_metadata(
         live,
-        labels=desired_meta.get("labels"),
-        annotations=desired_meta.get("annotations"),
+        labels=wanted.labels,
+        annotations=wanted.annotations,
         excluded_label_prefixes=excluded_label_prefixes,
     )
-    lock = {"resourceVersion": meta.get("resourceVersion")}
-    live_runner_spec = live_spec.get("ephemeralRunnerSpec") or {}
-    desired_runner_spec = desired_spec.get("ephemeralRunnerSpec") or {}
+    lock = {"resourceVersion": view.resource_version}
+    live_runner_spec = view.runner_spec
+    desired_runner_spec = wanted.runner_spec
     runner_metadata_patch = _replace_wholesale(
         live_spec.get("ephemeralRunnerMetadata"), desired_spec.get("ephemeralRunnerMetadata")
     )
@@ -169,13 +165,10 @@ def listener_differences(live: Mapping[str, Any], desired: Mapping[str, Any]) ->
     annotations the controller sets must be present with its values, while keys added by others are allowed
     (comparing whole maps would recreate the listener forever once a tool adds a label).
     """
-    live_spec = live.get("spec") or {}
-    desired_spec = desired.get("spec") or {}
-    differences = [f"spec.{name}" for name in _spec_field_names(live_spec, desired_spec)]
-    live_meta = live.get("metadata") or {}
-    desired_meta = desired.get("metadata") or {}
-    if not contains_all(live_meta.get("labels"), desired_meta.get("labels")):
+    have, wanted = ObjectView(live), ObjectView(desired)
+    differences = [f"spec.{name}" for name in _spec_field_names(have.spec, wanted.spec)]
+    if not contains_all(have.labels, wanted.labels):
         differences.append("metadata.labels")
-    if not contains_all(live_meta.get("annotations"), desired_meta.get("annotations")):
+    if not contains_all(have.annotations, wanted.annotations):
         differences.append("metadata.annotations")
     return tuple(differences)

@@ -1,4 +1,4 @@
-"""Deleting an AutoscalingRunnerSet, in order (spec 2.2 step 1):
+"""Deleting an AutoscalingRunnerSet, in order (docs/controllers.md):
 
 1. its AutoscalingListener(s) in the controller namespace (the listener stops taking jobs first);
 2. its EphemeralRunnerSet (whose controller removes every runner; busy runners block until their job ends);
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from arc_scaleset.api.autoscalinglistener import AUTOSCALING_LISTENERS
@@ -37,6 +37,7 @@ from arc_scaleset.api.keys import (
     LABEL_SCALE_SET_NAMESPACE,
 )
 from arc_scaleset.api.naming import ephemeral_runner_set_name
+from arc_scaleset.api.views import AutoscalingListenerView
 from arc_scaleset.controllers.autoscalingrunnerset.desired import listener_name_of, scale_set_id_of
 from arc_scaleset.controllers.autoscalingrunnerset.registration import scale_set_client
 from arc_scaleset.controllers.context import ControllerContext
@@ -49,6 +50,7 @@ from arc_scaleset.kube.finalizers import has_finalizer, patch_out_finalizers, re
 from arc_scaleset.kube.informer import Object
 from arc_scaleset.kube.manager import NamespaceNotCachedError
 from arc_scaleset.kube.resources import ROLE_BINDINGS, ROLES, SECRETS, SERVICE_ACCOUNTS, Resource
+from arc_scaleset.kube.views import ObjectView
 
 log = logging.getLogger(__name__)
 
@@ -68,7 +70,7 @@ MANAGER_CACHED: Final = frozenset({ROLES, ROLE_BINDINGS, SERVICE_ACCOUNTS})
 """Kinds the manager caches anyway (the AutoscalingListener controller watches them)."""
 
 
-def cleanup_targets(annotations: dict[str, str] | None) -> list[tuple[Resource, str]]:
+def cleanup_targets(annotations: Mapping[str, str] | None) -> list[tuple[Resource, str]]:
     """The (resource, name) of each cleanup-protected object the ARS names, in removal order."""
     found = annotations or {}
     return [(resource, found[key]) for key, resource in CLEANUP_PROTECTED if found.get(key)]
@@ -78,8 +80,8 @@ async def reconcile_deletion(ctx: ControllerContext, obj: Object) -> Result:
     """One pass of the deletion sequence; returns when a step is not done yet."""
     if not has_finalizer(obj, AUTOSCALING_RUNNER_SET_FINALIZER):
         return Result()
-    meta = obj.get("metadata") or {}
-    namespace, name = meta["namespace"], meta["name"]
+    view = ObjectView(obj)
+    namespace, name = view.namespace, view.name
 
     if not await _listeners_gone(ctx, obj):
         return Result(requeue_after=REQUEUE_SECONDS)
@@ -87,7 +89,7 @@ async def reconcile_deletion(ctx: ControllerContext, obj: Object) -> Result:
         return Result(requeue_after=REQUEUE_SECONDS)
     if not await _scale_set_gone(ctx, obj):
         return Result()  # the annotation patch brings the key back
-    for resource, target in cleanup_targets(meta.get("annotations")):
+    for resource, target in cleanup_targets(view.annotations):
         await _remove_cleanup_protection(ctx, resource, namespace, target)
     await remove_finalizer(ctx.kube, AUTOSCALING_RUNNER_SETS, obj, AUTOSCALING_RUNNER_SET_FINALIZER)
     log.info("AutoscalingRunnerSet %s/%s: cleanup done, finalizer removed", namespace, name)
@@ -95,14 +97,14 @@ async def reconcile_deletion(ctx: ControllerContext, obj: Object) -> Result:
 
 
 async def _listeners_gone(ctx: ControllerContext, obj: Object) -> bool:
-    meta = obj.get("metadata") or {}
+    view = ObjectView(obj)
     controller_namespace = ctx.settings.controller_namespace
     listeners = ctx.cache(AUTOSCALING_LISTENERS)
     names = {
-        (listener.get("metadata") or {}).get("name", "")
-        for listener in listeners.by_label(LABEL_SCALE_SET_NAME, meta["name"])
-        if ((listener.get("metadata") or {}).get("labels") or {}).get(LABEL_SCALE_SET_NAMESPACE) == meta["namespace"]
-        and (listener.get("metadata") or {}).get("namespace") == controller_namespace
+        listener.name
+        for listener in map(AutoscalingListenerView, listeners.by_label(LABEL_SCALE_SET_NAME, view.name))
+        if listener.labels.get(LABEL_SCALE_SET_NAMESPACE) == view.namespace
+        and listener.namespace == controller_namespace
     }
     # An unreadable spec leaves only the labelled listeners to find.
     with contextlib.suppress(ValueError):
@@ -127,7 +129,7 @@ async def _runner_set_gone(ctx: ControllerContext, namespace: str, name: str) ->
 
 async def _scale_set_gone(ctx: ControllerContext, obj: Object) -> bool:
     """Delete the scale set on GitHub and drop the ID annotation; True when there is nothing left to do."""
-    meta = obj.get("metadata") or {}
+    view = ObjectView(obj)
     try:
         ars = AutoscalingRunnerSet.from_object(obj)
     except ValueError:
@@ -152,9 +154,9 @@ async def _scale_set_gone(ctx: ControllerContext, obj: Object) -> bool:
         raise
     await ctx.kube.patch(
         AUTOSCALING_RUNNER_SETS,
-        meta["name"],
+        view.name,
         {"metadata": {"annotations": {ANNOTATION_RUNNER_SCALE_SET_ID: None}}},
-        namespace=meta["namespace"],
+        namespace=view.namespace,
     )
     await ctx.events.event(
         obj,

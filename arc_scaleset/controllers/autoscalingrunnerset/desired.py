@@ -1,8 +1,9 @@
 """What an AutoscalingRunnerSet should have: its EphemeralRunnerSet, its AutoscalingListener, its scale set.
 
-Pure builders (spec 1.8, 1.9): plain data in, plain JSON objects out, no API. User-supplied metadata is
-always the *base* of a merge and the controller's keys the *overwrite*, so the keys the controller relies
-on win. Only fields that are set are written, so what the API server stores reads back equal.
+Pure builders (ARC's names and merge rules): plain data in, plain JSON objects out, no API. User-supplied
+metadata is always the *base* of a merge and the controller's keys the *overwrite*, so the keys the
+controller relies on win. Only fields that are set are written, so what the API server stores reads back
+equal.
 """
 
 from __future__ import annotations

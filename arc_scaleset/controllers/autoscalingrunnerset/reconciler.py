@@ -1,13 +1,13 @@
 """The AutoscalingRunnerSet reconciler: a scale set on GitHub, its EphemeralRunnerSet, its listener.
 
-A thin shell around the pure decisions of :mod:`.autoscalingrunnerset_desired`,
-:mod:`.autoscalingrunnerset_decisions` and :mod:`.autoscalingrunnerset_status`, in Cluster API's shape:
+A thin shell around the pure decisions of :mod:`.desired`, :mod:`.decisions` and :mod:`.status`, in
+Cluster API's shape:
 gather the object from the cache, run ordered phases until one acts (each write brings the key back
 through a watch), and write the status once at the end of the pass, whatever happened.
 
-Phases (spec 2.2 with the revision design of 2.6.2):
+Phases (docs/controllers.md; the revision design: docs/revisions.md):
 
-1. deleting → :mod:`.autoscalingrunnerset_deletion`;
+1. deleting → :mod:`.deletion`;
 2. the version gate (a mismatched ``app.kubernetes.io/version`` is reported, never deleted);
 3. the finalizer;
 4. the config URL (and the URL labels); the scale set registered or reused by name in the runner group;
@@ -46,6 +46,7 @@ from arc_scaleset.api.keys import (
 from arc_scaleset.api.labels import github_url_labels
 from arc_scaleset.api.naming import ephemeral_runner_set_name
 from arc_scaleset.api.versions import is_version_allowed
+from arc_scaleset.api.views import AutoscalingListenerView, AutoscalingRunnerSetView
 from arc_scaleset.controllers.autoscalingrunnerset import deletion
 from arc_scaleset.controllers.autoscalingrunnerset.decisions import (
     ErsAction,
@@ -75,6 +76,7 @@ from arc_scaleset.kube.errors import AlreadyExists, Conflict
 from arc_scaleset.kube.errors import NotFound as KubeNotFound
 from arc_scaleset.kube.finalizers import add_finalizer, has_finalizer
 from arc_scaleset.kube.informer import Object
+from arc_scaleset.kube.views import ObjectView
 from arc_scaleset.kube.workqueue import RateLimiter
 
 log = logging.getLogger(__name__)
@@ -86,8 +88,8 @@ CONFLICT_REQUEUE_SECONDS = 0.5
 
 def listener_to_scale_set(obj: Object) -> Iterable[Request]:
     """An AutoscalingListener concerns the AutoscalingRunnerSet its spec names."""
-    spec = obj.get("spec") or {}
-    namespace, name = spec.get("autoscalingRunnerSetNamespace"), spec.get("autoscalingRunnerSetName")
+    listener = AutoscalingListenerView(obj)
+    namespace, name = listener.scale_set_namespace, listener.scale_set_name
     return (Request(namespace, name),) if namespace and name else ()
 
 
@@ -131,16 +133,15 @@ class AutoscalingRunnerSetReconciler:
         if obj is None:
             self._verified.pop((request.namespace, request.name), None)
             return Result()
-        meta = obj.get("metadata") or {}
-        if meta.get("deletionTimestamp"):
+        view = AutoscalingRunnerSetView(obj)
+        if view.is_deleting:
             self._verified.pop((request.namespace, request.name), None)
             return await deletion.reconcile_deletion(self.ctx, obj)
 
-        status = obj.get("status") or {}
         report = ReconcileReport(
-            generation=int(meta.get("generation") or 0),
-            observed_generation=int(status.get("observedGeneration") or 0),
-            stored_phase=str(status.get("phase") or ""),
+            generation=view.generation,
+            observed_generation=view.observed_generation,
+            stored_phase=view.phase,
         )
         try:
             try:
@@ -295,7 +296,7 @@ class AutoscalingRunnerSetReconciler:
             url_labels=url_labels,
             excluded_prefixes=ctx.settings.exclude_label_prefixes,
         )
-        name = desired["metadata"]["name"]
+        name = ObjectView(desired).name
         live = self.runner_sets.get(ars.namespace, name)
         plan = plan_ephemeral_runner_set(
             live,
@@ -365,7 +366,7 @@ class AutoscalingRunnerSetReconciler:
             url_labels=url_labels,
             excluded_prefixes=ctx.settings.exclude_label_prefixes,
         )
-        name = desired["metadata"]["name"]
+        name = ObjectView(desired).name
         # A runner group or URL change gives the listener another name: the old one must not keep running.
         if not await self._delete_listeners(scope, keep=name):
             report.progress = ("RecreatingListener", "waiting for the previous listener to be deleted")
@@ -384,7 +385,7 @@ class AutoscalingRunnerSetReconciler:
             )
             report.progress = ("CreatingListener", f"created AutoscalingListener {name}")
             return Result()
-        if (live.get("metadata") or {}).get("deletionTimestamp"):
+        if ObjectView(live).is_deleting:
             report.progress = ("RecreatingListener", f"waiting for AutoscalingListener {name} to be deleted")
             return Result(requeue_after=WAIT_REQUEUE_SECONDS)
         differences = listener_differences(live, desired)
@@ -400,11 +401,11 @@ class AutoscalingRunnerSetReconciler:
         """Delete this scale set's listeners other than ``keep``; True when none (other) remains."""
         gone = True
         for listener in self._listeners_of(scope.ars):
-            name = (listener.get("metadata") or {}).get("name", "")
+            name = listener.name
             if name == keep:
                 continue
             gone = False
-            if not (listener.get("metadata") or {}).get("deletionTimestamp"):
+            if not listener.is_deleting:
                 await self._delete_listener(name)
                 if keep is not None:
                     await self._event(
@@ -415,13 +416,12 @@ class AutoscalingRunnerSetReconciler:
                     )
         return gone
 
-    def _listeners_of(self, ars: AutoscalingRunnerSet) -> list[Object]:
+    def _listeners_of(self, ars: AutoscalingRunnerSet) -> list[AutoscalingListenerView]:
         namespace = self.ctx.settings.controller_namespace
         return [
             listener
-            for listener in self.listeners.by_label(LABEL_SCALE_SET_NAME, ars.name)
-            if (listener.get("metadata") or {}).get("namespace") == namespace
-            and ((listener.get("metadata") or {}).get("labels") or {}).get(LABEL_SCALE_SET_NAMESPACE) == ars.namespace
+            for listener in map(AutoscalingListenerView, self.listeners.by_label(LABEL_SCALE_SET_NAME, ars.name))
+            if listener.namespace == namespace and listener.labels.get(LABEL_SCALE_SET_NAMESPACE) == ars.namespace
         ]
 
     async def _delete_listener(self, name: str) -> None:
@@ -431,29 +431,23 @@ class AutoscalingRunnerSetReconciler:
     # -- status and events ----------------------------------------------------------------------------
 
     async def _write_status(self, obj: Object, report: ReconcileReport) -> None:
-        current = obj.get("status") or {}
-        desired = derive_status(current, report, now=self.ctx.clock.now())
-        patch = status_patch(current, desired)
+        view = AutoscalingRunnerSetView(obj)
+        desired = derive_status(view.status, report, now=self.ctx.clock.now())
+        patch = status_patch(view.status, desired)
         if not patch:
             return
-        meta = obj.get("metadata") or {}
         with contextlib.suppress(KubeNotFound):
             await self.ctx.kube.patch(
                 AUTOSCALING_RUNNER_SETS,
-                meta["name"],
+                view.name,
                 {"status": patch},
-                namespace=meta["namespace"],
+                namespace=view.namespace,
                 subresource="status",
             )
 
     async def _event(self, obj: Object, reason: str, note: str, *, action: str) -> None:
-        log.info(
-            "%s/%s: %s: %s",
-            (obj.get("metadata") or {}).get("namespace"),
-            (obj.get("metadata") or {}).get("name"),
-            reason,
-            note,
-        )
+        view = ObjectView(obj)
+        log.info("%s/%s: %s: %s", view.namespace, view.name, reason, note)
         await self.ctx.events.event(obj, type="Normal", reason=reason, note=note, action=action)
 
     async def _warn(self, obj: Object, reason: str, note: str, *, action: str) -> None:

@@ -1,6 +1,6 @@
 """The GitHub side of an AutoscalingRunnerSet: its runner scale set registered, found, kept in line.
 
-- :func:`register_scale_set`: reuse the scale set of that name in the runner group, or create it (spec 2.2.1);
+- :func:`register_scale_set`: reuse the scale set of that name in the runner group, or create it;
 - :func:`sync_scale_set`: bring a registered scale set's runner group, name and labels in line with the spec;
 - :func:`registration_patch`: the ARS merge patch recording what was registered (annotations id, name,
   group; the config URL labels; the defaulted ``runnerScaleSetName``).
@@ -29,6 +29,7 @@ from arc_scaleset.controllers.autoscalingrunnerset.desired import desired_scale_
 from arc_scaleset.controllers.errors import RunnerGroupNotFound
 from arc_scaleset.controllers.github_access import GitHubAccess
 from arc_scaleset.github import ActionsClient, NotFound, RunnerScaleSet
+from arc_scaleset.kube.views import ObjectView
 
 log = logging.getLogger(__name__)
 
@@ -109,9 +110,9 @@ def registration_patch(
     url_labels: Mapping[str, str],
 ) -> dict[str, Any]:
     """The ARS merge patch that records ``scale_set`` (only the keys that change; ``{}`` when none)."""
-    meta = ars_object.get("metadata") or {}
-    annotations = meta.get("annotations") or {}
-    labels = meta.get("labels") or {}
+    view = ObjectView(ars_object)
+    annotations = view.annotations
+    labels = view.labels
     wanted_annotations = {
         ANNOTATION_RUNNER_SCALE_SET_ID: str(scale_set.id),
         ANNOTATION_RUNNER_SCALE_SET_NAME: scale_set.name,
@@ -127,15 +128,14 @@ def registration_patch(
         metadata["labels"] = changed_labels
     if metadata:
         patch["metadata"] = metadata
-    spec = ars_object.get("spec") or {}
-    if not spec.get("runnerScaleSetName"):
-        patch["spec"] = {"runnerScaleSetName": (meta.get("name") or "")}
+    if not view.spec.get("runnerScaleSetName"):
+        patch["spec"] = {"runnerScaleSetName": view.name}
     return patch
 
 
 def url_labels_patch(ars_object: Mapping[str, Any], url_labels: Mapping[str, str]) -> dict[str, Any]:
     """The ARS merge patch that brings its config URL labels in line (``{}`` when they are)."""
-    changes = _url_label_changes((ars_object.get("metadata") or {}).get("labels") or {}, url_labels)
+    changes = _url_label_changes(ObjectView(ars_object).labels, url_labels)
     return {"metadata": {"labels": changes}} if changes else {}
 
 

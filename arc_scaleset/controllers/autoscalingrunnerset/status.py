@@ -1,6 +1,6 @@
 """The AutoscalingRunnerSet's status, derived on every reconcile and written once at its end.
 
-``phase`` and ``observedGeneration`` follow #4636: while ``metadata.generation > status.observedGeneration``
+``phase`` and ``observedGeneration`` follow ARC #4636: while ``metadata.generation > status.observedGeneration``
 the phase is ``Pending``; when a pass finds every child in line with the spec the phase is ``Running`` and
 ``observedGeneration`` catches up. Beyond ARC, three conditions say why:
 

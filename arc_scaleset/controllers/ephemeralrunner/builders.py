@@ -24,6 +24,7 @@ from arc_scaleset.api.naming import (
     runner_jit_secret_name,
     safe_encode,
 )
+from arc_scaleset.api.views import EphemeralRunnerView
 from arc_scaleset.kube.ownerrefs import controller_ref
 
 JIT_TOKEN_KEY: Final = "jitToken"
@@ -37,17 +38,12 @@ DEPRECATED_EXIT_CODE_ENV: Final = "ACTIONS_RUNNER_RETURN_VERSION_DEPRECATED_EXIT
 PROXY_ENV_KEYS: Final = ("http_proxy", "https_proxy", "no_proxy")
 
 
-def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    meta = obj.get("metadata")
-    return meta if isinstance(meta, Mapping) else {}
-
-
 # -- the JIT config Secret ------------------------------------------------------------------------------
 
 
 def runner_work_folder(er: Mapping[str, Any]) -> str:
     """The ``runner`` container's ``workingDir`` (the JIT config's work folder), or ``""``."""
-    container = _runner_container((er.get("spec") or {}).get("spec") or {})
+    container = EphemeralRunnerView(er).container(RUNNER_CONTAINER_NAME)
     return str((container or {}).get("workingDir") or "")
 
 
@@ -55,11 +51,11 @@ def desired_jit_secret(
     er: Mapping[str, Any], *, encoded_jit_config: str, runner_id: int, runner_name: str, scale_set_id: int
 ) -> dict[str, Any]:
     """The Secret holding a runner's one-shot JIT config, named after and owned by the EphemeralRunner."""
-    meta = _meta(er)
-    secret_meta = (er.get("spec") or {}).get("ephemeralRunnerConfigSecretMetadata") or {}
+    view = EphemeralRunnerView(er)
+    secret_meta = view.config_secret_metadata
     metadata: dict[str, Any] = {
-        "name": runner_jit_secret_name(str(meta.get("name"))),
-        "namespace": meta.get("namespace"),
+        "name": runner_jit_secret_name(view.name),
+        "namespace": view.namespace,
         "ownerReferences": [controller_ref(er)],
     }
     labels = filter_and_merge_labels(secret_meta.get("labels"), None)
@@ -97,29 +93,22 @@ def secret_runner_id(secret: Mapping[str, Any]) -> int | None:
 # -- the runner pod --------------------------------------------------------------------------------------
 
 
-def _runner_container(pod_spec: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    for container in pod_spec.get("containers") or ():
-        if isinstance(container, Mapping) and container.get("name") == RUNNER_CONTAINER_NAME:
-            return container
-    return None
-
-
 def _secret_env(name: str, secret: str, key: str) -> dict[str, Any]:
     return {"name": name, "valueFrom": {"secretKeyRef": {"name": secret, "key": key}}}
 
 
 def runner_env(er: Mapping[str, Any], *, version: str = arc_scaleset.__version__) -> list[dict[str, Any]]:
-    """The variables appended to the ``runner`` container (spec 1.9): JIT config, user agent, the
+    """The variables appended to the ``runner`` container, as ARC appends them: JIT config, user agent, the
     deprecated-version exit code, and the proxy variables from ``spec.proxySecretRef`` for configured parts."""
-    name = str(_meta(er).get("name"))
-    spec = er.get("spec") or {}
+    view = EphemeralRunnerView(er)
+    name = view.name
     env = [
         _secret_env(JIT_CONFIG_ENV, runner_jit_secret_name(name), JIT_TOKEN_KEY),
         {"name": USER_AGENT_ENV, "value": f"actions-runner-controller/{version}"},
         {"name": DEPRECATED_EXIT_CODE_ENV, "value": "1"},
     ]
-    proxy = spec.get("proxy") or {}
-    proxy_secret = spec.get("proxySecretRef") or ""
+    proxy = view.proxy
+    proxy_secret = view.proxy_secret_ref
     if proxy_secret:
         if proxy.get("http") is not None:
             env.append(_secret_env("http_proxy", proxy_secret, "http_proxy"))
@@ -140,18 +129,17 @@ def desired_runner_pod(
     er: Mapping[str, Any], *, runner_id: int, version: str = arc_scaleset.__version__
 ) -> dict[str, Any]:
     """The runner pod of ``er``: its inlined template plus the runner's labels, annotations and env."""
-    meta = _meta(er)
-    spec = er.get("spec") or {}
-    template_meta = spec.get("metadata") or {}
-    name = str(meta.get("name"))
+    view = EphemeralRunnerView(er)
+    template_meta = view.pod_metadata
+    name = view.name
     labels = {
-        **(meta.get("labels") or {}),
+        **view.labels,
         **(template_meta.get("labels") or {}),
         LABEL_EPHEMERAL_RUNNER: EPHEMERAL_RUNNER_LABEL_VALUE,
         LABEL_POD_TEMPLATE_HASH: pod_template_hash(name, runner_id),
     }
-    annotations = {**(meta.get("annotations") or {}), **(template_meta.get("annotations") or {})}
-    pod_spec = copy.deepcopy(dict(spec.get("spec") or {}))
+    annotations = {**view.annotations, **(template_meta.get("annotations") or {})}
+    pod_spec = copy.deepcopy(dict(view.pod_spec))
     extra_env = runner_env(er, version=version)
     containers = []
     for container in pod_spec.get("containers") or []:
@@ -164,7 +152,7 @@ def desired_runner_pod(
         "kind": "Pod",
         "metadata": {
             "name": name,
-            "namespace": meta.get("namespace"),
+            "namespace": view.namespace,
             "labels": labels,
             "annotations": annotations,
             "ownerReferences": [controller_ref(er)],

@@ -1,4 +1,4 @@
-"""Deleting an EphemeralRunner (spec 2.4 step 1): unregister, delete what it owns, drop the finalizers.
+"""Deleting an EphemeralRunner (docs/controllers.md): unregister, delete what it owns, drop the finalizers.
 
 Order and outcomes:
 
@@ -26,6 +26,7 @@ from arc_scaleset.api.keys import (
     LABEL_RUNNER_POD,
     RUNNER_CONTAINER_NAME,
 )
+from arc_scaleset.api.views import EphemeralRunnerView
 from arc_scaleset.controllers.context import ControllerContext
 from arc_scaleset.controllers.ephemeralrunner.builders import secret_runner_id
 from arc_scaleset.controllers.errors import ConfigurationError
@@ -36,42 +37,39 @@ from arc_scaleset.kube.errors import NotFound
 from arc_scaleset.kube.informer import Object
 from arc_scaleset.kube.resources import PODS, SECRETS
 from arc_scaleset.kube.retry import update_with_retry
+from arc_scaleset.kube.views import ObjectView
 
 JOB_STILL_RUNNING_REQUEUE: Final = 30.0
 _FINALIZERS: Final = (EPHEMERAL_RUNNER_FINALIZER, EPHEMERAL_RUNNER_REGISTRATION_FINALIZER)
 
 
 def _has_container_hooks(er: Object) -> bool:
-    for container in ((er.get("spec") or {}).get("spec") or {}).get("containers") or ():
-        if container.get("name") == RUNNER_CONTAINER_NAME:
-            return any(env.get("name") == CONTAINER_HOOKS_ENV for env in container.get("env") or ())
-    return False
+    container = EphemeralRunnerView(er).container(RUNNER_CONTAINER_NAME)
+    return container is not None and any(env.get("name") == CONTAINER_HOOKS_ENV for env in container.get("env") or ())
 
 
 async def cleanup_runner_resources(kube: KubeClient, er: Object, *, pod: Object | None) -> None:
     """Delete the runner's pod (``pod`` as cached; ``None``: none) and JIT Secret, and its hook objects."""
-    meta = er.get("metadata") or {}
-    name, namespace = str(meta.get("name")), str(meta.get("namespace"))
-    if pod is not None and not (pod.get("metadata") or {}).get("deletionTimestamp"):
+    view = ObjectView(er)
+    name, namespace = view.name, view.namespace
+    if pod is not None and not ObjectView(pod).is_deleting:
         await kube.delete(PODS, name, namespace=namespace, missing_ok=True)
     await kube.delete(SECRETS, name, namespace=namespace, missing_ok=True)
     if _has_container_hooks(er):
         selector = f"{LABEL_RUNNER_POD}={name}"
         for resource in (PODS, SECRETS):
             listed = await kube.list(resource, namespace=namespace, label_selector=selector)
-            for item in listed.items:
-                item_meta = item.get("metadata") or {}
-                if not item_meta.get("deletionTimestamp"):
-                    await kube.delete(resource, str(item_meta.get("name")), namespace=namespace, missing_ok=True)
+            for item in map(ObjectView, listed.items):
+                if not item.is_deleting:
+                    await kube.delete(resource, item.name, namespace=namespace, missing_ok=True)
 
 
 async def _registered_runner_id(kube: KubeClient, er: Object) -> int:
-    runner_id = int((er.get("status") or {}).get("runnerId") or 0)
-    if runner_id:
-        return runner_id
-    meta = er.get("metadata") or {}
+    view = EphemeralRunnerView(er)
+    if view.runner_id:
+        return view.runner_id
     try:
-        secret = await kube.get(SECRETS, str(meta.get("name")), namespace=str(meta.get("namespace")))
+        secret = await kube.get(SECRETS, view.name, namespace=view.namespace)
     except NotFound:
         return 0
     return secret_runner_id(secret) or 0
@@ -79,16 +77,16 @@ async def _registered_runner_id(kube: KubeClient, er: Object) -> int:
 
 async def finalize_runner(ctx: ControllerContext, er: Object) -> Result:
     """One pass of the deletion path; see the module docstring."""
-    meta = er.get("metadata") or {}
-    finalizers = meta.get("finalizers") or ()
+    view = EphemeralRunnerView(er)
+    finalizers = view.finalizers
     if not any(f in finalizers for f in _FINALIZERS):
         return Result()
-    name, namespace = str(meta.get("name")), str(meta.get("namespace"))
+    name, namespace = view.name, view.namespace
     if EPHEMERAL_RUNNER_REGISTRATION_FINALIZER in finalizers:
         runner_id = await _registered_runner_id(ctx.kube, er)
         if runner_id:
             try:
-                client = await client_for_runner_spec(ctx.github, namespace=namespace, spec=er.get("spec") or {})
+                client = await client_for_runner_spec(ctx.github, namespace=namespace, spec=view.spec)
             except ConfigurationError as exc:
                 await ctx.events.event(
                     er, type="Warning", reason=exc.reason, action="RemoveRunner",

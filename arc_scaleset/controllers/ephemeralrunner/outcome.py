@@ -1,4 +1,4 @@
-"""What an EphemeralRunner's pod says, as a pure function (spec 2.4 step 9, 2.8, field survey 2.4).
+"""What an EphemeralRunner's pod says, as a pure function (docs/controllers.md).
 
 :func:`pod_outcome` reads a runner pod (and two facts about its EphemeralRunner) and returns one
 :class:`Outcome`; the reconciler acts on it. Checked in this order:
@@ -23,19 +23,20 @@ and ``RETRY`` otherwise (delete the pod, record the failure, recreate it after t
 
 Beyond ARC, ``LOST`` is terminal whether or not a job was assigned: the EphemeralRunner is deleted, which
 removes its registration through its finalizer, and the set replaces it. Restarting the same registration
-on a new pod after an OOM kill or a lost node is what leaves zombie runners in ARC (field survey 2.4).
+on a new pod after an OOM kill or a lost node is what leaves zombie runners in ARC (ARC #4155, #3319, #4197, #3014).
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import enum
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
 from arc_scaleset.api.keys import RUNNER_CONTAINER_NAME, EphemeralRunnerPhase
-from arc_scaleset.controllers.runner_classification import parse_timestamp
+from arc_scaleset.api.views import EphemeralRunnerView
+from arc_scaleset.kube.views import PodView, parse_timestamp
 
 EXIT_SUCCESS: Final = 0
 EXIT_RUNNER_OUTDATED: Final = 7
@@ -77,21 +78,9 @@ class Outcome:
     recheck_after: float | None = None
 
 
-def _status(pod: Mapping[str, Any]) -> Mapping[str, Any]:
-    status = pod.get("status")
-    return status if isinstance(status, Mapping) else {}
-
-
-def container_status(statuses: Sequence[Mapping[str, Any]] | None, name: str) -> Mapping[str, Any] | None:
-    for status in statuses or ():
-        if status.get("name") == name:
-            return status
-    return None
-
-
 def pod_ready(pod: Mapping[str, Any]) -> bool:
     """The ``Ready`` condition's status; with several (should not happen), the latest transition wins."""
-    ready = [c for c in _status(pod).get("conditions") or () if c.get("type") == "Ready"]
+    ready = [c for c in PodView(pod).conditions if c.get("type") == "Ready"]
     if not ready:
         return False
     latest = max(
@@ -114,9 +103,9 @@ def pod_outcome(
 ) -> Outcome:
     """See the module docstring. ``runner_phase`` is the EphemeralRunner's ``status.phase``; the pending
     timeout applies when both ``now`` and ``pending_timeout`` (seconds) are given."""
-    status = _status(pod)
-    phase = str(status.get("phase") or "")
-    runner = container_status(status.get("containerStatuses"), RUNNER_CONTAINER_NAME)
+    view = PodView(pod)
+    phase = view.phase
+    runner = view.container_status(RUNNER_CONTAINER_NAME)
     terminated = (runner or {}).get("state", {}).get("terminated") if runner else None
 
     if terminated is not None:
@@ -131,15 +120,15 @@ def pod_outcome(
         return _failure(has_job, reason or "Error", f"the runner container exited with code {code}")
 
     if phase == "Failed":
-        pod_reason = str(status.get("reason") or "")
-        message = str(status.get("message") or "")
-        if pod_reason in LOST_POD_REASONS or _disrupted(status):
+        pod_reason = view.reason
+        message = view.message
+        if pod_reason in LOST_POD_REASONS or view.has_condition("DisruptionTarget"):
             return Outcome(
                 Verdict.LOST, reason=pod_reason or "DisruptionTarget", message=message or "the pod was taken away"
             )
         return _failure(has_job, pod_reason or "PodFailed", message or "the runner pod failed")
 
-    for init in status.get("initContainerStatuses") or ():
+    for init in view.init_container_statuses:
         init_terminated = (init.get("state") or {}).get("terminated")
         if init_terminated is not None and init_terminated.get("exitCode") not in (None, 0):
             return _failure(
@@ -148,10 +137,10 @@ def pod_outcome(
                 f"init container {init.get('name')} exited with code {init_terminated.get('exitCode')}",
             )
 
-    if (pod.get("metadata") or {}).get("deletionTimestamp") and runner_phase == EphemeralRunnerPhase.RUNNING:
+    if view.is_deleting and runner_phase == EphemeralRunnerPhase.RUNNING:
         return Outcome(Verdict.LOST, reason="PodDeleted", message="the runner pod was deleted while the runner ran")
 
-    for waiting_status in (*(status.get("initContainerStatuses") or ()), *(status.get("containerStatuses") or ())):
+    for waiting_status in (*view.init_container_statuses, *view.container_statuses):
         waiting = (waiting_status.get("state") or {}).get("waiting") or {}
         if waiting.get("reason") in NEVER_STARTS:
             detail = str(waiting.get("message") or "")
@@ -166,7 +155,7 @@ def pod_outcome(
 
     recheck_after: float | None = None
     if now is not None and pending_timeout is not None and not _started(runner):
-        created = parse_timestamp((pod.get("metadata") or {}).get("creationTimestamp"))
+        created = view.creation_timestamp
         if created is not None:
             remaining = (created + dt.timedelta(seconds=pending_timeout) - now).total_seconds()
             if remaining <= 0:
@@ -184,8 +173,8 @@ def pod_outcome(
         Verdict.MIRROR,
         phase=mirrored,
         ready=pod_ready(pod),
-        reason=str(status.get("reason") or ""),
-        message=str(status.get("message") or ""),
+        reason=view.reason,
+        message=view.message,
         recheck_after=recheck_after,
     )
 
@@ -201,32 +190,26 @@ def _started(runner: Mapping[str, Any] | None) -> bool:
 def _why_pending(pod: Mapping[str, Any]) -> str:
     """What holds the pod back, in the kubelet's or scheduler's words: the first waiting container's reason,
     else a false pod condition (Unschedulable...), else its phase."""
-    status = _status(pod)
-    for container in (*(status.get("initContainerStatuses") or ()), *(status.get("containerStatuses") or ())):
+    view = PodView(pod)
+    for container in (*view.init_container_statuses, *view.container_statuses):
         waiting = (container.get("state") or {}).get("waiting") or {}
         if waiting.get("reason"):
             detail = f": {waiting['message']}" if waiting.get("message") else ""
             return f"container {container.get('name')} {waiting['reason']}{detail}"
-    for condition in status.get("conditions") or ():
+    for condition in view.conditions:
         if condition.get("status") == "False" and condition.get("reason"):
             detail = f": {condition['message']}" if condition.get("message") else ""
             return f"{condition.get('type')} {condition['reason']}{detail}"
-    return f"pod phase {status.get('phase') or 'Pending'}"
-
-
-def _disrupted(status: Mapping[str, Any]) -> bool:
-    return any(
-        c.get("type") == "DisruptionTarget" and c.get("status") == "True" for c in status.get("conditions") or ()
-    )
+    return f"pod phase {view.phase or 'Pending'}"
 
 
 def failure_count(er: Mapping[str, Any]) -> int:
-    return len((er.get("status") or {}).get("failures") or {})
+    return len(EphemeralRunnerView(er).failures)
 
 
 def backoff_remaining(er: Mapping[str, Any], *, now: dt.datetime) -> float:
-    """Seconds to wait before recreating the pod (0: now), from the recorded failures (spec 2.4 step 7)."""
-    failures = (er.get("status") or {}).get("failures") or {}
+    """Seconds to wait before recreating the pod (0: now), from the recorded failures."""
+    failures = EphemeralRunnerView(er).failures
     if not failures:
         return 0.0
     times = [t for t in (parse_timestamp(v) for v in failures.values()) if t is not None]

@@ -1,13 +1,13 @@
 """The EphemeralRunner controller: one JIT registration, its Secret and its pod, until the runner is done.
 
-A pass (spec 2.4, 2.8; the pod verdicts are :mod:`~arc_scaleset.controllers.ephemeralrunner.outcome`):
+A pass (docs/controllers.md; the pod verdicts are :mod:`~arc_scaleset.controllers.ephemeralrunner.outcome`):
 
 1. being deleted -> :mod:`~arc_scaleset.controllers.ephemeralrunner.deletion` (remove the registration, delete
    pod and Secret, drop the finalizers);
 2. done (Succeeded, Failed, Outdated) -> delete pod and Secret; the EphemeralRunnerSet deletes the runner;
 3. ensure both finalizers (runners the set creates already carry them: no write);
 4. no pod yet, or no runner ID in the status -> ensure the JIT Secret: register the runner with GitHub
-   under the runner's name (name collisions handled as the spec says) and store the one-shot config. A
+   under the runner's name (name collisions: docs/controllers.md) and store the one-shot config. A
    runner's first pass in this process registers without reading the Secret first (see
    :mod:`~arc_scaleset.controllers.ephemeralrunner.memory`; RunnerExists makes it read the Secret);
 5. more than 5 failures -> delete the runner; inside the failure backoff (0/5/10/20/40/80 s) -> wait;
@@ -39,7 +39,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any, Final
 
@@ -49,6 +48,7 @@ from arc_scaleset.api.keys import (
     EPHEMERAL_RUNNER_REGISTRATION_FINALIZER,
     EphemeralRunnerPhase,
 )
+from arc_scaleset.api.views import EphemeralRunnerView
 from arc_scaleset.controllers.context import ControllerContext
 from arc_scaleset.controllers.ephemeralrunner.builders import (
     desired_jit_secret,
@@ -70,7 +70,6 @@ from arc_scaleset.controllers.ephemeralrunner.outcome import (
     pod_outcome,
 )
 from arc_scaleset.controllers.errors import ConfigurationError
-from arc_scaleset.controllers.runner_classification import parse_timestamp
 from arc_scaleset.controllers.runner_github import RunnerClients, remove_registration
 from arc_scaleset.github import ActionsClient, GitHubError, RunnerExists
 from arc_scaleset.kube.client import PatchType
@@ -80,6 +79,7 @@ from arc_scaleset.kube.errors import AlreadyExists, Forbidden, Invalid, NotFound
 from arc_scaleset.kube.informer import Object
 from arc_scaleset.kube.resources import PODS, SECRETS
 from arc_scaleset.kube.retry import update_with_retry
+from arc_scaleset.kube.views import ObjectView
 from arc_scaleset.kube.workqueue import RateLimiter
 
 log = logging.getLogger(__name__)
@@ -128,21 +128,19 @@ class EphemeralRunnerReconciler:
         if er is None:
             self.memory.forget(key)
             return Result()
-        meta = er.get("metadata") or {}
-        if meta.get("deletionTimestamp"):
-            self.retrying.pop(str(meta.get("uid") or ""), None)
+        view = EphemeralRunnerView(er)
+        if view.is_deleting:
+            self.retrying.pop(view.uid, None)
             self.memory.forget(key)
             return await finalize_runner(self._ctx, er)
-        status = self.memory.status(
-            key, str(meta.get("uid") or ""), str(meta.get("resourceVersion") or ""), er.get("status") or {}
-        )
+        status = self.memory.status(key, view.uid, view.resource_version, view.status)
         if status.get("phase") in DONE_PHASES:
             self.memory.forget(key)
             await cleanup_runner_resources(self._kube, er, pod=self._pods.get(request.namespace, request.name))
             return Result()
-        if status is not er.get("status"):
+        if status is not view.status:
             er = {**er, "status": status}
-        if not all(f in (meta.get("finalizers") or ()) for f in _FINALIZERS):
+        if not all(view.has_finalizer(f) for f in _FINALIZERS):
             await self._add_finalizers(er)
         return await _RunnerPass(self, er).run()
 
@@ -156,11 +154,10 @@ class EphemeralRunnerReconciler:
             meta["finalizers"] = present + missing
             return current
 
-        meta = er.get("metadata") or {}
+        view = ObjectView(er)
         await update_with_retry(
-            self._kube, EPHEMERAL_RUNNERS, str(meta["name"]), namespace=str(meta["namespace"]), mutate=add,
-            clock=self._ctx.clock,
-        )  # fmt: skip
+            self._kube, EPHEMERAL_RUNNERS, view.name, namespace=view.namespace, mutate=add, clock=self._ctx.clock
+        )
 
 
 class _RunnerPass:
@@ -170,17 +167,17 @@ class _RunnerPass:
         self._ctx = owner._ctx
         self._kube = owner._kube
         self._er = er
-        meta = er.get("metadata") or {}
-        self._name = str(meta.get("name"))
-        self._namespace = str(meta.get("namespace"))
+        # The runner as this pass knows it: the cached object, with the status as this process last made it.
+        self._view = EphemeralRunnerView(er)
+        self._name = self._view.name
+        self._namespace = self._view.namespace
         self._key = f"{self._namespace}/{self._name}"
-        self._status: Mapping[str, Any] = er.get("status") or {}
         self._pod = owner._pods.get(self._namespace, self._name)
         self._retrying = owner.retrying
         self._memory = owner.memory
         self._clients = owner.clients
-        self._uid = str(meta.get("uid") or "")
-        self._resource_version = str(meta.get("resourceVersion") or "")
+        self._uid = self._view.uid
+        self._resource_version = self._view.resource_version
         self._changes: dict[str, Any] = {}
         self._client: ActionsClient | None = None
 
@@ -199,7 +196,7 @@ class _RunnerPass:
         return result
 
     async def _run(self) -> Result:
-        runner_id = int(self._status.get("runnerId") or 0)
+        runner_id = self._view.runner_id
         pod_wait = self._memory.awaiting_pod(self._key, self._uid, cached=self._pod is not None)
         if pod_wait > 0 and runner_id:
             # We created the pod a moment ago and our cache has not shown it yet: its event wakes us.
@@ -226,7 +223,7 @@ class _RunnerPass:
 
     async def _without_pod(self, runner_id: int, *, new_secret: dict[str, Any] | None = None) -> Result:
         """Create the pod (and ``new_secret``, the JIT Secret of a fresh registration, when given)."""
-        if self._status.get("phase") == EphemeralRunnerPhase.RUNNING and self._uid not in self._retrying:
+        if self._view.phase == EphemeralRunnerPhase.RUNNING and self._uid not in self._retrying:
             # The runner had been seen running and the pod is gone without us deleting it (we set the
             # phase back to Pending whenever we delete a pod to retry): node lost and pod garbage-collected,
             # or deleted by hand. The registration may be mid-job on a dead runner: terminal.
@@ -237,7 +234,7 @@ class _RunnerPass:
             await self._flush()
             return Result(requeue_after=wait)
         pod = desired_runner_pod(self._er, runner_id=runner_id, version=self._ctx.settings.build_version)
-        if not self._status.get("phase"):
+        if not self._view.phase:
             self._changes["phase"] = EphemeralRunnerPhase.PENDING
         # The pod and its JIT Secret do not depend on each other at the API server: send both at once.
         created, secret_error = await asyncio.gather(
@@ -265,13 +262,13 @@ class _RunnerPass:
         return Result()
 
     async def _with_pod(self, runner_id: int, pod: Object) -> Result:
-        if self._retrying.get(self._uid) == (pod.get("metadata") or {}).get("uid"):
+        if self._retrying.get(self._uid) == ObjectView(pod).uid:
             await self._flush()  # the pod we deleted to retry, still on its way out
             return Result()
         outcome = pod_outcome(
             pod,
-            has_job=bool(self._status.get("jobId")),
-            runner_phase=str(self._status.get("phase") or ""),
+            has_job=self._view.has_job,
+            runner_phase=self._view.phase,
             now=self._ctx.clock.now(),
             pending_timeout=self._ctx.settings.runner_pending_timeout,
         )
@@ -280,7 +277,7 @@ class _RunnerPass:
                 await self._flush()
                 return Result(requeue_after=outcome.recheck_after)
             case Verdict.MIRROR:
-                if outcome.phase != self._status.get("phase") or outcome.ready != bool(self._status.get("ready")):
+                if outcome.phase != self._view.phase or outcome.ready != self._view.ready:
                     self._changes.update(
                         phase=outcome.phase, ready=outcome.ready, reason=outcome.reason, message=outcome.message
                     )
@@ -324,8 +321,7 @@ class _RunnerPass:
                 return existing
 
         client = await self._github()
-        spec = self._er.get("spec") or {}
-        scale_set_id = int(spec.get("runnerScaleSetId") or 0)
+        scale_set_id = self._view.runner_scale_set_id
         try:
             jit = await client.generate_jit_runner_config(
                 scale_set_id, name=self._name, work_folder=runner_work_folder(self._er)
@@ -344,7 +340,7 @@ class _RunnerPass:
             runner_name=jit.runner.name or self._name,
             scale_set_id=scale_set_id,
         )
-        fresh = not self._status.get("phase") and not self._status.get("failures")
+        fresh = not self._view.phase and not self._view.failures
         if self._pod is None and fresh:
             return jit.runner.id, secret_body
         try:
@@ -419,12 +415,10 @@ class _RunnerPass:
     async def _github(self) -> ActionsClient:
         if self._client is None:
             try:
-                self._client = await self._clients.client_for(
-                    namespace=self._namespace, spec=self._er.get("spec") or {}
-                )
+                self._client = await self._clients.client_for(namespace=self._namespace, spec=self._view.spec)
             except ConfigurationError as exc:
                 await self._event("Warning", exc.reason, exc.message)
-                if self._status.get("reason") != exc.reason or self._status.get("message") != exc.message:
+                if self._view.reason != exc.reason or self._view.message != exc.message:
                     self._changes.update(reason=exc.reason, message=exc.message)
                 await self._flush()
                 raise
@@ -440,9 +434,9 @@ class _RunnerPass:
             await remove_registration(await self._github(), runner_id)
 
     async def _retry_pod(self, pod: Object, outcome: Outcome) -> None:
-        pod_meta = pod.get("metadata") or {}
-        uid = str(pod_meta.get("uid") or "")
-        failures = self._status.get("failures") or {}
+        pod_view = ObjectView(pod)
+        uid = pod_view.uid
+        failures = self._view.failures
         if uid and uid not in failures:
             self._changes["failures"] = {uid: format_time(self._ctx.clock.now())}
             await self._event(
@@ -456,7 +450,7 @@ class _RunnerPass:
         # recorded, and the failed pod is still there to be retried again.
         await self._flush()
         self._retrying[self._uid] = uid
-        if not pod_meta.get("deletionTimestamp"):
+        if not pod_view.is_deleting:
             await self._kube.delete(PODS, self._name, namespace=self._namespace, missing_ok=True)
 
     async def _lost(self, outcome: Outcome) -> None:
@@ -464,7 +458,7 @@ class _RunnerPass:
         await self._delete_runner()
 
     async def _quota_exceeded(self, message: str) -> Result:
-        created = parse_timestamp((self._er.get("metadata") or {}).get("creationTimestamp"))
+        created = self._view.creation_timestamp
         if created is not None and self._ctx.clock.now() - created > QUOTA_GIVE_UP_AFTER:
             await self._event("Warning", "QuotaExceeded", f"{message}; giving up after 10 minutes")
             await self._delete_runner()

@@ -22,41 +22,36 @@ from arc_scaleset.api.keys import (
 )
 from arc_scaleset.api.labels import filter_and_merge_labels, merge_annotations
 from arc_scaleset.api.naming import ephemeral_runner_generate_name, runner_proxy_secret_name
+from arc_scaleset.api.views import EphemeralRunnerSetView
 from arc_scaleset.kube.ownerrefs import controller_ref
-
-
-def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    meta = obj.get("metadata")
-    return meta if isinstance(meta, Mapping) else {}
 
 
 def desired_ephemeral_runner(ers: Mapping[str, Any], *, exclude_label_prefixes: Iterable[str] = ()) -> dict[str, Any]:
     """A new EphemeralRunner of ``ers`` (``generateName``; the API server picks the suffix).
 
-    Stamped with the set's current ``spec.patchID`` and ``spec.actionableRevision`` (spec 2.6.3), created
-    with both finalizers already present (spec 1.6) so the runner controller needs no extra write.
+    Stamped with the set's current ``spec.patchID`` and ``spec.actionableRevision`` (docs/revisions.md), created
+    with both finalizers already present so the runner controller needs no extra write.
     """
-    meta = _meta(ers)
-    spec = ers.get("spec") or {}
-    runner_metadata = spec.get("ephemeralRunnerMetadata") or {}
+    view = EphemeralRunnerSetView(ers)
+    runner_metadata = view.runner_metadata
     prefixes = tuple(exclude_label_prefixes)
-    computed_labels = {**(meta.get("labels") or {}), LABEL_COMPONENT: COMPONENT_RUNNER}
+    computed_labels = {**view.labels, LABEL_COMPONENT: COMPONENT_RUNNER}
     labels = filter_and_merge_labels(runner_metadata.get("labels"), computed_labels, prefixes) or {}
     computed_annotations = {
-        **(meta.get("annotations") or {}),
-        ANNOTATION_PATCH_ID: str(int(spec.get("patchID") or 0)),
-        ANNOTATION_ACTIONABLE_REVISION: str(int(spec.get("actionableRevision") or 0)),
+        **view.annotations,
+        ANNOTATION_PATCH_ID: str(view.patch_id),
+        ANNOTATION_ACTIONABLE_REVISION: str(view.actionable_revision),
     }
     annotations = merge_annotations(runner_metadata.get("annotations"), computed_annotations) or {}
-    runner_spec = copy.deepcopy(dict(spec.get("ephemeralRunnerSpec") or {}))
+    runner_spec = copy.deepcopy(dict(view.runner_spec))
     if runner_spec.get("proxy") is not None:
-        runner_spec["proxySecretRef"] = runner_proxy_secret_name(str(meta.get("name")), str(meta.get("namespace")))
+        runner_spec["proxySecretRef"] = runner_proxy_secret_name(view.name, view.namespace)
     return {
         "apiVersion": API_VERSION,
         "kind": EPHEMERAL_RUNNERS.kind,
         "metadata": {
-            "generateName": ephemeral_runner_generate_name(str(meta.get("name"))),
-            "namespace": meta.get("namespace"),
+            "generateName": ephemeral_runner_generate_name(view.name),
+            "namespace": view.namespace,
             "labels": labels,
             "annotations": annotations,
             "finalizers": [EPHEMERAL_RUNNER_FINALIZER, EPHEMERAL_RUNNER_REGISTRATION_FINALIZER],

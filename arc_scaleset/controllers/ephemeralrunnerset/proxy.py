@@ -1,8 +1,8 @@
-"""The runner proxy Secret of an EphemeralRunnerSet (spec 1.8, 2.3 step 5).
+"""The runner proxy Secret of an EphemeralRunnerSet (docs/controllers.md).
 
 ``<ERS name>-<h8(namespace)>-runner-proxy`` in the set's namespace, owned by the set, holding the flattened
 proxy settings (``http_proxy``, ``https_proxy``, ``no_proxy``) that every runner pod's environment refers
-to. Read uncached (spec 2.1); created when missing, its data replaced when it differs, deleted with the set.
+to. Read uncached; created when missing, its data replaced when it differs, deleted with the set.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from typing import Any
 from arc_scaleset.api.common import ProxyConfig
 from arc_scaleset.api.keys import LABEL_SCALE_SET_NAME, LABEL_SCALE_SET_NAMESPACE
 from arc_scaleset.api.naming import runner_proxy_secret_name
+from arc_scaleset.api.views import EphemeralRunnerSetView
 from arc_scaleset.controllers.proxy_secret import proxy_secret_data
 from arc_scaleset.kube.client import KubeClient
 from arc_scaleset.kube.errors import AlreadyExists, NotFound
@@ -23,7 +24,7 @@ from arc_scaleset.kube.resources import SECRETS
 
 
 def runner_proxy(ers: Mapping[str, Any]) -> ProxyConfig | None:
-    proxy = ((ers.get("spec") or {}).get("ephemeralRunnerSpec") or {}).get("proxy")
+    proxy = EphemeralRunnerSetView(ers).runner_spec.get("proxy")
     return None if proxy is None else ProxyConfig.model_validate(proxy)
 
 
@@ -39,14 +40,12 @@ async def reconcile_runner_proxy_secret(kube: KubeClient, ers: Mapping[str, Any]
     proxy = runner_proxy(ers)
     if proxy is None:
         return
-    meta = ers.get("metadata") or {}
-    name, namespace = str(meta.get("name")), str(meta.get("namespace"))
+    view = EphemeralRunnerSetView(ers)
+    name, namespace = view.name, view.namespace
     secret_name = runner_proxy_secret_name(name, namespace)
     data = _encoded(await proxy_secret_data(kube, namespace, proxy))
     labels = {
-        key: value
-        for key, value in (meta.get("labels") or {}).items()
-        if key in (LABEL_SCALE_SET_NAME, LABEL_SCALE_SET_NAMESPACE)
+        key: value for key, value in view.labels.items() if key in (LABEL_SCALE_SET_NAME, LABEL_SCALE_SET_NAMESPACE)
     }
     try:
         current = await kube.get(SECRETS, secret_name, namespace=namespace)
@@ -73,6 +72,6 @@ async def reconcile_runner_proxy_secret(kube: KubeClient, ers: Mapping[str, Any]
 
 
 async def delete_runner_proxy_secret(kube: KubeClient, ers: Mapping[str, Any]) -> None:
-    meta = ers.get("metadata") or {}
-    name, namespace = str(meta.get("name")), str(meta.get("namespace"))
+    view = EphemeralRunnerSetView(ers)
+    name, namespace = view.name, view.namespace
     await kube.delete(SECRETS, runner_proxy_secret_name(name, namespace), namespace=namespace, missing_ok=True)

@@ -1,7 +1,8 @@
 """The EphemeralRunnerSet controller: keeps a set's runners at ``spec.replicas``, at the current revision.
 
-A pass (spec 2.3 and 2.6.3; the decisions are :mod:`~arc_scaleset.controllers.ephemeralrunnerset.scaling`, the revision
-bookkeeping :mod:`~arc_scaleset.controllers.ephemeralrunnerset.revision`):
+A pass (docs/controllers.md, docs/revisions.md; the decisions are
+:mod:`~arc_scaleset.controllers.ephemeralrunnerset.scaling`, the revision bookkeeping
+:mod:`~arc_scaleset.controllers.ephemeralrunnerset.revision`):
 
 1. being deleted -> remove every runner (busy ones block until their job ends), then the proxy Secret, then
    the finalizer;
@@ -29,7 +30,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping
 from typing import Any, Final
 
 from arc_scaleset.api.ephemeralrunner import EPHEMERAL_RUNNERS
@@ -40,6 +40,7 @@ from arc_scaleset.api.keys import (
     LABEL_SCALE_SET_NAMESPACE,
     EphemeralRunnerPhase,
 )
+from arc_scaleset.api.views import EphemeralRunnerSetView
 from arc_scaleset.controllers.context import ControllerContext
 from arc_scaleset.controllers.ephemeralrunnerset.builders import desired_ephemeral_runner
 from arc_scaleset.controllers.ephemeralrunnerset.cleanup import CleanupFailedError, execute_cleanup
@@ -48,7 +49,6 @@ from arc_scaleset.controllers.ephemeralrunnerset.proxy import (
     delete_runner_proxy_secret,
     reconcile_runner_proxy_secret,
 )
-from arc_scaleset.controllers.ephemeralrunnerset.revision import actionable_revision, applied_revision
 from arc_scaleset.controllers.ephemeralrunnerset.scaling import (
     DEFAULT_FAILED_RUNNER_MIN_AGE,
     CleanupPlan,
@@ -119,7 +119,7 @@ class EphemeralRunnerSetReconciler:
             self.expectations.forget(str(request))
             self._views.pop(str(request), None)
             return Result()
-        if (ers.get("metadata") or {}).get("deletionTimestamp"):
+        if EphemeralRunnerSetView(ers).is_deleting:
             return await self._finalize(ers, request)
         if not has_finalizer(ers, EPHEMERAL_RUNNER_SET_FINALIZER):
             await add_finalizer(self._kube, EPHEMERAL_RUNNER_SETS, ers, EPHEMERAL_RUNNER_SET_FINALIZER)
@@ -131,14 +131,15 @@ class EphemeralRunnerSetReconciler:
             raise
 
     async def _reconcile_live(self, ers: Object, request: Request) -> Result:
+        view = EphemeralRunnerSetView(ers)
         runners = self._runner_views(ers)
-        target = actionable_revision(ers)
-        if target > applied_revision(ers):
+        target = view.actionable_revision
+        if view.revision_pending:
             await self._apply_revision(ers, runners, target)
             return Result()
 
         await reconcile_runner_proxy_secret(self._kube, ers)
-        states = classify(runners, applied_revision=applied_revision(ers))
+        states = classify(runners, applied_revision=view.applied_actionable_revision)
         self._publish_metrics(ers, states)
 
         key = str(request)
@@ -149,13 +150,12 @@ class EphemeralRunnerSetReconciler:
             log.debug("%s: waiting for %d created runners to reach the cache", key, waiting)
             return Result(requeue_after=EXPECTATION_RECHECK)
 
-        spec = ers.get("spec") or {}
         plan = plan_scaling(
             SetSpec(
-                replicas=int(spec.get("replicas") or 0),
-                patch_id=int(spec.get("patchID") or 0),
+                replicas=view.replicas,
+                patch_id=view.patch_id,
                 actionable_revision=target,
-                applied_revision=applied_revision(ers),
+                applied_revision=view.applied_actionable_revision,
             ),
             states,
             now=self._ctx.clock.now(),
@@ -166,29 +166,29 @@ class EphemeralRunnerSetReconciler:
         return Result(requeue_after=plan.requeue_after)
 
     async def _apply_revision(self, ers: Object, runners: list[RunnerView], target: int) -> None:
-        states = classify(runners, applied_revision=applied_revision(ers))
+        view = EphemeralRunnerSetView(ers)
+        states = classify(runners, applied_revision=view.applied_actionable_revision)
         result = await execute_cleanup(
             self._kube, revision_cleanup(states), client=self._client_source(ers),
             concurrency=self._ctx.settings.runner_create_concurrency,
         )  # fmt: skip
         await reconcile_runner_proxy_secret(self._kube, ers)
-        meta = ers.get("metadata") or {}
         await patch_applied_actionable_revision(
-            self._kube, namespace=str(meta["namespace"]), name=str(meta["name"]), target=target, clock=self._ctx.clock
+            self._kube, namespace=view.namespace, name=view.name, target=target, clock=self._ctx.clock
         )
         log.info(
             "%s/%s: revision %d applied (deleted %d done, removed %d idle/pending, %d busy kept)",
-            meta["namespace"], meta["name"], target, len(result.deleted) - len(result.removed),
+            view.namespace, view.name, target, len(result.deleted) - len(result.removed),
             len(result.removed), len(states.busy) + len(result.busy),
         )  # fmt: skip
 
     async def _execute(self, ers: Object, plan: ScalingPlan, key: str) -> None:
-        meta = ers.get("metadata") or {}
+        view = EphemeralRunnerSetView(ers)
         if plan.record_finished_marker is not None:
             # Marker first: if the deletions below happen and we crash, a restarted controller still knows
             # it must not replace those finished runners under this patch ID.
             await patch_finished_cleanup_marker(
-                self._kube, namespace=str(meta["namespace"]), name=str(meta["name"]),
+                self._kube, namespace=view.namespace, name=view.name,
                 patch_id=plan.record_finished_marker, clock=self._ctx.clock,
             )  # fmt: skip
         if not plan.cleanup.empty:
@@ -197,11 +197,9 @@ class EphemeralRunnerSetReconciler:
                 concurrency=self._ctx.settings.runner_create_concurrency,
             )  # fmt: skip
         if plan.create > 0:
-            patch_id = int((ers.get("spec") or {}).get("patchID") or 0)
+            patch_id = view.patch_id
             if plan.check_finished_marker:
-                marker = await read_finished_cleanup_patch_id(
-                    self._kube, namespace=str(meta["namespace"]), name=str(meta["name"])
-                )
+                marker = await read_finished_cleanup_patch_id(self._kube, namespace=view.namespace, name=view.name)
                 if marker == patch_id:
                     log.debug("%s: finished runners were reaped under patch %d; no scale-up until the next", key,
                               patch_id)  # fmt: skip
@@ -218,7 +216,7 @@ class EphemeralRunnerSetReconciler:
         async def create_one() -> str:
             async with limit:
                 created = await self._kube.create(EPHEMERAL_RUNNERS, body)
-            return str((created.get("metadata") or {}).get("name") or "")
+            return EphemeralRunnerSetView(created).name
 
         outcomes = await asyncio.gather(*(create_one() for _ in range(count)), return_exceptions=True)
         names = [outcome for outcome in outcomes if isinstance(outcome, str)]
@@ -235,7 +233,7 @@ class EphemeralRunnerSetReconciler:
             return Result()
         runners = self._runner_views(ers)
         if runners:
-            states = classify(runners, applied_revision=applied_revision(ers))
+            states = classify(runners, applied_revision=EphemeralRunnerSetView(ers).applied_actionable_revision)
             plan = revision_cleanup(states)
             if not plan.empty:
                 try:
@@ -257,28 +255,27 @@ class EphemeralRunnerSetReconciler:
     # -- helpers ----------------------------------------------------------------------------------------
 
     def _runner_views(self, ers: Object) -> list[RunnerView]:
-        meta = ers.get("metadata") or {}
-        uid = str(meta.get("uid") or "")
-        if not uid:
+        view = EphemeralRunnerSetView(ers)
+        if not view.uid:
             return []
-        cache = self._views.setdefault(f"{meta.get('namespace')}/{meta.get('name')}", RunnerViewCache())
-        return cache.views(self._runners.by_owner(uid))
+        cache = self._views.setdefault(f"{view.namespace}/{view.name}", RunnerViewCache())
+        return cache.views(self._runners.by_owner(view.uid))
 
     def _client_source(self, ers: Object) -> Any:
-        meta = ers.get("metadata") or {}
-        spec = (ers.get("spec") or {}).get("ephemeralRunnerSpec") or {}
+        view = EphemeralRunnerSetView(ers)
+        namespace, spec = view.namespace, view.runner_spec
 
         async def source() -> ActionsClient:
-            return await client_for_runner_spec(self._ctx.github, namespace=str(meta.get("namespace")), spec=spec)
+            return await client_for_runner_spec(self._ctx.github, namespace=namespace, spec=spec)
 
         return source
 
     def _metric_labels(self, ers: Object) -> dict[str, str]:
-        meta = ers.get("metadata") or {}
-        labels: Mapping[str, str] = meta.get("labels") or {}
+        view = EphemeralRunnerSetView(ers)
+        labels = view.labels
         return scale_set_labels(
-            labels.get(LABEL_SCALE_SET_NAME) or str(meta.get("name")),
-            labels.get(LABEL_SCALE_SET_NAMESPACE) or str(meta.get("namespace")),
+            labels.get(LABEL_SCALE_SET_NAME) or view.name,
+            labels.get(LABEL_SCALE_SET_NAMESPACE) or view.namespace,
             labels,
         )
 

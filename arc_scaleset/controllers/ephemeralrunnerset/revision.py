@@ -1,4 +1,4 @@
-"""Revision bookkeeping of an EphemeralRunnerSet's status, as pure functions (spec 2.6.3).
+"""Revision bookkeeping of an EphemeralRunnerSet's status, as pure functions (docs/revisions.md).
 
 Two status fields carry the update-propagation state across passes and restarts:
 
@@ -21,30 +21,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from arc_scaleset.api.views import EphemeralRunnerSetView
 from arc_scaleset.controllers.ephemeralrunnerset.scaling import set_phase
 from arc_scaleset.controllers.runner_classification import RunnerView, classify
 
-
-def _int_field(status: Mapping[str, Any], key: str) -> int:
-    value = status.get(key)
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
-
-
-def applied_revision(ers: Mapping[str, Any]) -> int:
-    return _int_field(ers.get("status") or {}, "appliedActionableRevision")
-
-
-def actionable_revision(ers: Mapping[str, Any]) -> int:
-    return _int_field(ers.get("spec") or {}, "actionableRevision")
-
-
-def finished_cleanup_patch_id(ers: Mapping[str, Any]) -> int:
-    return _int_field(ers.get("status") or {}, "finishedRunnerCleanupPatchID")
-
-
-def revision_pending(ers: Mapping[str, Any]) -> bool:
-    """``spec.actionableRevision > status.appliedActionableRevision``: a spec change awaits its cleanup."""
-    return actionable_revision(ers) > applied_revision(ers)
+_CLEANUP_MARKER = "finishedRunnerCleanupPatchID"
 
 
 def applied_revision_changes(live: Mapping[str, Any], *, target: int, runners: Iterable[RunnerView]) -> dict[str, Any]:
@@ -52,30 +33,29 @@ def applied_revision_changes(live: Mapping[str, Any], *, target: int, runners: I
 
     ``runners`` are the set's EphemeralRunners as listed from the API with the same freshness as ``live``.
     """
-    status = live.get("status") or {}
-    current_applied = _int_field(status, "appliedActionableRevision")
+    view = EphemeralRunnerSetView(live)
+    current_applied = view.applied_actionable_revision
     changes: dict[str, Any] = {}
     if current_applied < target:
         changes["appliedActionableRevision"] = target
-        if _int_field(status, "finishedRunnerCleanupPatchID") != 0 or "finishedRunnerCleanupPatchID" not in status:
-            changes["finishedRunnerCleanupPatchID"] = 0
+        if view.finished_runner_cleanup_patch_id != 0 or _CLEANUP_MARKER not in view.status:
+            changes[_CLEANUP_MARKER] = 0
     states = classify(runners, applied_revision=max(current_applied, target))
     phase = str(set_phase(states))
-    if status.get("phase") != phase:
+    if view.phase != phase:
         changes["phase"] = phase
     return changes
 
 
 def finished_marker_changes(live: Mapping[str, Any], *, patch_id: int) -> dict[str, Any]:
     """``{"finishedRunnerCleanupPatchID": patch_id}`` unless the live status already holds it."""
-    status = live.get("status") or {}
-    if "finishedRunnerCleanupPatchID" in status and _int_field(status, "finishedRunnerCleanupPatchID") == patch_id:
+    view = EphemeralRunnerSetView(live)
+    if _CLEANUP_MARKER in view.status and view.finished_runner_cleanup_patch_id == patch_id:
         return {}
-    return {"finishedRunnerCleanupPatchID": patch_id}
+    return {_CLEANUP_MARKER: patch_id}
 
 
 def phase_changes(current: Mapping[str, Any], *, phase: str) -> dict[str, Any]:
     """``{"phase": phase}`` unless ``current`` (as read) already shows it. Only the phase: the revision fields
     are written by their own conflict-checked writers and never re-sent from a possibly stale copy."""
-    status = current.get("status") or {}
-    return {} if status.get("phase") == phase else {"phase": phase}
+    return {} if EphemeralRunnerSetView(current).phase == phase else {"phase": phase}

@@ -3,7 +3,7 @@
 Given the set's spec and status, its runners sorted by :func:`~arc_scaleset.controllers.runner_classification.classify`
 and the time, :func:`plan_scaling` returns one :class:`ScalingPlan`; the reconciler
 (:mod:`arc_scaleset.controllers.ephemeralrunnerset.reconciler`) only carries it out. The rules, in the order they are
-checked (spec 2.3, 2.6.3 and 3.5):
+checked (docs/revisions.md, docs/listener.md):
 
 1. **Outdated hold.** A runner of the current revision exited with "runner version deprecated" (phase
    ``Outdated``, revision >= applied): the set is ``Outdated``. Nothing is created; every other done runner is
@@ -13,12 +13,12 @@ checked (spec 2.3, 2.6.3 and 3.5):
    the spec changes (revision cleanup deletes every done runner) or when someone deletes them.
 2. **Stale Outdated runners** (revision < applied): left over from an older spec; deleted, and replaced by
    normal scaling on a later pass. They never make the set Outdated.
-3. **Failed runners never hold capacity forever** (beyond ARC, field survey 2.4). A runner marked
+3. **Failed runners never hold capacity forever** (beyond ARC: ARC #3685, #3700). A runner marked
    ``Failed`` (its pod can never start, or the API rejected its pod) has no job and its registration is
    already removed; it is deleted once it is ``failed_runner_min_age`` old (counted from its creation) and
    replaced by normal scaling. The age floor bounds the cost of a broken template to one new registration
    per slot per ``failed_runner_min_age``, instead of a hot loop of JIT configs against GitHub.
-4. **The patch gate** (spec 3.5): scaling is evaluated only when ``spec.patchID == 0`` or no runner carries
+4. **The patch gate** (docs/listener.md): scaling is evaluated only when ``spec.patchID == 0`` or no runner carries
    ``spec.patchID`` yet (``patchID != latest_patch_id``).
 5. **Finished runners** (Succeeded, not deleting) are reaped once per patch ID: record
    ``status.finishedRunnerCleanupPatchID = spec.patchID`` first, then delete them; no scaling this pass.

@@ -1,6 +1,6 @@
 """The EphemeralRunnerSet's status writes: conflict-checked against a fresh read where order matters.
 
-- :func:`patch_applied_actionable_revision` (``patchAppliedActionableRevisionStatus``, spec 2.6.3): GET the
+- :func:`patch_applied_actionable_revision` (ARC's ``patchAppliedActionableRevisionStatus``): GET the
   set and LIST its runners from the API (never the cache), compute the change with
   :func:`.revision.applied_revision_changes`, and write it as a status merge patch
   carrying the read's ``resourceVersion``. A concurrent writer makes the server answer 409; the whole
@@ -21,6 +21,7 @@ from typing import Any
 
 from arc_scaleset.api.ephemeralrunner import EPHEMERAL_RUNNERS
 from arc_scaleset.api.ephemeralrunnerset import EPHEMERAL_RUNNER_SETS
+from arc_scaleset.api.views import EphemeralRunnerSetView
 from arc_scaleset.clock import REAL_CLOCK, Clock
 from arc_scaleset.controllers.ephemeralrunnerset.revision import (
     applied_revision_changes,
@@ -67,7 +68,7 @@ async def patch_applied_actionable_revision(
         changes = applied_revision_changes(live, target=target, runners=runners)
         if not changes:
             return live
-        resource_version = str((live.get("metadata") or {}).get("resourceVersion") or "")
+        resource_version = EphemeralRunnerSetView(live).resource_version
         return await _write_status(
             kube, namespace=namespace, name=name, resource_version=resource_version, changes=changes
         )
@@ -85,7 +86,7 @@ async def patch_finished_cleanup_marker(
         changes = finished_marker_changes(live, patch_id=patch_id)
         if not changes:
             return live
-        resource_version = str((live.get("metadata") or {}).get("resourceVersion") or "")
+        resource_version = EphemeralRunnerSetView(live).resource_version
         return await _write_status(
             kube, namespace=namespace, name=name, resource_version=resource_version, changes=changes
         )
@@ -96,8 +97,7 @@ async def patch_finished_cleanup_marker(
 async def read_finished_cleanup_patch_id(kube: KubeClient, *, namespace: str, name: str) -> int:
     """``status.finishedRunnerCleanupPatchID`` as the API has it now (the cache may lag our own write)."""
     live = await kube.get(EPHEMERAL_RUNNER_SETS, name, namespace=namespace)
-    value = (live.get("status") or {}).get("finishedRunnerCleanupPatchID")
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+    return EphemeralRunnerSetView(live).finished_runner_cleanup_patch_id
 
 
 async def patch_phase(kube: KubeClient, ers: Mapping[str, Any], *, phase: str) -> bool:
@@ -110,12 +110,12 @@ async def patch_phase(kube: KubeClient, ers: Mapping[str, Any], *, phase: str) -
     changes = phase_changes(ers, phase=phase)
     if not changes:
         return False
-    meta = ers.get("metadata") or {}
+    view = EphemeralRunnerSetView(ers)
     await kube.patch(
         EPHEMERAL_RUNNER_SETS,
-        str(meta.get("name")),
+        view.name,
         {"status": changes},
-        namespace=str(meta.get("namespace")),
+        namespace=view.namespace,
         patch_type=PatchType.MERGE,
         subresource=STATUS,
     )

@@ -190,10 +190,12 @@ class Harness:
 
     async def make_busy(self, er_name: str) -> int:
         """Give runner ``er_name`` a job on the simulated GitHub and record it on the ER as the listener does."""
-        request_id = self.sim.enqueue_job(self.scale_set_name(), repository=f"{ORG}/repo", duration=3600)
-        self.sim.runner_online(er_name)
+        request_id = self.sim.state.enqueue_job(
+            self.scale_set_name(), repository=f"{ORG}/repo", duration=3600
+        ).request_id
+        self.sim.state.runner_online(er_name)
         assert self.sim.state.acquire_jobs(self.scale_set_id, [request_id]) == [request_id]
-        job = self.sim.job(request_id)
+        job = self.sim.state.jobs[request_id]
         assert job.runner_name == er_name
         await self.kube.patch(
             EPHEMERAL_RUNNERS, er_name,
@@ -203,10 +205,10 @@ class Harness:
         return request_id
 
     def scale_set_name(self) -> str:
-        return next(s.name for s in self.sim.scale_sets() if s.id == self.scale_set_id)
+        return self.sim.state.scale_sets[self.scale_set_id].name
 
     def registered(self) -> set[str]:
-        return {r.name for r in self.sim.runners()}
+        return {r.name for r in self.sim.state.runners.values()}
 
 
 async def _ready(manager: Manager) -> bool:
@@ -226,7 +228,7 @@ async def create_github_secret(kube: KubeClient, namespace: str, name: str = SEC
 @contextlib.asynccontextmanager
 async def harness(kube: KubeClient, namespace: str, **options: Any) -> Any:
     sim = await SimulatedGitHub.start(config=SimConfig(long_poll_seconds=0.2))
-    sim.add_token(PAT)
+    sim.credentials.add_token(PAT)
     config_url = sim.config_url(ORG)
     client = ActionsClient(parse_config_url(config_url, environ={}), PersonalAccessToken(PAT),
                            system_info=SystemInfo(subsystem="tests"))  # fmt: skip

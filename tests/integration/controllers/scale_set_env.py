@@ -1,5 +1,5 @@
 """A running AutoscalingRunnerSet + AutoscalingListener controller pair against the real control plane and the
-simulated GitHub, for the integration tests of issue 7.
+simulated GitHub, for the integration tests of those two controllers.
 
 ``start_env`` (a fixture factory) gives a :class:`ScaleSetEnv`: a fresh scale-set namespace (the ``namespace``
 fixture), a second namespace playing the controller namespace, a simulated GitHub with a PAT, the GitHub
@@ -138,7 +138,7 @@ async def sim_fixture() -> AsyncIterator[SimulatedGitHub]:
     async with await SimulatedGitHub.start(
         config=SimConfig(long_poll_seconds=0.2), clock=REAL_CLOCK, host="127.0.0.1", port=0, tls=False
     ) as running:
-        running.add_token(PAT)
+        running.credentials.add_token(PAT)
         yield running
 
 

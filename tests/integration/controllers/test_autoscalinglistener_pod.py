@@ -1,4 +1,4 @@
-"""The listener pod on the real control plane (spec 2.6.4 and beyond ARC): server defaults never recreate it,
+"""The listener pod on the real control plane (ARC #4635 and beyond): server defaults never recreate it,
 a changed config Secret and a removed port do, and a failing listener is recreated with growing backoff."""
 
 from __future__ import annotations
@@ -79,7 +79,7 @@ async def test_a_changed_github_secret_updates_the_config_and_restarts_the_liste
     async with start_env() as env:
         name, pod = await started(env)
         rotated = "ghp_rotated_token"
-        env.sim.add_token(rotated)
+        env.sim.credentials.add_token(rotated)
         await env.kube.patch(resources.SECRETS, "gh-secret", {"stringData": {"github_token": rotated}},
                              namespace=env.namespace)  # fmt: skip
         await poke_listener(env, name, 1)

@@ -72,7 +72,7 @@ async def test_wrong_credentials_are_reported_as_an_authentication_failure(start
         event = await eventually(lambda: warning(env, "arc-runners", "GitHubAuthenticationFailed"),
                                  "a GitHubAuthenticationFailed warning")  # fmt: skip
         assert "ghp_not_known_to_github" not in event["note"]
-        assert env.sim.scale_sets() == []
+        assert not env.sim.state.scale_sets
 
 
 async def test_a_secret_without_credentials_is_reported_as_invalid(start_env: EnvFactory) -> None:

@@ -7,12 +7,11 @@ from __future__ import annotations
 import base64
 from typing import Any
 
-import orjson
 import pytest
 
 from arc_scaleset.api.autoscalingrunnerset import AUTOSCALING_RUNNER_SETS
+from arc_scaleset.api.listener_config import ListenerConfig
 from arc_scaleset.kube import resources
-from arc_scaleset.listener.config import config_from_mapping
 from arc_scaleset_lab.harness.waiting import eventually
 from tests.integration.controllers.scale_set_env import (  # noqa: F401 - fixtures
     PAT,
@@ -36,7 +35,7 @@ async def test_create_registers_the_scale_set_and_builds_every_child(start_env: 
         ars = await eventually(env.running, "the scale set to be Running")
 
         # The scale set on GitHub, and what the ARS records of it.
-        (scale_set,) = env.sim.scale_sets()
+        (scale_set,) = env.sim.state.scale_sets.values()
         assert scale_set.name == "arc-runners"
         assert [label["name"] for label in scale_set.labels] == ["arc-runners", "linux", "x64"]
         meta = ars["metadata"]
@@ -81,7 +80,7 @@ async def test_create_registers_the_scale_set_and_builds_every_child(start_env: 
 
         config_secret = await env.get(resources.SECRETS, f"{name}-config", env.controller_namespace)
         assert config_secret is not None
-        config = config_from_mapping(orjson.loads(base64.b64decode(config_secret["data"]["config.json"])))
+        config = ListenerConfig.from_json(base64.b64decode(config_secret["data"]["config.json"]))
         assert config.github_token == PAT
         assert config.runner_scale_set_id == scale_set.id
         annotations = pod["metadata"]["annotations"]
@@ -109,7 +108,7 @@ async def test_delete_removes_everything_in_order_and_the_scale_set_on_github(st
         ars = await eventually(env.running, "the scale set to be Running")
         name = env.listener_name(ars)
         await eventually(lambda: env.listener_pod(name), "the listener pod")
-        assert len(env.sim.scale_sets()) == 1
+        assert len(env.sim.state.scale_sets) == 1
 
         await env.kube.delete(AUTOSCALING_RUNNER_SETS, "arc-runners", namespace=env.namespace)
 
@@ -117,7 +116,7 @@ async def test_delete_removes_everything_in_order_and_the_scale_set_on_github(st
             return await env.get(AUTOSCALING_RUNNER_SETS, "arc-runners") is None
 
         await eventually(ars_gone, "the AutoscalingRunnerSet to be deleted")
-        assert env.sim.scale_sets() == []
+        assert not env.sim.state.scale_sets
         assert await env.ers() is None
         assert await env.listener(name) is None
         for resource, namespace, child in (

@@ -1,4 +1,4 @@
-"""Spec changes on a live AutoscalingRunnerSet (spec 2.6.2): revision bumps only on real runner-spec changes,
+"""Spec changes on a live AutoscalingRunnerSet (docs/revisions.md): revision bumps only on real runner-spec changes,
 observedGeneration/Pending, listener recreation only for listener-relevant fields, metadata merged without
 loops, and re-registration only when the scale set is definitively gone."""
 
@@ -164,7 +164,7 @@ async def test_a_spec_change_is_pending_until_applied_then_running_with_the_new_
         env.sim.faults.clear()
         obj = await eventually(lambda: caught_up(env, generation), "Running at the new generation")
         assert obj["metadata"]["annotations"]["runner-scale-set-id"] == str(scale_set_id)
-        assert len(env.sim.scale_sets()) == 1
+        assert len(env.sim.state.scale_sets) == 1
 
 
 async def test_a_scale_set_deleted_on_github_is_registered_again_and_the_new_id_reaches_the_children(
@@ -175,7 +175,7 @@ async def test_a_scale_set_deleted_on_github_is_registered_again_and_the_new_id_
         ars = await eventually(env.running, "Running")
         old_id = int(ars["metadata"]["annotations"]["runner-scale-set-id"])
         name = env.listener_name(ars)
-        env.sim.delete_scale_set(old_id)
+        env.sim.state.delete_scale_set(None, old_id)
 
         async def reregistered() -> dict[str, Any] | None:
             obj = await env.ars()
@@ -184,7 +184,7 @@ async def test_a_scale_set_deleted_on_github_is_registered_again_and_the_new_id_
 
         obj = await eventually(reregistered, "a new scale set id")
         new_id = int(obj["metadata"]["annotations"]["runner-scale-set-id"])
-        assert [s.id for s in env.sim.scale_sets()] == [new_id]
+        assert [s.id for s in env.sim.state.scale_sets.values()] == [new_id]
 
         async def children_updated() -> bool:
             ers = await env.ers()
@@ -216,7 +216,7 @@ async def test_a_github_server_error_never_re_registers_the_scale_set(start_env:
         env.sim.faults.clear()
         obj = await env.ars()
         assert obj["metadata"]["annotations"]["runner-scale-set-id"] == scale_set_id
-        assert [str(s.id) for s in env.sim.scale_sets()] == [scale_set_id]
+        assert [str(s.id) for s in env.sim.state.scale_sets.values()] == [scale_set_id]
 
 
 async def test_listener_scaling_the_runner_set_never_rewrites_the_scale_set(start_env: EnvFactory) -> None:

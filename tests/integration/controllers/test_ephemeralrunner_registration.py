@@ -60,7 +60,7 @@ async def test_runner_registered_before_a_restart_keeps_that_registration_and_it
     (running,) = await h.wait_running(1)
 
     assert running["status"]["runnerId"] == jit.runner.id
-    assert [r.id for r in h.sim.runners() if r.name == name] == [jit.runner.id]
+    assert [r.id for r in h.sim.state.runners.values() if r.name == name] == [jit.runner.id]
     secret = await h.kube.get(SECRETS, name, namespace=h.namespace)
     assert secret_runner_id(secret) == jit.runner.id
 

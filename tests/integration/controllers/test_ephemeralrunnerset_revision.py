@@ -1,4 +1,4 @@
-"""Revision-tracked update propagation (spec 2.6.3) on the real control plane: busy runners survive, idle
+"""Revision-tracked update propagation (docs/revisions.md) on the real control plane: busy runners survive, idle
 and pending ones are replaced once, ``appliedActionableRevision`` only moves forward, also across restarts
 and against a concurrent status writer."""
 

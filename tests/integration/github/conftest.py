@@ -48,7 +48,7 @@ def start_sim() -> SimFactory:
     async def start(*, clock: Clock = REAL_CLOCK, tls: bool = False, **config: Any) -> AsyncIterator[SimulatedGitHub]:
         settings = SimConfig(**{"long_poll_seconds": 0.2, **config})
         async with await SimulatedGitHub.start(config=settings, clock=clock, tls=tls) as sim:
-            sim.add_token(PAT)
+            sim.credentials.add_token(PAT)
             yield sim
 
     return start

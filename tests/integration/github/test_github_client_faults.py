@@ -111,13 +111,13 @@ async def test_an_expired_queue_token_is_refreshed_once_and_the_poll_repeated(
         scale_set = await client.create_runner_scale_set(name="arc-runners", runner_group_id=1)
         session = await client.create_message_session(scale_set.id, "owner")
         old_token = session.message_queue_access_token
-        sim.expire_queue_tokens()
-        request_id = sim.enqueue_job("arc-runners")
+        sim.state.expire_queue_tokens()
+        request_id = sim.state.enqueue_job("arc-runners").request_id
         message = await client.get_message(session, 0, max_capacity=5)
         assert message is not None
         assert session.message_queue_access_token != old_token  # refreshed in place
         assert count(sim, "refresh_session") == 1
-        sim.expire_queue_tokens()
+        sim.state.expire_queue_tokens()
         assert await client.acquire_jobs(session, scale_set.id, [request_id]) == [request_id]
         assert count(sim, "refresh_session") == 2
 
@@ -140,7 +140,7 @@ async def test_an_evicted_session_surfaces_as_session_not_found(
     async with make_client(sim, clock=instant_clock) as client:
         scale_set = await client.create_runner_scale_set(name="arc-runners", runner_group_id=1)
         session = await client.create_message_session(scale_set.id, "owner")
-        assert sim.evict_session(scale_set.id)
+        assert sim.state.evict_session(scale_set.id)
         with pytest.raises(SessionNotFound):
             await client.get_message(session, 0, max_capacity=5)
 
@@ -206,7 +206,7 @@ async def test_github_app_credentials_mint_an_installation_token_and_cache_it(
     clock = InstantClock()
     private, public = _app_key()
     async with start_sim(clock=clock, admin_token_ttl=600) as sim:
-        sim.create_app(app_id=123, installation_id=456, public_key_pem=public)
+        sim.credentials.add_app(app_id=123, installation_ids=[456], public_key_pem=public)
         app = GitHubApp("123", 456, private)
         async with make_client(sim, clock=clock, credentials=app) as client:
             await client.create_runner_scale_set(name="arc-runners", runner_group_id=1)
@@ -220,7 +220,7 @@ async def test_an_app_without_that_installation_gets_one_clear_error(
     sim: SimulatedGitHub, instant_clock: InstantClock
 ) -> None:
     private, public = _app_key()
-    sim.create_app(app_id=123, installation_id=456, public_key_pem=public)
+    sim.credentials.add_app(app_id=123, installation_ids=[456], public_key_pem=public)
     async with make_client(sim, clock=instant_clock, credentials=GitHubApp("123", 999, private)) as client:
         with pytest.raises(NotFound) as caught:
             await client.get_runner_group_by_name("Default")
@@ -232,7 +232,7 @@ async def test_an_app_signed_with_another_key_is_unauthorized(
 ) -> None:
     _, public = _app_key()
     other_private, _ = _app_key()
-    sim.create_app(app_id=123, installation_id=456, public_key_pem=public)
+    sim.credentials.add_app(app_id=123, installation_ids=[456], public_key_pem=public)
     async with make_client(sim, clock=instant_clock, credentials=GitHubApp("123", 456, other_private)) as client:
         with pytest.raises(Unauthorized, match="wrong App ID or private key"):
             await client.get_runner_group_by_name("Default")

@@ -1,4 +1,4 @@
-"""The client's full flow against the simulated service over real HTTP (spec 4.3/4.4)."""
+"""The client's full flow against the simulated service over real HTTP (docs/github.md)."""
 
 from __future__ import annotations
 
@@ -59,7 +59,7 @@ async def test_full_lifecycle_from_registration_to_session_deletion(
 
         assert await client.get_message(session, 0, max_capacity=10) is None  # 202 after the hold
 
-        request_id = sim.enqueue_job(["arc-runners", "gpu"], repository="org/repo", duration=60)
+        request_id = sim.state.enqueue_job(["arc-runners", "gpu"], repository="org/repo", duration=60).request_id
         message = await client.get_message(session, 0, max_capacity=10)
         assert message is not None
         available = [job for job in message.jobs if isinstance(job, JobAvailable)]

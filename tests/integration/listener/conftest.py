@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 
 from arc_scaleset.api import EPHEMERAL_RUNNER_SETS, EPHEMERAL_RUNNERS
+from arc_scaleset.api.listener_config import ListenerConfig
 from arc_scaleset.github import ActionsClient, PersonalAccessToken, SystemInfo, parse_config_url
 from arc_scaleset.kube.client import KubeClient
 from arc_scaleset.listener.app import ListenerApp, Timing, build_listener
-from arc_scaleset.listener.config import ListenerConfig, config_from_mapping
 from arc_scaleset_lab.harness.waiting import eventually
 from arc_scaleset_lab.sim.server import SimulatedGitHub
 from arc_scaleset_lab.sim.state import SimConfig
@@ -52,7 +52,7 @@ class ListenerSim:
 @pytest.fixture
 async def listener_sim() -> AsyncIterator[ListenerSim]:
     async with await SimulatedGitHub.start(config=SimConfig(long_poll_seconds=LONG_POLL)) as sim:
-        sim.add_token(PAT)
+        sim.credentials.add_token(PAT)
         config_url = sim.config_url(ORG)
         async with admin_client(sim) as client:
             scale_set = await client.create_runner_scale_set(name=SCALE_SET_NAME, runner_group_id=1)
@@ -93,7 +93,7 @@ def listener_config(env: ListenerSim, namespace: str, **overrides: Any) -> Liste
         "metrics": None,
     }
     document.update(overrides)
-    return config_from_mapping(document)
+    return ListenerConfig.model_validate(document)
 
 
 @pytest.fixture

@@ -102,11 +102,11 @@ async def test_sigterm_deletes_the_session_within_the_grace_period(
     sim = listener_sim.sim
     async with listener_process(tmp_path, cluster, listener_sim, namespace) as listener:
         await listener.read_until("message session created")
-        assert [s.owner for s in sim.sessions()] != []
+        assert [s.owner for s in sim.state.sessions.values()] != []
         listener.process.send_signal(signal.SIGTERM)
         code = await asyncio.wait_for(listener.process.wait(), timeout=GRACE_PERIOD)
     assert code == 0
-    assert sim.sessions() == []
+    assert not sim.state.sessions
     assert any(r.route == "delete_session" and r.status == 204 for r in sim.requests)
 
 
@@ -118,13 +118,15 @@ async def test_the_metrics_endpoint_serves_arcs_names_and_labels_after_a_job_run
     await create_runner(kube, namespace, listener_sim, runner)
     async with admin_client(sim) as client:
         await client.generate_jit_runner_config(listener_sim.scale_set_id, name=runner)
-    sim.runner_online(runner)
+    sim.state.runner_online(runner)
     async with listener_process(tmp_path, cluster, listener_sim, namespace) as listener:
         started = await listener.read_until("listener starting")
         port = started["ports"][0]
         await listener.read_until("message session created")
-        request_id = sim.enqueue_job(SCALE_SET_NAME, repository="octo-org/hello", display_name="build", duration=0.2)
-        await sim.wait_for(lambda s: s.job(request_id).state is JobState.COMPLETED, within=20)
+        request_id = sim.state.enqueue_job(
+            SCALE_SET_NAME, repository="octo-org/hello", display_name="build", duration=0.2
+        ).request_id
+        await sim.changes.wait_until(lambda: sim.state.jobs[request_id].state is JobState.COMPLETED, within=20)
         await listener.read_until("job completed")
         async with aiohttp.ClientSession() as http:
             async with http.get(f"http://127.0.0.1:{port}/metrics") as response:

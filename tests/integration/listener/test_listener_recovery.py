@@ -1,5 +1,5 @@
 """The listener against the simulated GitHub over real HTTP and the real API server: it scales the
-EphemeralRunnerSet and recovers in-process from every fault the field reports (field survey 2.1)."""
+EphemeralRunnerSet and recovers in-process from every fault ARC's users report (ARC #3209, #3210, #3813, #4356)."""
 
 from __future__ import annotations
 
@@ -36,11 +36,13 @@ def count_requests(env: ListenerSim, route: str, *, status: int | None = None) -
 
 
 async def enqueue(env: ListenerSim, count: int = 1) -> list[int]:
-    return [env.sim.enqueue_job(SCALE_SET_NAME, repository="octo-org/hello") for _ in range(count)]
+    return [env.sim.state.enqueue_job(SCALE_SET_NAME, repository="octo-org/hello").request_id for _ in range(count)]
 
 
 async def all_acquired(env: ListenerSim, ids: list[int]) -> None:
-    await env.sim.wait_for(lambda s: all(s.job(i).state is JobState.ACQUIRED for i in ids), within=20)
+    await env.sim.changes.wait_until(
+        lambda: all(env.sim.state.jobs[i].state is JobState.ACQUIRED for i in ids), within=20
+    )
 
 
 async def test_jobs_scale_the_runner_set_to_min_plus_assigned_jobs(
@@ -62,12 +64,16 @@ async def test_a_session_held_by_another_owner_is_waited_for_and_taken_over_afte
     async with admin_client(listener_sim.sim) as other:
         held = await other.create_message_session(listener_sim.scale_set_id, "old-listener-pod")
         handle = await start_listener(listener_config(listener_sim, namespace), owner="new-listener-pod")
-        await listener_sim.sim.wait_for(lambda s: count_requests(listener_sim, "create_session", status=409) >= 2)
+        await listener_sim.sim.changes.wait_until(
+            lambda: count_requests(listener_sim, "create_session", status=409) >= 2
+        )
         assert not handle.task.done()
         assert handle.app.health.ready()[0] is False
         assert handle.app.health.live()[0] is True
         await other.delete_message_session(listener_sim.scale_set_id, held.session_id)
-    await listener_sim.sim.wait_for(lambda s: [x.owner for x in s.sessions()] == ["new-listener-pod"])
+    await listener_sim.sim.changes.wait_until(
+        lambda: [x.owner for x in listener_sim.sim.state.sessions.values()] == ["new-listener-pod"]
+    )
     ids = await enqueue(listener_sim)
     await all_acquired(listener_sim, ids)
     await wait_for_replicas(kube, namespace, 1)
@@ -82,9 +88,11 @@ async def test_an_evicted_session_is_recreated_in_process_and_nothing_is_acquire
     first = await enqueue(listener_sim, 2)
     await all_acquired(listener_sim, first)
     await wait_for_replicas(kube, namespace, 2)
-    old_session = listener_sim.sim.sessions()[0].id
-    listener_sim.sim.evict_session(listener_sim.scale_set_id)
-    await listener_sim.sim.wait_for(lambda s: [x.id for x in s.sessions()] not in ([], [old_session]))
+    old_session = listener_sim.sim.state.sessions[listener_sim.scale_set_id].id
+    listener_sim.sim.state.evict_session(listener_sim.scale_set_id)
+    await listener_sim.sim.changes.wait_until(
+        lambda: [x.id for x in listener_sim.sim.state.sessions.values()] not in ([], [old_session])
+    )
     second = await enqueue(listener_sim, 1)
     await all_acquired(listener_sim, second)
     await wait_for_replicas(kube, namespace, 3)
@@ -97,15 +105,15 @@ async def test_expired_queue_and_admin_tokens_are_refreshed_in_process(
     kube: KubeClient, namespace: str, ers: str, listener_sim: ListenerSim, start_listener: StartListener
 ) -> None:
     handle = await start_listener(listener_config(listener_sim, namespace))
-    await listener_sim.sim.wait_for(lambda s: bool(s.sessions()))
-    session_id = listener_sim.sim.sessions()[0].id
-    listener_sim.sim.expire_queue_tokens()
-    listener_sim.sim.expire_admin_tokens()
-    await listener_sim.sim.wait_for(lambda s: count_requests(listener_sim, "refresh_session", status=200) >= 1)
+    await listener_sim.sim.changes.wait_until(lambda: bool(listener_sim.sim.state.sessions))
+    session_id = listener_sim.sim.state.sessions[listener_sim.scale_set_id].id
+    listener_sim.sim.state.expire_queue_tokens()
+    listener_sim.sim.credentials.expire_admin_tokens()
+    await listener_sim.sim.changes.wait_until(lambda: count_requests(listener_sim, "refresh_session", status=200) >= 1)
     ids = await enqueue(listener_sim, 2)
     await all_acquired(listener_sim, ids)
     await wait_for_replicas(kube, namespace, 2)
-    assert [s.id for s in listener_sim.sim.sessions()] == [session_id]  # refreshed, not replaced
+    assert [s.id for s in listener_sim.sim.state.sessions.values()] == [session_id]  # refreshed, not replaced
     never_acquired_twice(handle)
     assert not handle.task.done()
 
@@ -114,7 +122,7 @@ async def test_bursts_of_5xx_on_every_queue_call_are_ridden_out(
     kube: KubeClient, namespace: str, ers: str, listener_sim: ListenerSim, start_listener: StartListener
 ) -> None:
     handle = await start_listener(listener_config(listener_sim, namespace))
-    await listener_sim.sim.wait_for(lambda s: bool(s.sessions()))
+    await listener_sim.sim.changes.wait_until(lambda: bool(listener_sim.sim.state.sessions))
     faults = listener_sim.sim.faults
     faults.add(FaultRule(route="get_message", status=503, count=6))
     faults.add(FaultRule(route="delete_message", status=500, count=2))
@@ -132,9 +140,9 @@ async def test_a_429_with_retry_after_is_honoured_before_polling_again(
     kube: KubeClient, namespace: str, ers: str, listener_sim: ListenerSim, start_listener: StartListener
 ) -> None:
     handle = await start_listener(listener_config(listener_sim, namespace))
-    await listener_sim.sim.wait_for(lambda s: bool(s.sessions()))
+    await listener_sim.sim.changes.wait_until(lambda: bool(listener_sim.sim.state.sessions))
     listener_sim.sim.faults.add(FaultRule(route="get_message", status=429, retry_after=2.0, count=2))
-    await listener_sim.sim.wait_for(lambda s: count_requests(listener_sim, "get_message", status=429) == 2)
+    await listener_sim.sim.changes.wait_until(lambda: count_requests(listener_sim, "get_message", status=429) == 2)
     ids = await enqueue(listener_sim)
     await all_acquired(listener_sim, ids)
     await wait_for_replicas(kube, namespace, 1)
@@ -150,7 +158,7 @@ async def test_a_slow_service_times_out_the_poll_and_the_listener_carries_on(
     kube: KubeClient, namespace: str, ers: str, listener_sim: ListenerSim, start_listener: StartListener
 ) -> None:
     handle = await start_listener(listener_config(listener_sim, namespace))
-    await listener_sim.sim.wait_for(lambda s: bool(s.sessions()))
+    await listener_sim.sim.changes.wait_until(lambda: bool(listener_sim.sim.state.sessions))
     # Longer than the client's long-poll timeout (3 s) and the loop's bound (6 s): the poll must be abandoned.
     listener_sim.sim.faults.add(FaultRule(route="get_message", latency=30.0, count=2))
     ids = await enqueue(listener_sim, 2)
@@ -167,11 +175,11 @@ async def test_job_started_reaches_the_runners_status(
     await create_runner(kube, namespace, listener_sim, runner_name)
     async with admin_client(listener_sim.sim) as client:
         await client.generate_jit_runner_config(listener_sim.scale_set_id, name=runner_name)
-    listener_sim.sim.runner_online(runner_name)
+    listener_sim.sim.state.runner_online(runner_name)
     await start_listener(listener_config(listener_sim, namespace))
     (request_id,) = await enqueue(listener_sim)
-    await listener_sim.sim.wait_for(lambda s: s.job(request_id).state is JobState.RUNNING)
-    job = listener_sim.sim.job(request_id)
+    await listener_sim.sim.changes.wait_until(lambda: listener_sim.sim.state.jobs[request_id].state is JobState.RUNNING)
+    job = listener_sim.sim.state.jobs[request_id]
 
     async def status_recorded() -> dict[str, object] | None:
         runner = await kube.get(EPHEMERAL_RUNNERS, runner_name, namespace=namespace)
@@ -190,6 +198,6 @@ async def test_job_started_reaches_the_runners_status(
 async def test_a_scale_set_deleted_on_github_ends_the_listener_with_exit_code_1(
     kube: KubeClient, namespace: str, ers: str, listener_sim: ListenerSim, start_listener: StartListener
 ) -> None:
-    listener_sim.sim.delete_scale_set(listener_sim.scale_set_id)
+    listener_sim.sim.state.delete_scale_set(None, listener_sim.scale_set_id)
     handle = await start_listener(listener_config(listener_sim, namespace))
     assert await handle.task == 1

@@ -1,4 +1,4 @@
-"""Error classification of every status the spec names, and one-line messages free of secrets."""
+"""Error classification of every status docs/github.md names, and one-line messages free of secrets."""
 
 from __future__ import annotations
 

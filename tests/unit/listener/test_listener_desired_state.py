@@ -1,4 +1,4 @@
-"""The scaler's decisions: every worked example of spec 3.4, one test each, plus the sequence's edges."""
+"""The scaler's decisions (docs/listener.md): ARC's worked examples, one test each, plus the sequence's edges."""
 
 from __future__ import annotations
 

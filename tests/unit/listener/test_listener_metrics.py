@@ -1,4 +1,4 @@
-"""The listener's metrics: ARC's names, labels and values (spec 3.6), and the config customisation."""
+"""The listener's metrics: ARC's names, labels and values, and the config customisation."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import pytest
 from prometheus_client import CollectorRegistry
 
-from arc_scaleset.listener.config import CounterSpec, GaugeSpec, HistogramSpec, MetricsConfig
+from arc_scaleset.api.common import CounterMetric, GaugeMetric, HistogramMetric, MetricsConfig
 from arc_scaleset.listener.metrics import (
     DEFAULT_BUCKETS,
     ListenerMetrics,
@@ -136,9 +136,11 @@ def test_histograms_use_arcs_default_buckets() -> None:
 
 def test_configured_metrics_register_only_those_with_exactly_their_labels() -> None:
     config = MetricsConfig(
-        gauges={"gha_desired_runners": GaugeSpec(("name",))},
-        counters={"gha_started_jobs_total": CounterSpec(("repository", "job_workflow_name", "job_workflow_target"))},
-        histograms={"gha_job_startup_duration_seconds": HistogramSpec(("repository",), (5.0, 10.0))},
+        gauges={"gha_desired_runners": GaugeMetric(labels=["name"])},
+        counters={
+            "gha_started_jobs_total": CounterMetric(labels=["repository", "job_workflow_name", "job_workflow_target"])
+        },
+        histograms={"gha_job_startup_duration_seconds": HistogramMetric(labels=["repository"], buckets=[5.0, 10.0])},
     )
     metrics = ListenerMetrics(scale_set=SCALE_SET, config=config)
     assert metrics.registered == {
@@ -159,7 +161,7 @@ def test_configured_metrics_register_only_those_with_exactly_their_labels() -> N
 
 def test_unknown_configured_metrics_are_skipped() -> None:
     config = MetricsConfig(
-        gauges={"gha_nonsense": GaugeSpec(("name",))}, counters={"gha_started_jobs": CounterSpec(())}
+        gauges={"gha_nonsense": GaugeMetric(labels=["name"])}, counters={"gha_started_jobs": CounterMetric(labels=[])}
     )
     metrics = ListenerMetrics(scale_set=SCALE_SET, config=config)
     assert metrics.registered == set()

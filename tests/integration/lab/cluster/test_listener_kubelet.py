@@ -51,7 +51,7 @@ class Scene:
 @pytest.fixture
 async def sim() -> AsyncIterator[tuple[SimulatedGitHub, int]]:
     async with await SimulatedGitHub.start(config=SimConfig(long_poll_seconds=0.5)) as github:
-        github.add_token(PAT)
+        github.credentials.add_token(PAT)
         client = ActionsClient(
             parse_config_url(github.config_url(ORG)),
             PersonalAccessToken(PAT),
@@ -212,7 +212,9 @@ async def wait_for_process(kubelet: ListenerKubelet, *, within: float = 30.0) ->
 
 
 async def wait_for_session(sim: SimulatedGitHub, *, within: float = 30.0) -> None:
-    await sim.wait_for(lambda s: any(session.owner == POD for session in s.sessions()), within=within)
+    await sim.changes.wait_until(
+        lambda: any(session.owner == POD for session in sim.state.sessions.values()), within=within
+    )
 
 
 async def ers_replicas(kube: KubeClient, namespace: str) -> int:
@@ -261,7 +263,7 @@ async def test_deleting_the_pod_stops_the_process_and_the_session_is_deleted(kub
         await kube.delete(resources.PODS, POD, namespace=scene.namespace)
 
         async def stopped() -> bool:
-            return POD not in scene.kubelet.processes and not scene.sim.sessions()
+            return POD not in scene.kubelet.processes and not scene.sim.state.sessions
 
         await eventually(stopped, timeout=60, what="the listener process to stop and its session to be deleted")
         assert any(r.route == "delete_session" and r.status == 204 for r in scene.sim.requests)
@@ -288,7 +290,7 @@ async def test_a_listener_that_exits_non_zero_leaves_the_pod_failed_with_its_exi
         assert pod["metadata"]["uid"] == uid
         # restartPolicy Never: the kubelet does not start it again; the controller replaces the pod.
         assert POD not in scene.kubelet.processes
-    assert scene.sim.sessions() == []
+    assert not scene.sim.state.sessions
 
 
 async def test_when_token_request_fails_the_listener_falls_back_to_the_admin_kubeconfig(
@@ -311,7 +313,7 @@ async def test_stopping_the_kubelet_stops_every_listener_and_their_sessions_are_
         await wait_for_process(scene.kubelet)
         await wait_for_session(scene.sim)
     assert scene.kubelet.processes == {}
-    assert scene.sim.sessions() == []
+    assert not scene.sim.state.sessions
     pod = await pod_or_none(kube, scene.namespace)
     # A kubelet going away is not the listener exiting: the pod's status is left alone.
     assert pod is not None

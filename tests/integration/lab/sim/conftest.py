@@ -1,6 +1,6 @@
 """Fixtures for the sim's HTTP surface: a running sim and a raw-HTTP Actions-service caller.
 
-The caller builds requests by hand exactly as spec 4.3/4.4 describes (paths, ``api-version``, headers,
+The caller builds requests by hand exactly as docs/github.md describes (paths, ``api-version``, headers,
 bodies), so these tests check the sim's protocol, not our client's.
 """
 
@@ -26,7 +26,7 @@ async def sim(request: pytest.FixtureRequest) -> AsyncIterator[SimulatedGitHub]:
     """A sim with small long-poll holds; override SimConfig fields with indirect parametrization."""
     overrides: dict[str, Any] = getattr(request, "param", {})
     running = await SimulatedGitHub.start(config=SimConfig(**{"long_poll_seconds": 0.2, **overrides}))
-    running.add_token(PAT)
+    running.credentials.add_token(PAT)
     try:
         yield running
     finally:
@@ -119,7 +119,8 @@ async def acquire_jobs(
 
 
 async def register(http: aiohttp.ClientSession, sim: SimulatedGitHub, config_url: str, scope_path: str) -> Tenant:
-    """Steps 2 and 3 of spec 4.3 with the PAT: registration token, then the admin connection."""
+    """Steps 2 and 3 of the authentication chain (docs/github.md) with the PAT: registration token, then the
+    admin connection."""
     async with http.post(
         f"{sim.api_url}/{scope_path}/actions/runners/registration-token",
         headers={"Authorization": f"Bearer {PAT}", "Content-Type": "application/vnd.github.v3+json"},

@@ -1,4 +1,4 @@
-"""The sim's Actions-service side over real HTTP, requests built by hand from spec 4.4."""
+"""The sim's Actions-service side over real HTTP, requests built by hand as docs/github.md describes them."""
 
 from __future__ import annotations
 
@@ -68,7 +68,7 @@ async def test_admin_token_of_one_tenant_is_refused_by_another(
 async def test_expired_admin_tokens_are_refused_until_registration_is_repeated(
     sim: SimulatedGitHub, tenant: Tenant, http: aiohttp.ClientSession
 ) -> None:
-    sim.expire_admin_tokens()
+    sim.credentials.expire_admin_tokens()
     status, _ = await tenant.call("GET", "_apis/runtime/runnergroups/")
     assert status == 401
     fresh = await register(http, sim, sim.config_url("org"), "orgs/org")
@@ -112,7 +112,7 @@ async def test_scale_set_create_get_by_name_update_delete(tenant: Tenant) -> Non
 
 
 async def test_update_moves_a_scale_set_to_another_runner_group(sim: SimulatedGitHub, tenant: Tenant) -> None:
-    group_id = sim.add_runner_group("special")
+    group_id = sim.state.add_runner_group("special").id
     created = await tenant.create_scale_set()
     status, moved = await tenant.call(
         "PATCH",
@@ -162,9 +162,9 @@ async def test_a_busy_runner_cannot_be_removed(
     scale_set = await tenant.create_scale_set()
     _, session = await tenant.create_session(scale_set["id"])
     _, jit = await tenant.jit(scale_set["id"], "busy-runner")
-    job = sim.enqueue_job("arc-runners", duration=600)
+    job = sim.state.enqueue_job("arc-runners", duration=600).request_id
     await acquire_jobs(http, tenant, session, [job])
-    sim.runner_online("busy-runner")
+    sim.state.runner_online("busy-runner")
     status, body = await tenant.call("DELETE", f"_apis/distributedtask/pools/0/agents/{jit['runner']['id']}")
     assert status == 400
     assert "JobStillRunningException" in body["typeName"]
@@ -204,7 +204,7 @@ async def test_refresh_replaces_the_queue_token(
 ) -> None:
     scale_set = await tenant.create_scale_set()
     _, session = await tenant.create_session(scale_set["id"])
-    sim.expire_queue_tokens()
+    sim.state.expire_queue_tokens()
     status, _ = await get_message(http, session)
     assert status == 401
     status, refreshed = await tenant.call(
@@ -222,7 +222,7 @@ async def test_an_evicted_session_answers_404_on_the_queue(
 ) -> None:
     scale_set = await tenant.create_scale_set()
     _, session = await tenant.create_session(scale_set["id"])
-    assert sim.evict_session(scale_set["id"])
+    assert sim.state.evict_session(scale_set["id"])
     status, body = await get_message(http, session)
     assert status == 404
     assert "TaskAgentSessionExpiredException" in body["typeName"]
@@ -235,7 +235,7 @@ async def test_long_poll_returns_202_after_the_hold_and_records_max_capacity(
     _, session = await tenant.create_session(scale_set["id"])
     status, body = await get_message(http, session)
     assert (status, body) == (202, None)
-    assert sim.sessions()[0].max_capacity == 10
+    assert sim.state.sessions[scale_set["id"]].max_capacity == 10
     record = next(r for r in reversed(sim.requests) if r.route == "get_message")
     assert "api-version" not in record.query
     assert record.max_capacity == "10"
@@ -248,8 +248,8 @@ async def test_long_poll_wakes_as_soon_as_a_job_arrives(
     scale_set = await tenant.create_scale_set()
     _, session = await tenant.create_session(scale_set["id"])
     poll = asyncio.create_task(get_message(http, session))
-    await sim.wait_for(lambda s: s.sessions()[0].polls_in_flight == 1, within=10)
-    sim.enqueue_job("arc-runners")
+    await sim.changes.wait_until(lambda: sim.state.sessions[scale_set["id"]].polls_in_flight == 1, within=10)
+    sim.state.enqueue_job("arc-runners")
     status, message = await asyncio.wait_for(poll, 10)
     assert status == 200
     assert [item["messageType"] for item in json.loads(message["body"])] == ["JobAvailable"]
@@ -269,7 +269,9 @@ async def test_a_job_flows_through_every_message_type_with_consistent_statistics
     scale_set = await tenant.create_scale_set("arc-runners", ["arc-runners", "gpu"])
     _, session = await tenant.create_session(scale_set["id"])
     await tenant.jit(scale_set["id"], "runner-x")
-    job_id = sim.enqueue_job(["arc-runners", "gpu"], repository="org/repo", duration=0.3, event_name="pull_request")
+    job_id = sim.state.enqueue_job(
+        ["arc-runners", "gpu"], repository="org/repo", duration=0.3, event_name="pull_request"
+    ).request_id
 
     seen: list[dict[str, Any]] = []
     last = 0
@@ -289,7 +291,7 @@ async def test_a_job_flows_through_every_message_type_with_consistent_statistics
         if any(item["messageType"] == "JobAvailable" for item in batch):
             status, acquired = await acquire_jobs(http, tenant, session, [job_id])
             assert (status, acquired) == (200, {"count": 1, "value": [job_id]})
-            sim.runner_online("runner-x")
+            sim.state.runner_online("runner-x")
 
     assert [item["messageType"] for item in seen] == ["JobAvailable", "JobAssigned", "JobStarted", "JobCompleted"]
     available, _, started, completed = seen
@@ -302,13 +304,13 @@ async def test_a_job_flows_through_every_message_type_with_consistent_statistics
     assert available["requestLabels"] == ["arc-runners", "gpu"]
     assert (started["runnerName"], completed["runnerName"]) == ("runner-x", "runner-x")
     assert completed["result"] == "succeeded"
-    job = sim.job(job_id)
+    job = sim.state.jobs[job_id]
     assert (job.state, job.run_count, job.runner_name) == (JobState.COMPLETED, 1, "runner-x")
     assert job.enqueued_at
     assert job.started_at
     assert job.finished_at
     assert job.enqueued_at <= job.started_at <= job.finished_at
-    assert [(e.runner_name, e.exit_code) for e in sim.runner_events()] == [("runner-x", 0)]
+    assert [(e.runner_name, e.exit_code) for e in sim.state.runner_events] == [("runner-x", 0)]
 
 
 async def test_concurrent_acquires_hand_each_job_out_exactly_once(
@@ -316,16 +318,16 @@ async def test_concurrent_acquires_hand_each_job_out_exactly_once(
 ) -> None:
     scale_set = await tenant.create_scale_set()
     _, session = await tenant.create_session(scale_set["id"])
-    jobs = [sim.enqueue_job("arc-runners") for _ in range(25)]
+    jobs = [sim.state.enqueue_job("arc-runners").request_id for _ in range(25)]
     results = await asyncio.gather(*(acquire_jobs(http, tenant, session, jobs) for _ in range(8)))
     acquired = [job for status, body in results for job in body["value"] if status == 200]
     assert sorted(acquired) == sorted(jobs)
     assert sum(body["count"] for _, body in results) == len(jobs)
     for index in range(3):
         await tenant.jit(scale_set["id"], f"r{index}")
-        sim.runner_online(f"r{index}")
-    assert sum(1 for j in sim.jobs() if j.state == JobState.RUNNING) == 3
-    assert all(j.run_count <= 1 for j in sim.jobs())
+        sim.state.runner_online(f"r{index}")
+    assert sum(1 for j in sim.state.jobs.values() if j.state == JobState.RUNNING) == 3
+    assert all(j.run_count <= 1 for j in sim.state.jobs.values())
 
 
 async def test_acquire_jobs_takes_the_queue_token_not_the_admin_token(
@@ -333,7 +335,7 @@ async def test_acquire_jobs_takes_the_queue_token_not_the_admin_token(
 ) -> None:
     scale_set = await tenant.create_scale_set()
     _, session = await tenant.create_session(scale_set["id"])
-    job = sim.enqueue_job("arc-runners")
+    job = sim.state.enqueue_job("arc-runners").request_id
     url = f"{tenant.url}_apis/runtime/runnerscalesets/{scale_set['id']}/acquirejobs?{API_VERSION}"
     async with http.post(url, data=json.dumps([job]), headers=tenant.admin_headers()) as response:
         assert response.status == 401

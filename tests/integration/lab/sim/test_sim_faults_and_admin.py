@@ -68,7 +68,7 @@ async def test_deleting_the_scale_set_behind_the_clients_back(
 ) -> None:
     scale_set = await tenant.create_scale_set()
     _, session = await tenant.create_session(scale_set["id"])
-    sim.delete_scale_set(scale_set["id"])
+    sim.state.delete_scale_set(None, scale_set["id"])
     status, _ = await tenant.call("GET", f"_apis/runtime/runnerscalesets/{scale_set['id']}")
     assert status == 404
     status, _ = await get_message(http, session)
@@ -102,7 +102,7 @@ async def test_admin_api_drives_jobs_runners_and_faults(
         fresh = await admin.create_app(app_id=5, installation_id=50)
         assert "PRIVATE KEY" in fresh["privateKeyPem"]
         assert await admin.evict_session(scale_set["id"]) is True
-    assert sim.job(job_id).state == JobState.COMPLETED
+    assert sim.state.jobs[job_id].state == JobState.COMPLETED
     other = await register_with(http, sim, "ghp_from_admin")
     assert other.url == tenant.url
 

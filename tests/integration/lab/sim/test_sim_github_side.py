@@ -52,7 +52,7 @@ async def test_wrong_pat_is_401_with_githubs_error_body(sim: SimulatedGitHub, ht
 
 
 async def test_pat_without_the_scope_is_403(sim: SimulatedGitHub, http: aiohttp.ClientSession) -> None:
-    sim.add_token("ghp_repo_only", scopes=[SCOPE_REPO])
+    sim.credentials.add_token("ghp_repo_only", scopes=[SCOPE_REPO])
     async with http.post(
         f"{sim.api_url}/orgs/org/actions/runners/registration-token", headers={"Authorization": "Bearer ghp_repo_only"}
     ) as response:
@@ -83,7 +83,7 @@ async def test_registration_token_for_another_org_does_not_open_this_one(
 async def test_app_installation_token_needs_a_valid_rs256_jwt_and_then_acts_as_bearer(
     sim: SimulatedGitHub, http: aiohttp.ClientSession
 ) -> None:
-    app = sim.create_app(app_id=123, installation_id=456)
+    app = sim.credentials.add_app(app_id=123, installation_ids=[456])
     assert app.private_key_pem is not None
     now = int(dt.datetime.now(dt.UTC).timestamp()) - 60
     app_jwt = jwt.encode({"iat": now, "exp": now + 540, "iss": "123"}, app.private_key_pem, algorithm="RS256")
@@ -113,7 +113,7 @@ async def test_github_routes_are_also_served_at_the_root(sim: SimulatedGitHub, h
 
 async def test_tls_sim_is_trusted_through_its_generated_ca(http: aiohttp.ClientSession) -> None:
     async with await SimulatedGitHub.start(config=SimConfig(), tls=True) as sim:
-        sim.add_token(PAT)
+        sim.credentials.add_token(PAT)
         assert sim.url.startswith("https://")
         assert sim.ca_pem
         context = ssl.create_default_context(cadata=sim.ca_pem)

@@ -41,15 +41,15 @@ async def test_a_running_pod_takes_a_job_and_ends_succeeded_with_exit_zero(kube:
         scale_set = sim.state.create_scale_set(tenant.id, name="arc", runner_group_id=1, labels=[], disable_update=True)
         for name in ("runner-ok", "runner-bad"):
             sim.state.generate_jit_config(tenant.id, scale_set.id, name=name, work_folder="", service_url="x")
-        job = sim.enqueue_job("arc", duration=0.5)
+        job = sim.state.enqueue_job("arc", duration=0.5).request_id
         sim.state.acquire_jobs(scale_set.id, [job])
 
-        player = PodPlayer(kube, InProcessRunnerService(sim), namespace=namespace, poll_timeout=1.0)
+        player = PodPlayer(kube, InProcessRunnerService(sim.state, sim.changes), namespace=namespace, poll_timeout=1.0)
         task = asyncio.create_task(player.run())
         try:
             await kube.create(resources.PODS, runner_pod("runner-ok"), namespace=namespace)
-            await sim.wait_for(lambda s: s.job(job).state == JobState.COMPLETED, within=60)
-            assert sim.job(job).runner_name == "runner-ok"
+            await sim.changes.wait_until(lambda: sim.state.jobs[job].state == JobState.COMPLETED, within=60)
+            assert sim.state.jobs[job].runner_name == "runner-ok"
 
             async def succeeded() -> bool:
                 return await phase(kube, namespace, "runner-ok") == "Succeeded"
@@ -60,8 +60,10 @@ async def test_a_running_pod_takes_a_job_and_ends_succeeded_with_exit_zero(kube:
             assert runner["state"]["terminated"]["exitCode"] == 0
 
             await kube.create(resources.PODS, runner_pod("runner-bad"), namespace=namespace)
-            await sim.wait_for(lambda s: any(r.name == "runner-bad" and r.online for r in s.runners()), within=60)
-            sim.fail_runner("runner-bad", exit_code=7)
+            await sim.changes.wait_until(
+                lambda: any(r.name == "runner-bad" and r.online for r in sim.state.runners.values()), within=60
+            )
+            sim.state.request_runner_exit("runner-bad", exit_code=7, reason="requested")
 
             async def failed() -> bool:
                 return await phase(kube, namespace, "runner-bad") == "Failed"

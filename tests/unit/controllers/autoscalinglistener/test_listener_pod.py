@@ -1,5 +1,5 @@
-"""The listener pod: its shape (spec 1.9), the listenerTemplate merge, and when a live pod must be recreated
-(spec 2.6.4: derivation, the config-version annotation, removed ports)."""
+"""The listener pod: its shape, the listenerTemplate merge, and when a live pod must be recreated
+(ARC #4635: derivation, the config-version annotation, removed ports)."""
 
 from __future__ import annotations
 

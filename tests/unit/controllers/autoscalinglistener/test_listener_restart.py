@@ -1,5 +1,5 @@
 """When a listener pod is finished (failed, evicted, disrupted, node lost), and the per-listener backoff
-between recreations (#4656, #4331)."""
+between recreations (ARC #4656, #4331)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The revision design of spec 2.6.2: next-revision rule, semantic runner-spec drift, metadata merge,
+"""The revision design (docs/revisions.md): next-revision rule, semantic runner-spec drift, metadata merge,
 Outdated teardown, listener recreation -- decided without any API."""
 
 from __future__ import annotations

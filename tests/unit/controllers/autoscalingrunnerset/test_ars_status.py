@@ -1,4 +1,4 @@
-"""The AutoscalingRunnerSet status: phase and observedGeneration (#4636) and the Ready/Progressing/Degraded
+"""The AutoscalingRunnerSet status: phase and observedGeneration (ARC #4636) and the Ready/Progressing/Degraded
 conditions, derived from what a pass found."""
 
 from __future__ import annotations
