@@ -120,7 +120,7 @@ LEGACY_FLAGS: Final = (
         "update-strategy",
         "value",
         "immediate",
-        reason="removed upstream (#4516): updates always roll in place through the runner-set revision",
+        reason="removed upstream (ARC #4516): updates always roll in place through the runner-set revision",
     ),
 )
 

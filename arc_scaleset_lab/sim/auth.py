@@ -1,4 +1,4 @@
-"""Credentials of the simulated GitHub: PATs, GitHub Apps and the tokens they lead to (spec 4.3).
+"""Credentials of the simulated GitHub: PATs, GitHub Apps and the tokens they lead to (docs/github.md).
 
 Chain: PAT or installation token -> registration token (scoped to one config URL) -> admin token (an HS256
 JWT with ``exp``, bound to one tenant). Every token expires on the injected clock, so clients must refresh.

@@ -248,7 +248,7 @@ class Message:
     statistics: Statistics
 
     def to_json(self) -> dict[str, Any]:
-        # The body is a JSON *string* holding the array of job messages (spec 4.4).
+        # The body is a JSON *string* holding the array of job messages (docs/github.md).
         return {
             "messageId": self.id,
             "messageType": "RunnerScaleSetJobMessages",
@@ -800,7 +800,7 @@ class SimState:
 
 
 def job_message(message_type: str, job: JobRecord) -> dict[str, Any]:
-    """One element of a message body, with the common job fields of spec 4.4 and the type's extras."""
+    """One element of a message body, with the common job fields (docs/github.md) and the type's extras."""
     item: dict[str, Any] = {
         "messageType": message_type,
         "runnerRequestId": job.request_id,
