@@ -236,3 +236,12 @@ def test_a_pod_view_skips_malformed_status_entries() -> None:
     pod = PodView({"status": {"containerStatuses": ["junk", {"name": "runner"}], "conditions": [None, 3]}})
     assert pod.container_status("runner") == {"name": "runner"}
     assert not pod.has_condition("Ready")
+
+
+@pytest.mark.parametrize("metadata", ["junk", None, {"labels": "app=x", "ownerReferences": "ref"}])
+def test_the_store_indexes_malformed_metadata_as_empty_like_a_view_never_failing(metadata: Any) -> None:
+    store = Store()
+    store.upsert({"metadata": metadata})
+    assert store.keys() == [("", "")]
+    assert store.by_owner("ref") == []
+    assert len(store.list("")) == 1
