@@ -3,7 +3,12 @@
 Private to the package. :class:`AuthChain.admin` returns the Actions-service base URL and admin token,
 refreshing them (all steps) when there is none yet or the admin token expires within 60 s. For a GitHub
 App, the installation token is cached until 60 s before its own expiry, so an admin refresh does not always
-mint a new installation token.
+mint a new installation token; a cached installation token that GitHub answers with 401 (revoked before its
+expiry: the App was suspended, its key rotated, the installation changed) is dropped, a new one is minted and
+the step is repeated once, as ARC fetches a fresh installation token on every refresh (docs/github.md).
+
+Every credential the chain is given or mints is handed to the transport's redactor with its expiry
+(:mod:`._secrets`), so no error text can quote it while it can still be used.
 """
 
 from __future__ import annotations
@@ -13,10 +18,10 @@ import datetime as dt
 from dataclasses import dataclass, field
 from typing import Any
 
-import jwt
 import orjson
 
 from arc_scaleset.clock import Clock
+from arc_scaleset.github._secrets import jwt_expiry
 from arc_scaleset.github._transport import HttpTransport, Response
 from arc_scaleset.github.config_url import GitHubConfig
 from arc_scaleset.github.credentials import Credentials, GitHubApp
@@ -60,8 +65,9 @@ class AuthChain:
         self._lock = asyncio.Lock()
         self._admin: AdminConnection | None = None
         self._installation_token: _ExpiringToken | None = None
-        if not isinstance(credentials, GitHubApp):
-            transport.redact.add(credentials.token)
+        # The configured credentials are kept for the life of the client (no expiry).
+        for secret in credentials.secret_values():
+            transport.redact.add(secret)
 
     def _fresh(self, expires_at: dt.datetime) -> bool:
         return expires_at - self._clock.now() > REFRESH_MARGIN
@@ -81,20 +87,29 @@ class AuthChain:
             return self._admin
 
     async def _refresh(self) -> AdminConnection:
-        github_token = await self._github_token()
-        registration_token = await self._registration_token(github_token)
+        github_token, cached = await self._github_token()
+        try:
+            registration_token = await self._registration_token(github_token)
+        except Unauthorized:
+            if not cached:
+                raise
+            # A cached installation token revoked before its expiry: drop it and mint a new one, once.
+            self._installation_token = None
+            github_token, _ = await self._github_token()
+            registration_token = await self._registration_token(github_token)
         return await self._runner_registration(registration_token)
 
-    async def _github_token(self) -> str:
+    async def _github_token(self) -> tuple[str, bool]:
+        """The token that authorises the REST calls, and whether it is a cached installation token."""
         credentials = self._credentials
         if not isinstance(credentials, GitHubApp):
-            return credentials.token
+            return credentials.token, False
         cached = self._installation_token
         if cached is not None and self._fresh(cached.expires_at):
-            return cached.token
+            return cached.token, True
         url = f"{self._config.api_base_url}/app/installations/{credentials.installation_id}/access_tokens"
         app_jwt = credentials.jwt(now=self._clock.now())
-        self._transport.redact.add(app_jwt)
+        self._transport.redact.add(app_jwt, expires_at=jwt_expiry(app_jwt))
         try:
             response = await self._transport.request(
                 "POST",
@@ -114,7 +129,7 @@ class AuthChain:
             ) from None
         token = self._expiring_token(response, "POST", url)
         self._installation_token = token
-        return token.token
+        return token.token, False
 
     async def _registration_token(self, github_token: str) -> str:
         url = self._config.registration_token_url
@@ -158,8 +173,9 @@ class AuthChain:
             raise FatalError(
                 method="POST", url=url, status=response.status, detail="runner registration returned no url/token"
             )
-        self._transport.redact.add(admin_token)
-        return AdminConnection(url=admin_url, token=admin_token, expires_at=_jwt_expiry(admin_token, url))
+        expires_at = _jwt_expiry(admin_token, url)
+        self._transport.redact.add(admin_token, expires_at=expires_at)
+        return AdminConnection(url=admin_url, token=admin_token, expires_at=expires_at)
 
     def _rest_headers(self, bearer: str, content_type: str) -> dict[str, str]:
         return {
@@ -174,14 +190,16 @@ class AuthChain:
         token, expires_at = payload.get("token"), payload.get("expires_at")
         if not isinstance(token, str) or not token:
             raise FatalError(method=method, url=url, status=response.status, detail="response carries no token")
-        self._transport.redact.add(token)
         try:
             expiry = dt.datetime.fromisoformat(str(expires_at).replace("Z", "+00:00"))
         except ValueError:
-            # Without a readable expiry the token is used once: the next refresh asks again.
-            expiry = self._clock.now()
+            # Without a readable expiry the token is used once: the next refresh asks again. It is masked for
+            # the life of the client, since nobody knows how long GitHub honours it.
+            self._transport.redact.add(token)
+            return _ExpiringToken(token=token, expires_at=self._clock.now())
         if expiry.tzinfo is None:
             expiry = expiry.replace(tzinfo=dt.UTC)
+        self._transport.redact.add(token, expires_at=expiry)
         return _ExpiringToken(token=token, expires_at=expiry)
 
     def _target(self) -> str:
@@ -203,13 +221,12 @@ def _json_object(response: Response, method: str, url: str) -> dict[str, Any]:
 
 def _jwt_expiry(token: str, url: str) -> dt.datetime:
     """The ``exp`` claim of the admin token, read without verifying the signature (we are not its audience)."""
-    try:
-        claims = jwt.decode(token, options={"verify_signature": False})
-        return dt.datetime.fromtimestamp(int(claims["exp"]), tz=dt.UTC)
-    except (jwt.PyJWTError, KeyError, TypeError, ValueError):
+    expiry = jwt_expiry(token)
+    if expiry is None:
         raise FatalError(
             method="POST", url=url, detail="the admin token from runner registration is not a JWT with an exp claim"
-        ) from None
+        )
+    return expiry
 
 
 def _reworded(exc: ActionsError, explanation: str) -> ActionsError:

@@ -9,13 +9,16 @@ go-retryablehttp semantics, with a cap so that no caller waits on GitHub for lon
   ``x-ratelimit-reset`` when that wait is at most ``rate_limit_wait_max``, otherwise raised at once as
   :class:`RateLimited` so the caller can come back later instead of blocking;
 - waits between attempts: ``retry_wait_min * 2**n`` capped at ``retry_wait_max``, plus up to 10 % jitter, on
-  the injected clock; at most ``retry_max`` retries, then the last failure is raised.
+  the injected clock; at most ``retry_max`` retries, then the last failure is raised;
+- a response body larger than ``max_response_bytes`` (10 MiB) is not read further: :class:`ResponseTooLarge`,
+  never retried (a proxy or a misbehaving service must not make the process hold an unbounded body);
+- error details are scrubbed of every secret the client holds (:mod:`._secrets`) before they are clipped, so a
+  secret cut by the clip cannot leave its first half behind.
 """
 
 from __future__ import annotations
 
 import asyncio
-import collections
 import email.utils
 import functools
 import random
@@ -31,12 +34,14 @@ from yarl import URL
 
 from arc_scaleset.backoff import Backoff
 from arc_scaleset.clock import REAL_CLOCK, Clock
+from arc_scaleset.github._secrets import Redactor
 from arc_scaleset.github.errors import (
     ActionsError,
     FatalError,
     JobStillRunning,
     NotFound,
     RateLimited,
+    ResponseTooLarge,
     RunnerExists,
     RunnerNotFound,
     SessionConflict,
@@ -46,8 +51,12 @@ from arc_scaleset.github.errors import (
 from arc_scaleset.github.proxy import ProxySettings
 
 UTF8_BOM = b"\xef\xbb\xbf"
+MAX_RESPONSE_BYTES = 10 * 1024 * 1024
 _MAX_DETAIL = 500
-_MIN_SECRET_LENGTH = 6
+# An error body is scrubbed before it is clipped to _MAX_DETAIL; scrubbing a bounded prefix keeps that cheap
+# for a huge body while leaving far more than any secret's length beyond the clip.
+_MAX_SCRUBBED = 64 * 1024
+_READ_CHUNK = 64 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,23 +70,6 @@ class Response:
 
     def json(self) -> Any:
         return orjson.loads(self.body) if self.body else None
-
-
-class Redactor:
-    """Remembers the secrets a client has seen recently and blanks them out of any text."""
-
-    def __init__(self, *, keep: int = 64) -> None:
-        self._secrets: collections.deque[str] = collections.deque(maxlen=keep)
-
-    def add(self, secret: str) -> None:
-        if len(secret) >= _MIN_SECRET_LENGTH and secret not in self._secrets:
-            self._secrets.append(secret)
-
-    def __call__(self, text: str) -> str:
-        for secret in self._secrets:
-            if secret in text:
-                text = text.replace(secret, "***")
-        return text
 
 
 @functools.lru_cache(maxsize=64)
@@ -156,6 +148,7 @@ def error_for_response(
     type_name, detail = _describe_body(headers, body)
     if scrub is not None:
         detail = scrub(detail)
+    detail = _clip(detail)
     if prefix:
         detail = f"{prefix}: {detail}"
     common: dict[str, Any] = {
@@ -189,9 +182,10 @@ def error_for_response(
 
 
 def _describe_body(headers: Mapping[str, str], body: bytes) -> tuple[str | None, str]:
+    """The service's exception name, if any, and the error text (unclipped: it is scrubbed first)."""
     if not body.strip():
         return None, "unknown error"
-    text = body.decode("utf-8", errors="replace")
+    text = body.decode("utf-8", errors="replace")[:_MAX_SCRUBBED]
     content_type = headers.get("Content-Type", "").lower()
     if "json" in content_type or text.lstrip().startswith("{"):
         try:
@@ -202,11 +196,11 @@ def _describe_body(headers: Mapping[str, str], body: bytes) -> tuple[str | None,
             type_name = payload.get("typeName") or payload.get("$type") or None
             message = str(payload.get("message") or payload.get("Message") or "")
             if type_name:
-                return str(type_name), _clip(f"{type_name}: {message}")
+                return str(type_name), f"{type_name}: {message[:_MAX_SCRUBBED]}"
             if message:
-                return None, _clip(message)
-        return None, _clip(text)
-    return None, _clip(text)
+                return None, message[:_MAX_SCRUBBED]
+        return None, text
+    return None, text
 
 
 def _clip(text: str) -> str:
@@ -227,6 +221,7 @@ class HttpTransport:
         retry_wait_min: float = 1.0,
         retry_wait_max: float = 30.0,
         rate_limit_wait_max: float = 30.0,
+        max_response_bytes: int = MAX_RESPONSE_BYTES,
         rng: random.Random | None = None,
     ) -> None:
         self._ssl = build_ssl_context(root_ca_pem)
@@ -237,8 +232,9 @@ class HttpTransport:
         self.retry_wait_min = retry_wait_min
         self.retry_wait_max = retry_wait_max
         self.rate_limit_wait_max = rate_limit_wait_max
+        self.max_response_bytes = max_response_bytes
         self._rng = rng or random.Random()
-        self.redact = Redactor()
+        self.redact = Redactor(clock=clock)
         self._session: aiohttp.ClientSession | None = None
 
     async def aclose(self) -> None:
@@ -279,12 +275,14 @@ class HttpTransport:
                 response = await self._send_once(method, url, headers=headers, body=body, time_limit=time_limit)
             except aiohttp.ClientConnectorCertificateError as exc:
                 raise FatalError(
-                    method=method, url=url, detail=f"TLS certificate verification failed: {_cause(exc)}"
+                    method=method, url=url, detail=f"TLS certificate verification failed: {self.redact(_cause(exc))}"
                 ) from None
             except (aiohttp.ClientError, TimeoutError, OSError) as exc:
                 if last:
                     raise TransientError(
-                        method=method, url=url, detail=f"giving up after {attempt} attempt(s): {_cause(exc)}"
+                        method=method,
+                        url=url,
+                        detail=f"giving up after {attempt} attempt(s): {self.redact(_cause(exc))}",
                     ) from None
                 await self.clock.sleep(backoff.next_delay())
                 continue
@@ -347,7 +345,7 @@ class HttpTransport:
             proxy_headers=choice.headers if choice else None,
             allow_redirects=False,
         ) as raw:
-            payload = await raw.read()
+            payload = await self._read_body(raw, method, url)
             resp_headers: CIMultiDictProxy[str] = raw.headers
             return Response(
                 method=method,
@@ -357,6 +355,32 @@ class HttpTransport:
                 headers=resp_headers,
                 body=payload.removeprefix(UTF8_BOM),
             )
+
+    async def _read_body(self, raw: aiohttp.ClientResponse, method: str, url: str) -> bytes:
+        """The (decompressed) body, refused as soon as it is known to exceed ``max_response_bytes``."""
+        limit = self.max_response_bytes
+        declared = raw.content_length
+        if declared is not None and declared > limit:
+            raise _too_large(raw, method, url, limit)
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in raw.content.iter_chunked(_READ_CHUNK):
+            size += len(chunk)
+            if size > limit:
+                raise _too_large(raw, method, url, limit)
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+
+def _too_large(raw: aiohttp.ClientResponse, method: str, url: str, limit: int) -> ResponseTooLarge:
+    return ResponseTooLarge(
+        method=method,
+        url=url,
+        status=raw.status,
+        reason=raw.reason or "",
+        detail=f"the response body exceeds the client's limit of {limit} bytes; it was not read",
+        limit=limit,
+    )
 
 
 def _cause(exc: BaseException) -> str:

@@ -8,6 +8,10 @@ timeout; retries of transient failures are bounded (see ``_transport``); failure
 - a session-bound call (get/delete message, acquire jobs) answered 401 refreshes the *session* (new queue
   URL and token, updated in place on the :class:`MessageSession` passed in) and is repeated once.
 
+Every secret the client is given or receives (credentials, tokens, queue tokens, JIT configs) is masked out
+of its error texts for as long as the secret can be valid (:mod:`._secrets`); a JIT config is forgotten
+when its runner is removed through this client.
+
 Use as ``async with ActionsClient(...) as client:``, or keep one in an :class:`ActionsClientPool` and close
 the pool at shutdown.
 """
@@ -25,7 +29,8 @@ from pydantic import BaseModel, ValidationError
 
 from arc_scaleset.clock import REAL_CLOCK, Clock
 from arc_scaleset.github._auth import AdminConnection, AuthChain
-from arc_scaleset.github._transport import HttpTransport, Response
+from arc_scaleset.github._secrets import JIT_CONFIG_RETENTION, jwt_expiry
+from arc_scaleset.github._transport import MAX_RESPONSE_BYTES, HttpTransport, Response
 from arc_scaleset.github.config_url import GitHubConfig
 from arc_scaleset.github.credentials import Credentials
 from arc_scaleset.github.errors import (
@@ -35,7 +40,9 @@ from arc_scaleset.github.errors import (
     NotFound,
     SessionConflict,
     SessionNotFound,
+    TransientError,
     Unauthorized,
+    UnreadableMessage,
 )
 from arc_scaleset.github.models import (
     NIL_UUID,
@@ -102,14 +109,17 @@ class ActionsClient:
         retry_wait_min: float = 1.0,
         retry_wait_max: float = 30.0,
         rate_limit_wait_max: float = 30.0,
+        max_response_bytes: int = MAX_RESPONSE_BYTES,
         rng: random.Random | None = None,
     ) -> None:
         """``long_poll_timeout`` must exceed the service's hold time (~50 s) so an idle poll ends in 202.
+        A response body over ``max_response_bytes`` raises :class:`ResponseTooLarge`.
 
         Raises ``ValueError`` when ``root_ca_pem`` is not a PEM certificate bundle.
         """
         self.config = config
         self.system_info = system_info
+        self._clock = clock
         self.long_poll_timeout = long_poll_timeout
         self._user_agent = system_info.user_agent()
         self._transport = HttpTransport(
@@ -121,6 +131,7 @@ class ActionsClient:
             retry_wait_min=retry_wait_min,
             retry_wait_max=retry_wait_max,
             rate_limit_wait_max=rate_limit_wait_max,
+            max_response_bytes=max_response_bytes,
             rng=rng,
         )
         self._auth = AuthChain(
@@ -269,7 +280,11 @@ class ActionsClient:
             body={"name": name, "workFolder": work_folder},
         )
         config = _model(response, JitConfig)
-        self._transport.redact.add(config.encoded_jit_config)
+        self._transport.redact.add(
+            config.encoded_jit_config,
+            expires_at=self._clock.now() + JIT_CONFIG_RETENTION,
+            tag=_jit_tag(config.runner.id),
+        )
         return config
 
     async def get_runner(self, runner_id: int) -> RunnerReference:
@@ -290,7 +305,15 @@ class ActionsClient:
 
     async def remove_runner(self, runner_id: int) -> None:
         """Unregister a runner. :class:`JobStillRunning` while it runs a job; :class:`RunnerNotFound` if gone."""
-        await self._admin_request("DELETE", f"_apis/distributedtask/pools/0/agents/{runner_id}", expected=(204, 200))
+        try:
+            await self._admin_request(
+                "DELETE", f"_apis/distributedtask/pools/0/agents/{runner_id}", expected=(204, 200)
+            )
+        except NotFound:
+            self._transport.redact.forget(_jit_tag(runner_id))
+            raise
+        # The runner's JIT config died with the registration: no need to mask it any longer.
+        self._transport.redact.forget(_jit_tag(runner_id))
 
     # ---- message sessions ------------------------------------------------------------------------------------
 
@@ -320,7 +343,8 @@ class ActionsClient:
     def _session(self, response: Response, scale_set_id: int) -> MessageSession:
         session = _model(response, MessageSession)
         session._scale_set_id = scale_set_id
-        self._transport.redact.add(session.message_queue_access_token)
+        token = session.message_queue_access_token
+        self._transport.redact.add(token, expires_at=jwt_expiry(token))
         return session
 
     async def _refresh_in_place(self, session: MessageSession) -> None:
@@ -361,12 +385,7 @@ class ActionsClient:
                 continue
             if response.status == 202 or not response.body.strip():
                 return None
-            try:
-                return parse_message(_json(response))
-            except (MessageFormatError, ValueError) as exc:
-                raise FatalError(
-                    method="GET", url=url, status=response.status, reason=response.reason, detail=str(exc)
-                ) from None
+            return _queue_message(response)
         raise AssertionError("unreachable")
 
     async def delete_message(self, session: MessageSession, message_id: int) -> None:
@@ -402,7 +421,11 @@ class ActionsClient:
                     bearer=session.message_queue_access_token,
                     overrides=_SESSION_BOUND,
                 )
-                return [int(value) for value in _list(response).value]
+                acquired = _list(response).value
+                # bool is an int in Python, never in the service's JSON.
+                if not all(isinstance(value, int) and not isinstance(value, bool) for value in acquired):
+                    raise _unexpected(response, "the acquired jobs are not a list of runner request IDs")
+                return list(acquired)
             except MessageQueueTokenExpired:
                 if attempt == 2:
                     raise
@@ -415,12 +438,38 @@ class ActionsClient:
         return [_validate(response, AcquirableJob, item) for item in _list(response).value]
 
 
+def _jit_tag(runner_id: int) -> tuple[str, int]:
+    return ("jit-config", runner_id)
+
+
 def _with_query(url: str, extra: Mapping[str, str]) -> str:
     if not extra:
         return url
     parts = urlsplit(url)
     pairs = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k not in extra]
     return urlunsplit(parts._replace(query=encode_query([*pairs, *extra.items()])))
+
+
+def _queue_message(response: Response) -> Message:
+    """The message in a queue answer. A message whose ID can be read but whose content cannot is
+    :class:`UnreadableMessage` (acknowledge and skip it); an answer without a readable message ID is a
+    :class:`TransientError` (nothing to acknowledge: poll again later). Never any other exception."""
+    common: dict[str, Any] = {
+        "method": response.method,
+        "url": response.url,
+        "status": response.status,
+        "reason": response.reason,
+    }
+    try:
+        payload = response.json()
+    except orjson.JSONDecodeError:
+        raise TransientError(**common, detail="the queue answered with a body that is not JSON") from None
+    try:
+        return parse_message(payload)
+    except MessageFormatError as exc:
+        if exc.message_id is None:
+            raise TransientError(**common, detail=str(exc)) from None
+        raise UnreadableMessage(message_id=exc.message_id, skip_reason=exc.reason, **common, detail=str(exc)) from None
 
 
 def _json(response: Response) -> Any:

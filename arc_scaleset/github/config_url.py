@@ -3,6 +3,11 @@
 :func:`parse_config_url` turns the URL a user wrote into a :class:`GitHubConfig` that knows its scope, whether
 the host is GitHub-hosted (github.com, ``*.ghe.com``) or GitHub Enterprise Server, and where the REST API
 lives. A URL that cannot be used raises :class:`InvalidConfigURL`, whose message names the problem.
+
+``http://`` is refused for hosts GitHub serves itself (github.com, ghe.com and their subdomains, the API
+hosts included), whatever ``GITHUB_ACTIONS_FORCE_GHES`` says: the first request would carry the PAT or the
+installation token in cleartext before any redirect to https could fail it (docs/github.md). A GitHub
+Enterprise Server host may still be reached over http, as some run it without TLS on an internal network.
 """
 
 from __future__ import annotations
@@ -18,6 +23,8 @@ FORCE_GHES_ENV = "GITHUB_ACTIONS_FORCE_GHES"
 # as the reference implementation does.
 _HOSTED_HOSTS = frozenset({"github.com", "www.github.com", "github.localhost"})
 _HOSTED_SUFFIX = ".ghe.com"
+# Domains GitHub serves only over https: the domain itself and every subdomain (www., api., uploads., ...).
+_TLS_ONLY_DOMAINS = ("github.com", "ghe.com")
 
 
 class InvalidConfigURL(ValueError):  # noqa: N818 - reads as the condition it reports
@@ -75,6 +82,16 @@ def is_hosted_host(host: str, *, environ: Mapping[str, str]) -> bool:
     return host.lower() in _HOSTED_HOSTS or host.endswith(_HOSTED_SUFFIX)
 
 
+def requires_https(host: str) -> bool:
+    """Whether ``host`` belongs to GitHub's own domains, which must never be reached over plain http.
+
+    Case-insensitive and ignoring a trailing dot, unlike :func:`is_hosted_host`: this check guards
+    credentials, so ``HTTP://GitHub.COM.`` is refused too.
+    """
+    name = host.lower().rstrip(".")
+    return any(name == domain or name.endswith("." + domain) for domain in _TLS_ONLY_DOMAINS)
+
+
 def parse_config_url(url: str, *, environ: Mapping[str, str] | None = None) -> GitHubConfig:
     """Parse a config URL such as ``https://github.com/my-org`` or ``https://ghes.example.com/enterprises/e``.
 
@@ -97,6 +114,12 @@ def parse_config_url(url: str, *, environ: Mapping[str, str] | None = None) -> G
         raise InvalidConfigURL(url, "the URL has no host")
     if parts.query or parts.fragment:
         raise InvalidConfigURL(url, "the URL must not carry a query or fragment")
+    if parts.scheme == "http" and requires_https(host):
+        raise InvalidConfigURL(
+            url,
+            f"{host} is served by GitHub over https only; http:// would send the credentials in cleartext "
+            "(use https://)",
+        )
 
     path = parts.path.strip("/")
     segments = path.split("/") if path else []

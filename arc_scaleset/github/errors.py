@@ -6,7 +6,9 @@ Every error that comes from an HTTP exchange is an :class:`ActionsError` whose m
         status="404 Not Found", activity_id="...", github_request_id="..."): <detail>
 
 (on one line). Query values that might be secret are masked, and the detail text is scrubbed of every
-credential the client holds, so an error can be logged, put in a Kubernetes Event or a status condition.
+credential the client holds and of anything credential-shaped (the process-wide
+:func:`~arc_scaleset.observability.logging.redact`, applied here whoever builds the error), so an error can be
+logged, put in a Kubernetes Event or a status condition.
 
 Reactions, by class:
 
@@ -16,12 +18,15 @@ Reactions, by class:
 - :class:`NotFound` (and :class:`RunnerNotFound`, :class:`SessionNotFound`): the thing is gone; re-create
   or forget it.
 - :class:`RunnerExists`, :class:`JobStillRunning`: specific conflicts with documented reactions.
-- :class:`FatalError`: a request that will not succeed by repeating it (bad request, TLS verification).
+- :class:`FatalError`: a request that will not succeed by repeating it (bad request, TLS verification, a
+  response body over the client's size limit: :class:`ResponseTooLarge`).
 """
 
 from __future__ import annotations
 
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+from arc_scaleset.observability.logging import redact
 
 # Query parameters whose values are shown verbatim in error messages; any other value is masked.
 _VISIBLE_QUERY_KEYS = frozenset(
@@ -69,7 +74,7 @@ class ActionsError(GitHubError):
         self.url = redact_url(url)
         self.status = status
         self.reason = reason
-        self.detail = " ".join(detail.split())  # one line, whatever the body looked like
+        self.detail = " ".join(redact(detail).split())  # one line, whatever the body looked like
         self.activity_id = activity_id
         self.github_request_id = github_request_id
         self.type_name = type_name
@@ -137,6 +142,28 @@ class TransientError(ActionsError):
 
 class FatalError(ActionsError):
     """A failure that repeating the same request will not heal: most 4xx, 501, TLS verification errors."""
+
+
+class ResponseTooLarge(FatalError):  # noqa: N818 - the names callers branch on
+    """The response body exceeded the client's limit (``limit`` bytes, 10 MiB by default) and was not read."""
+
+    def __init__(self, *, limit: int, **kwargs: object) -> None:
+        self.limit = limit
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+
+
+class UnreadableMessage(ActionsError):  # noqa: N818 - the names callers branch on
+    """A queue message whose ID could be read but whose content could not: acknowledge it and skip it.
+
+    ``message_id`` is that ID, ``skip_reason`` a short label (``unsupported_message_type``,
+    ``unparsable_body``, ``body_not_a_list_of_objects``, ``invalid_fields``). A message without a readable ID
+    is a :class:`TransientError` instead: there is nothing to acknowledge.
+    """
+
+    def __init__(self, *, message_id: int, skip_reason: str, **kwargs: object) -> None:
+        self.message_id = message_id
+        self.skip_reason = skip_reason
+        super().__init__(**kwargs)  # type: ignore[arg-type]
 
 
 def is_transient(exc: BaseException) -> bool:

@@ -2,6 +2,10 @@
 
 ``lastTransitionTime`` records when ``status`` last changed, not when the condition was last written, so
 it only moves on a real transition; reason, message and observedGeneration are updated in place.
+
+A message often quotes an error from GitHub or a proxy, so :func:`set_condition` masks it exactly as a log
+line is masked (:func:`arc_scaleset.observability.logging.redact`): a status is readable by anyone who can
+read the object, and no credential may reach it (docs/github.md, "Secrets").
 """
 
 from __future__ import annotations
@@ -9,6 +13,8 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
+
+from arc_scaleset.observability.logging import redact
 
 ConditionStatus = Literal["True", "False", "Unknown"]
 
@@ -48,7 +54,7 @@ def set_condition(
 
     The input is not modified. ``lastTransitionTime`` becomes ``now`` when the condition is new or its
     status changes; otherwise the previous value is kept. ``reason`` must be CamelCase (the API validates
-    it); ``message`` is cut to the API's 32768-character limit.
+    it); ``message`` is masked of secrets, then cut to the API's 32768-character limit.
     """
     if status not in ("True", "False", "Unknown"):
         raise ValueError(f"condition status must be True, False or Unknown, not {status!r}")
@@ -73,7 +79,7 @@ def set_condition(
         "type": type,
         "status": status,
         "reason": reason,
-        "message": message[:32768],
+        "message": redact(message)[:32768],
         "lastTransitionTime": transition,
     }
     if observed_generation is not None:

@@ -7,6 +7,10 @@ a burst of 25, then one event per 5 minutes), so a hot error loop costs a bounde
 
 Recording never raises into the caller: an event is a side note, and a failure to write one (RBAC, a
 namespace being deleted, an API hiccup) is logged and dropped.
+
+A note often quotes an error from GitHub or a proxy, so it is masked exactly as a log line is
+(:func:`arc_scaleset.observability.logging.redact`) before anything else: Events are readable by anyone who
+can list them in the namespace, and no credential may reach them (docs/github.md, "Secrets").
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from arc_scaleset.kube.client import KubeClient
 from arc_scaleset.kube.errors import KubeError, NotFound
 from arc_scaleset.kube.resources import EVENTS
 from arc_scaleset.kube.views import ObjectView
+from arc_scaleset.observability.logging import redact
 
 log = logging.getLogger(__name__)
 
@@ -114,7 +119,8 @@ class EventRecorder:
     ) -> None:
         """Record that ``action`` happened to ``regarding`` (an object as read from the API).
 
-        ``reason`` is a short CamelCase cause, ``note`` the human explanation (cut to 1024 bytes), ``type``
+        ``reason`` is a short CamelCase cause, ``note`` the human explanation (masked of secrets, then cut to
+        1024 bytes), ``type``
         ``"Normal"`` or ``"Warning"``. Never raises (except on a programming error in the arguments).
         """
         if type not in ("Normal", "Warning"):
@@ -123,7 +129,8 @@ class EventRecorder:
         name, namespace = view.name, view.namespace
         if not name:
             raise ValueError("cannot record an event about an object without metadata.name")
-        note = truncate_utf8(note, NOTE_LIMIT_BYTES)
+        # Masked before it is cut, so a secret across the cut cannot leave its first half behind.
+        note = truncate_utf8(redact(note), NOTE_LIMIT_BYTES)
         reason = reason[:_SHORT_FIELD_LIMIT]
         action = action[:_SHORT_FIELD_LIMIT]
         object_key = (view.uid, namespace, name)

@@ -18,11 +18,16 @@ One call per process, at start-up::
 
 **Redaction.** Values registered with :func:`register_secret` (8 characters or more; shorter values would
 mask ordinary words) and anything that looks like a credential — GitHub tokens (``ghp_``, ``gho_``,
-``ghu_``, ``ghs_``, ``ghr_``, ``github_pat_``), PEM ``PRIVATE KEY`` blocks, ``Authorization``-style
-``Bearer``/``RemoteAuth``/``Basic`` values — are replaced by ``[REDACTED]`` twice: in the event's values
-before rendering (so JSON escaping cannot split a secret) and in the finished line (which covers keys,
-tracebacks and reprs). :class:`RedactingFilter` applies the same masking to ``LogRecord`` messages, for
-handlers this module does not own.
+``ghu_``, ``ghs_``, ``ghr_``, ``github_pat_``), JWTs (three base64url segments, ``eyJ...``: App, admin and
+queue tokens), PEM ``PRIVATE KEY`` blocks, the value of an ``Authorization`` header, ``Bearer``/
+``RemoteAuth``/``Basic``/``token`` credentials and ``token=``/``password:``-style pairs — are replaced by
+``[REDACTED]`` twice: in the event's values before rendering (so JSON escaping cannot split a secret) and in
+the finished line (which covers keys, tracebacks and reprs). :class:`RedactingFilter` applies the same
+masking to ``LogRecord`` messages, for handlers this module does not own.
+
+:func:`redact` is the one masking function of the process: Kubernetes Event notes and status condition
+messages go through it too (``kube/events.py``, ``kube/conditions.py``), so text that reaches the API server
+is masked exactly as a log line is.
 """
 
 from __future__ import annotations
@@ -69,10 +74,31 @@ _CREDENTIAL_PATTERNS: Final = (
     # GitHub tokens: personal (classic and fine-grained), OAuth, user-to-server, server-to-server, refresh.
     r"\bgh[pousr]_[A-Za-z0-9]{16,}",
     r"\bgithub_pat_[A-Za-z0-9_]{16,}",
+    # JWTs (GitHub App JWTs, Actions-service admin and message-queue tokens): a JSON header, base64url-encoded,
+    # always starts "eyJ"; the signature may be empty (alg "none").
+    r"\beyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*",
 )
 # Authorization schemes: keep the scheme word so a reader still sees what kind of credential it was.
 # Eight characters or more, so prose such as "Bearer auth" stays readable.
-_AUTH_SCHEME_RE: Final = re.compile(r"(?i)\b(Bearer|RemoteAuth|Basic)(\s+)[^\s\"',;\\]{8,}")
+_AUTH_SCHEME_RE: Final = re.compile(r"(?i)\b(Bearer|RemoteAuth|Basic)(\s+)(?!\[REDACTED\])[^\s\"',;\\]{8,}")
+# GitHub's REST API also takes "Authorization: token <x>". "token" is a common word, so its value must look
+# like a credential: a run of token characters with a digit in it (8 or more), or 20 or more of them.
+_TOKEN_CHARS: Final = r"[A-Za-z0-9_.~+/=-]"
+_TOKEN_SCHEME_RE: Final = re.compile(
+    rf"(?i)\b(token)(\s+)(?:(?={_TOKEN_CHARS}*\d){_TOKEN_CHARS}{{8,}}|{_TOKEN_CHARS}{{20,}})"
+)
+# "Authorization: <anything>" (a header echoed by a proxy, a dict repr, JSON): the value goes, the scheme word
+# stays. Also Proxy-Authorization.
+_SCHEMES: Final = "bearer|remoteauth|basic|token|digest|negotiate"
+_AUTH_HEADER_RE: Final = re.compile(
+    r"(?i)\b((?:proxy-)?authorization)([\"']?\s*[:=]\s*[\"']?)"
+    rf"(?:({_SCHEMES})(\s+))?(?!(?:{_SCHEMES})\s)(?!\[REDACTED\])([^\s\"',;}}]+)"
+)
+# key=value and "key": "value" pairs whose key names a credential (an echoed form, query or JSON body).
+_SECRET_PAIR_RE: Final = re.compile(
+    r"(?i)\b((?:access_|refresh_|id_|registration_|installation_)?token|password|passwd|client_secret|"
+    r"private_key|secret)([\"']?\s*[:=]\s*[\"']?)(?!\[REDACTED\])([^\s\"',;&}]{8,})"
+)
 
 _secrets: set[str] = set()
 _secrets_lock = threading.Lock()
@@ -114,7 +140,15 @@ def _current_pattern() -> re.Pattern[str]:
 def redact(text: str) -> str:
     """``text`` with every registered secret and credential-shaped substring replaced by ``[REDACTED]``."""
     masked = _current_pattern().sub(REDACTED, text)
-    return _AUTH_SCHEME_RE.sub(rf"\1\2{REDACTED}", masked)
+    masked = _AUTH_HEADER_RE.sub(_mask_header_value, masked)
+    masked = _AUTH_SCHEME_RE.sub(rf"\1\2{REDACTED}", masked)
+    masked = _TOKEN_SCHEME_RE.sub(rf"\1\2{REDACTED}", masked)
+    return _SECRET_PAIR_RE.sub(rf"\1\2{REDACTED}", masked)
+
+
+def _mask_header_value(match: re.Match[str]) -> str:
+    name, separator, scheme, space = match.group(1, 2, 3, 4)
+    return f"{name}{separator}{scheme or ''}{space or ''}{REDACTED}"
 
 
 def _redact_value(value: Any) -> Any:

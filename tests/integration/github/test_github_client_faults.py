@@ -216,6 +216,39 @@ async def test_github_app_credentials_mint_an_installation_token_and_cache_it(
     assert count(sim, "runner_registration") == 2
 
 
+async def test_an_installation_token_revoked_before_its_expiry_is_replaced_on_the_next_call(
+    start_sim: SimFactory,
+) -> None:
+    clock = InstantClock()
+    private, public = _app_key()
+    async with start_sim(clock=clock) as sim:
+        sim.credentials.add_app(app_id=123, installation_ids=[456], public_key_pem=public)
+        async with make_client(sim, clock=clock, credentials=GitHubApp("123", 456, private)) as client:
+            await client.create_runner_scale_set(name="arc-runners", runner_group_id=1)
+            # GitHub revokes the installation token (and with it the admin token) long before its 1 h expiry.
+            sim.credentials.expire_installation_tokens()
+            sim.credentials.expire_admin_tokens()
+
+            assert await client.get_runner_scale_set(1, "arc-runners") is not None
+    assert count(sim, "app_access_token") == 2
+    assert count(sim, "registration_token") == 3  # first chain, the revoked token's 401, the fresh token
+
+
+async def test_an_installation_token_rejected_right_after_minting_is_not_retried_forever(
+    start_sim: SimFactory,
+) -> None:
+    clock = InstantClock()
+    private, public = _app_key()
+    async with start_sim(clock=clock) as sim:
+        sim.credentials.add_app(app_id=123, installation_ids=[456], public_key_pem=public)
+        sim.faults.add(FaultRule(route="registration_token", status=401, count=None, message="Bad credentials"))
+        async with make_client(sim, clock=clock, credentials=GitHubApp("123", 456, private)) as client:
+            with pytest.raises(Unauthorized, match="bad or expired token"):
+                await client.get_runner_group_by_name("Default")
+    assert count(sim, "app_access_token") == 1
+    assert count(sim, "registration_token") == 1
+
+
 async def test_an_app_without_that_installation_gets_one_clear_error(
     sim: SimulatedGitHub, instant_clock: InstantClock
 ) -> None:

@@ -100,3 +100,25 @@ async def test_requests_carry_the_protocol_headers_and_query(sim: SimulatedGitHu
     agent = by_route["create_scale_set"].user_agent
     assert agent is not None
     assert orjson.loads(agent)["subsystem"] == "contract-test"
+
+
+async def test_the_jit_config_of_a_removed_runner_is_no_longer_held(
+    sim: SimulatedGitHub, instant_clock: InstantClock
+) -> None:
+    async with make_client(sim, clock=instant_clock) as client:
+        scale_set = await client.create_runner_scale_set(name="arc-runners", runner_group_id=1)
+        held = client._transport.redact  # what the client masks; its size is the memory a busy scale set costs
+        before = len(held)
+        removed = await client.generate_jit_runner_config(scale_set.id, name="removed")
+        gone = await client.generate_jit_runner_config(scale_set.id, name="gone-already")
+        busy = await client.generate_jit_runner_config(scale_set.id, name="still-registered")
+        assert len(held) == before + 3
+
+        await client.remove_runner(removed.runner.id)
+        # An ephemeral runner that ran its job: GitHub removes it itself.
+        sim.state.remove_runner(sim.state.runners[gone.runner.id].tenant_id, gone.runner.id)
+        with pytest.raises(NotFound):
+            await client.remove_runner(gone.runner.id)  # forgotten all the same
+
+        assert len(held) == before + 1
+        assert busy.encoded_jit_config not in held(busy.encoded_jit_config)

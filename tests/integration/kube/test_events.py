@@ -10,6 +10,7 @@ from arc_scaleset.clock import FakeClock
 from arc_scaleset.kube import resources
 from arc_scaleset.kube.client import KubeClient
 from arc_scaleset.kube.events import EventRecorder
+from arc_scaleset.observability.logging import register_secret, unregister_secret
 
 pytestmark = pytest.mark.cluster
 
@@ -95,3 +96,26 @@ async def test_a_failed_write_is_dropped_not_raised(kube: KubeClient) -> None:
     recorder = EventRecorder(kube, component="arc-scaleset.dev/test", clock=FakeClock())
     await recorder.event(ghost, type="Normal", reason="Nothing", note="nowhere to go", action="Try")
     assert recorder.dropped == 1
+
+
+async def test_an_event_note_never_carries_a_secret(kube: KubeClient, namespace: str) -> None:
+    subject = await _regarding(kube, namespace)
+    recorder = EventRecorder(kube, component="arc-scaleset.dev/test", clock=FakeClock())
+    registered = "registered-credential-" + "5d2f8a1c7e"
+    admin_token = "eyJhbGciOiJIUzI1NiJ9.eyJ0aWQiOjF9.c2lnbmF0dXJl"
+    register_secret(registered)
+    try:
+        await recorder.event(
+            subject,
+            type="Warning",
+            reason="GitHubRequestFailed",
+            note=f"GitHub answered 400: echo {registered}; Authorization: Bearer {admin_token}",
+            action="CallGitHub",
+        )
+    finally:
+        unregister_secret(registered)
+
+    [event] = await _events(kube, namespace)
+    assert registered not in event["note"]
+    assert admin_token not in event["note"]
+    assert event["note"].startswith("GitHub answered 400: echo [REDACTED]")

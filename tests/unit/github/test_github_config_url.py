@@ -93,3 +93,39 @@ def test_invalid_config_url_message_matches_the_documented_form() -> None:
     assert str(caught.value) == (
         "invalid config URL 'https://github.com/': should point to an enterprise, org, or repository"
     )
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://github.com/org",
+        "http://www.github.com/org/repo",
+        "http://github.com/enterprises/ent",
+        "http://api.github.com/org",
+        "http://acme.ghe.com/org",
+        "http://api.acme.ghe.com/org",
+        "HTTP://GitHub.COM./org",
+        "http://acme.GHE.com/org",
+    ],
+)
+def test_plain_http_to_a_github_hosted_host_is_refused_with_a_reason(url: str) -> None:
+    with pytest.raises(InvalidConfigURL) as caught:
+        parse_config_url(url)
+    message = str(caught.value)
+    assert "https only" in message
+    assert "cleartext" in message
+    assert "use https://" in message
+
+
+def test_plain_http_to_github_com_is_refused_even_when_forced_to_ghes() -> None:
+    with pytest.raises(InvalidConfigURL, match="https only"):
+        parse_config_url("http://github.com/org", environ={"GITHUB_ACTIONS_FORCE_GHES": "1"})
+
+
+@pytest.mark.parametrize(
+    "url", ["http://ghes.example.com/org", "http://github.example.com/org", "http://notgithub.com/org"]
+)
+def test_plain_http_to_an_enterprise_server_host_is_allowed(url: str) -> None:
+    config = parse_config_url(url)
+    assert not config.is_hosted
+    assert config.api_base_url.startswith("http://")

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from arc_scaleset.github._transport import Redactor, error_for_response, retry_after_seconds
+from arc_scaleset.github._secrets import Redactor
+from arc_scaleset.github._transport import error_for_response, retry_after_seconds
 from arc_scaleset.github.errors import (
     ActionsError,
     FatalError,

@@ -8,6 +8,7 @@ import datetime as dt
 import pytest
 
 from arc_scaleset.kube.conditions import get_condition, is_condition_true, remove_condition, set_condition
+from arc_scaleset.observability.logging import register_secret, unregister_secret
 
 T0 = dt.datetime(2026, 1, 1, 12, 0, 0, tzinfo=dt.UTC)
 T1 = T0 + dt.timedelta(minutes=5)
@@ -90,3 +91,23 @@ def test_invalid_status_or_missing_reason_is_refused() -> None:
 def test_naive_timestamps_are_refused() -> None:
     with pytest.raises(ValueError, match="timezone-aware"):
         _ready(None, "True", now=dt.datetime(2026, 1, 1))
+
+
+def test_a_condition_message_never_carries_a_secret() -> None:
+    registered = "registered-credential-" + "9c1e4f7a2b"
+    jwt_token = "eyJhbGciOiJIUzI1NiJ9.eyJ0aWQiOjF9.c2lnbmF0dXJl"
+    register_secret(registered)
+    try:
+        (condition,) = _ready(
+            None,
+            "False",
+            now=T0,
+            reason="GitHubRequestFailed",
+            message=f"GitHub answered 400: echo {registered}; Authorization: Bearer {jwt_token}",
+        )
+    finally:
+        unregister_secret(registered)
+    message = str(condition["message"])
+    assert registered not in message
+    assert jwt_token not in message
+    assert message.startswith("GitHub answered 400: echo [REDACTED]")

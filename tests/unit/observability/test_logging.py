@@ -29,6 +29,8 @@ GITHUB_PAT = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
 INSTALLATION_TOKEN = "ghs_" + "Zz9Yy8Xx7Ww6Vv5Uu4Tt3Ss2Rr1Qq0Pp9Oo8"
 FINE_GRAINED_PAT = "github_pat_" + "11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz"
 PRIVATE_KEY = "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo\n-----END RSA PRIVATE KEY-----"
+# An Actions-service admin token's shape: header.payload.signature, base64url.
+ADMIN_JWT = "eyJhbGciOiJIUzI1NiJ9." + "eyJ0aWQiOjEsImV4cCI6MjAwMDAwMDAwMH0." + "c2lnbmF0dXJlX29mX3RoZV90b2tlbg"
 
 
 @pytest.fixture
@@ -83,7 +85,7 @@ def test_registered_secret_never_appears_in_output(configure: Configure, secret:
 
 
 @pytest.mark.parametrize("fmt", ["text", "json"])
-@pytest.mark.parametrize("credential", [GITHUB_PAT, INSTALLATION_TOKEN, FINE_GRAINED_PAT, PRIVATE_KEY])
+@pytest.mark.parametrize("credential", [GITHUB_PAT, INSTALLATION_TOKEN, FINE_GRAINED_PAT, PRIVATE_KEY, ADMIN_JWT])
 def test_credential_shaped_text_never_appears_even_unregistered(
     configure: Configure, fmt: str, credential: str
 ) -> None:
@@ -230,3 +232,35 @@ def test_redacting_filter_masks_records_for_foreign_handlers(secret: str) -> Non
 
 def test_redact_masks_a_truncated_private_key_to_the_end() -> None:
     assert redact("key: -----BEGIN EC PRIVATE KEY-----\nMHcCAQEE") == f"key: {REDACTED}"
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        ("Authorization: token 0123456789abcdef0123", "0123456789abcdef0123"),
+        ("curl -H 'Authorization: token AAAABBBBCCCC1111'", "AAAABBBBCCCC1111"),
+        ("proxy echoed Proxy-Authorization: Basic dXNlcjpwYXNzd29yZA==", "dXNlcjpwYXNzd29yZA=="),
+        ('{"authorization": "opaque-value-without-scheme"}', "opaque-value-without-scheme"),
+        ("GET /x with token sk0123456789", "sk0123456789"),
+        ('{"token": "AABBCCDDEEFF11223344", "expires_at": "2030-01-01T00:00:00Z"}', "AABBCCDDEEFF11223344"),
+        ("form body: password=hunter2hunter2&user=x", "hunter2hunter2"),
+    ],
+)
+def test_token_and_authorization_forms_are_masked(text: str, secret: str) -> None:
+    masked = redact(text)
+    assert secret not in masked
+    assert REDACTED in masked
+    assert redact(masked) == masked  # masking twice changes nothing (events and conditions may see text twice)
+
+
+@pytest.mark.parametrize(
+    "prose",
+    [
+        "GitHub rejected the credentials (bad or expired token)",
+        "the registration token expires soon",
+        "token validation failed for the request",
+        "githubConfigSecret names Secret arc/gh-secret",
+    ],
+)
+def test_prose_about_tokens_stays_readable(prose: str) -> None:
+    assert redact(prose) == prose

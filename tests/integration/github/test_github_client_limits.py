@@ -1,0 +1,105 @@
+"""A response body too large to be an answer (a misbehaving proxy, a wrong URL serving a file) is refused with a
+typed error after at most the client's limit has been read, and never retried.
+
+A small aiohttp server on loopback plays GitHub; it answers the first request of the authentication chain.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+
+import pytest
+from aiohttp import web
+
+from arc_scaleset.github import (
+    ActionsClient,
+    FatalError,
+    NotFound,
+    PersonalAccessToken,
+    ResponseTooLarge,
+    SystemInfo,
+    is_transient,
+    parse_config_url,
+)
+from tests.integration.github.conftest import PAT, InstantClock
+
+MIB = 1024 * 1024
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+@asynccontextmanager
+async def serving(handler: Handler) -> AsyncIterator[tuple[str, list[str]]]:
+    """``(base URL, paths requested)`` of a loopback server answering every request with ``handler``."""
+    seen: list[str] = []
+
+    async def record(request: web.Request) -> web.StreamResponse:
+        seen.append(request.path)
+        return await handler(request)
+
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", record)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    try:
+        yield f"http://127.0.0.1:{port}", seen
+    finally:
+        await runner.cleanup()
+
+
+def client_for(base: str, **options: object) -> ActionsClient:
+    return ActionsClient(
+        parse_config_url(f"{base}/org"),
+        PersonalAccessToken(PAT),
+        system_info=SystemInfo(subsystem="contract-test"),
+        clock=InstantClock(),
+        request_timeout=10.0,
+        **options,  # type: ignore[arg-type]
+    )
+
+
+async def declared_eleven_mib(_: web.Request) -> web.StreamResponse:
+    return web.Response(status=201, body=b"x" * (11 * MIB), content_type="application/json")
+
+
+async def streamed_without_length(request: web.Request) -> web.StreamResponse:
+    response = web.StreamResponse(status=201)
+    response.enable_chunked_encoding()
+    await response.prepare(request)
+    chunk = b"y" * MIB
+    for _ in range(11):
+        await response.write(chunk)
+    await response.write_eof()
+    return response
+
+
+async def test_a_body_declared_larger_than_10_mib_is_refused_unread_and_not_retried() -> None:
+    async with serving(declared_eleven_mib) as (base, seen), client_for(base) as client:
+        with pytest.raises(ResponseTooLarge) as caught:
+            await client.get_runner_group_by_name("Default")
+    error = caught.value
+    assert isinstance(error, FatalError)
+    assert not is_transient(error)
+    assert (error.limit, error.status) == (10 * MIB, 201)
+    assert "exceeds the client's limit of 10485760 bytes" in str(error)
+    assert seen == ["/api/v3/orgs/org/actions/runners/registration-token"]
+
+
+async def test_a_streamed_body_is_cut_off_once_it_passes_the_limit() -> None:
+    async with serving(streamed_without_length) as (base, seen), client_for(base, max_response_bytes=2 * MIB) as client:
+        with pytest.raises(ResponseTooLarge) as caught:
+            await client.get_runner_group_by_name("Default")
+    assert caught.value.limit == 2 * MIB
+    assert len(seen) == 1
+
+
+async def test_a_body_within_the_limit_is_read_whole() -> None:
+    async def nine_mib_not_found(_: web.Request) -> web.StreamResponse:
+        return web.json_response({"message": "no such org", "padding": "x" * (9 * MIB)}, status=404)
+
+    async with serving(nine_mib_not_found) as (base, _), client_for(base) as client:
+        with pytest.raises(NotFound, match="no such org"):
+            await client.get_runner_group_by_name("Default")
