@@ -7,6 +7,7 @@ from typing import ClassVar
 from pydantic import ConfigDict, Field
 from pydantic.config import JsonDict
 
+from arc_scaleset.api.autoscalingrunnerset import MAX_RUNNERS_UNBOUNDED
 from arc_scaleset.api.common import (
     CONDITIONS_LIST_MARKERS,
     GROUP,
@@ -47,9 +48,9 @@ class AutoscalingListenerSpec(ApiModel):
     autoscaling_runner_set_namespace: str = ""
     autoscaling_runner_set_name: str = ""
     ephemeral_runner_set_name: str = ""
-    max_runners: int = Field(default=0, ge=0)
+    max_runners: int = Field(default=0, ge=0, le=MAX_RUNNERS_UNBOUNDED)
     """Effective maximum number of runners."""
-    min_runners: int = Field(default=0, ge=0)
+    min_runners: int = Field(default=0, ge=0, le=MAX_RUNNERS_UNBOUNDED)
     """Effective minimum number of runners."""
     image: str = ""
     """Image of the listener container."""

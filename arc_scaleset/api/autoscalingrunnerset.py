@@ -100,9 +100,12 @@ class AutoscalingRunnerSetSpec(ApiModel):
     """Extra labels and annotations for EphemeralRunners created after a change."""
     ephemeral_runner_config_secret_metadata: ResourceMeta | None = None
     """Extra labels and annotations for each runner's JIT config Secret."""
-    max_runners: int | None = Field(default=None, ge=0)
+    # Both bounded by what the listener's configuration holds (Go's MaxInt32): a larger value used to pass
+    # here and make the listener exit at start, so the scale set crash-looped instead of showing a condition.
+    # The controller refuses values above its own, lower ceiling (--max-runners-ceiling) with a condition.
+    max_runners: int | None = Field(default=None, ge=0, le=MAX_RUNNERS_UNBOUNDED)
     """Upper bound of runners; unset means no bound."""
-    min_runners: int | None = Field(default=None, ge=0)
+    min_runners: int | None = Field(default=None, ge=0, le=MAX_RUNNERS_UNBOUNDED)
     """Runners kept ready when idle; unset means 0."""
 
     @property
@@ -117,8 +120,8 @@ class AutoscalingRunnerSetSpec(ApiModel):
 class AutoscalingRunnerSetStatus(ApiModel):
     """What the controller last observed and did.
 
-    The runner counts are ARC's (before runner counts moved to metrics); they are kept readable for objects
-    written by ARC, and this controller does not maintain them.
+    The runner counts are ARC's fields (``kubectl get`` shows them), summed over the scale set's
+    EphemeralRunnerSets and written on every pass where they changed.
     """
 
     observed_generation: int = 0
@@ -128,9 +131,17 @@ class AutoscalingRunnerSetStatus(ApiModel):
     conditions: list[Condition] | None = Field(default=None, json_schema_extra=CONDITIONS_LIST_MARKERS)
     """Ready / Progressing / Degraded, each with a reason and a message a person can act on."""
     current_runners: int | None = None
+    """Runners holding a slot: pending, running and failed ones."""
     pending_ephemeral_runners: int | None = None
+    """Runners whose pod has not started its runner yet."""
     running_ephemeral_runners: int | None = None
+    """Runners whose runner is running, idle or on a job."""
     failed_ephemeral_runners: int | None = None
+    """Runners that failed (removed after a minute and replaced)."""
+    finished_ephemeral_runners: int | None = None
+    """Runners whose job finished, about to be removed."""
+    deleting_ephemeral_runners: int | None = None
+    """Runners being deleted (a busy one waits for its job to end)."""
 
 
 class AutoscalingRunnerSet(KubeObject):

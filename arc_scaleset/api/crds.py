@@ -4,9 +4,14 @@
 :func:`crd_file_name` give the committed form under ``config/crd/`` (one file per kind; a unit test fails when
 those files are stale, so they are never edited by hand).
 
-Each CRD has the status subresource, printer columns that all point at fields the controller writes (ARC's
-point at two that do not exist), and a structural schema generated from the pydantic model, with pod
-templates carrying the real PodTemplateSpec schema (see :mod:`arc_scaleset.api.k8s_schema`).
+Each CRD has the status subresource, printer columns and a structural schema generated from the pydantic
+model, with pod templates carrying the real PodTemplateSpec schema (see :mod:`arc_scaleset.api.k8s_schema`).
+
+The printer columns ``kubectl get`` shows by default are ARC's released ones (0.9 through 0.14), names and
+order, so scripts and habits keep working; every one of them points at a field this controller maintains. Two
+of ARC's read fields nobody wrote (``Finished Runners``, ``Deleting Runners``) and ARC's ``State`` read the
+never-written ``.status.state``: here they show the maintained counts and ``.status.phase``. This controller's
+own columns (revisions, scale set ID, URL, age where ARC has none) are in ``kubectl get -o wide`` (priority 1).
 """
 
 from __future__ import annotations
@@ -44,28 +49,41 @@ class PrinterColumn:
 
 
 AGE: Final = PrinterColumn("Age", ".metadata.creationTimestamp", "date")
+WIDE_AGE: Final = PrinterColumn("Age", ".metadata.creationTimestamp", "date", priority=1)
 
 PRINTER_COLUMNS: Final[dict[type[KubeObject], tuple[PrinterColumn, ...]]] = {
     AutoscalingRunnerSet: (
         PrinterColumn("Minimum Runners", ".spec.minRunners", "integer"),
         PrinterColumn("Maximum Runners", ".spec.maxRunners", "integer"),
-        PrinterColumn("Phase", ".status.phase"),
-        PrinterColumn("Scale Set ID", ".metadata.annotations.runner-scale-set-id"),
+        PrinterColumn("Current Runners", ".status.currentRunners", "integer"),
+        PrinterColumn("State", ".status.phase"),
+        PrinterColumn("Pending Runners", ".status.pendingEphemeralRunners", "integer"),
+        PrinterColumn("Running Runners", ".status.runningEphemeralRunners", "integer"),
+        PrinterColumn("Finished Runners", ".status.finishedEphemeralRunners", "integer"),
+        PrinterColumn("Deleting Runners", ".status.deletingEphemeralRunners", "integer"),
+        PrinterColumn("Failed Runners", ".status.failedEphemeralRunners", "integer", priority=1),
+        PrinterColumn("Scale Set ID", ".metadata.annotations.runner-scale-set-id", priority=1),
         PrinterColumn("GitHub Config URL", ".spec.githubConfigUrl", priority=1),
-        AGE,
+        WIDE_AGE,
     ),
     EphemeralRunnerSet: (
         PrinterColumn("DesiredReplicas", ".spec.replicas", "integer"),
-        PrinterColumn("Phase", ".status.phase"),
-        PrinterColumn("Revision", ".spec.actionableRevision", "integer"),
-        PrinterColumn("Applied Revision", ".status.appliedActionableRevision", "integer"),
+        PrinterColumn("CurrentReplicas", ".status.currentReplicas", "integer"),
+        PrinterColumn("Pending Runners", ".status.pendingEphemeralRunners", "integer"),
+        PrinterColumn("Running Runners", ".status.runningEphemeralRunners", "integer"),
+        PrinterColumn("Finished Runners", ".status.finishedEphemeralRunners", "integer"),
+        PrinterColumn("Deleting Runners", ".status.deletingEphemeralRunners", "integer"),
+        PrinterColumn("Failed Runners", ".status.failedEphemeralRunners", "integer", priority=1),
+        PrinterColumn("Phase", ".status.phase", priority=1),
+        PrinterColumn("Revision", ".spec.actionableRevision", "integer", priority=1),
+        PrinterColumn("Applied Revision", ".status.appliedActionableRevision", "integer", priority=1),
         PrinterColumn("Patch ID", ".spec.patchID", "integer", priority=1),
-        AGE,
+        WIDE_AGE,
     ),
     EphemeralRunner: (
         PrinterColumn("GitHub Config URL", ".spec.githubConfigUrl"),
         PrinterColumn("RunnerId", ".status.runnerId", "number"),
-        PrinterColumn("Phase", ".status.phase"),
+        PrinterColumn("Status", ".status.phase"),
         PrinterColumn("JobRepository", ".status.jobRepositoryName"),
         PrinterColumn("JobWorkflowRef", ".status.jobWorkflowRef"),
         PrinterColumn("WorkflowRunId", ".status.workflowRunId", "number"),
@@ -79,7 +97,7 @@ PRINTER_COLUMNS: Final[dict[type[KubeObject], tuple[PrinterColumn, ...]]] = {
         PrinterColumn("AutoscalingRunnerSet Namespace", ".spec.autoscalingRunnerSetNamespace"),
         PrinterColumn("AutoscalingRunnerSet Name", ".spec.autoscalingRunnerSetName"),
         PrinterColumn("Scale Set ID", ".spec.runnerScaleSetId", "integer", priority=1),
-        AGE,
+        WIDE_AGE,
     ),
 }
 

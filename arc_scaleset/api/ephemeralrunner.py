@@ -99,8 +99,8 @@ class EphemeralRunnerStatus(ApiModel):
 
     @property
     def has_job(self) -> bool:
-        """Whether a job was assigned to the runner."""
-        return self.job_id != ""
+        """Whether a job was assigned to the runner (``jobId``, or ``jobRequestId`` as ARC <= 0.12 wrote it)."""
+        return self.job_id != "" or self.job_request_id > 0
 
     @property
     def last_failure(self) -> datetime | None:

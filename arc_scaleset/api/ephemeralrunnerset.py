@@ -37,10 +37,10 @@ class EphemeralRunnerSetSpec(ApiModel):
 
 
 class EphemeralRunnerSetStatus(ApiModel):
-    """Which revision the runner set has applied, and its phase.
+    """Which revision the runner set has applied, its phase, and its runners by state.
 
-    The runner counts are ARC's (before runner counts moved to metrics); kept readable for objects written by
-    ARC, not maintained by this controller.
+    The runner counts are ARC's fields (``kubectl get`` shows them), derived from the runners on every pass;
+    a change of the counts alone is written at most every two seconds.
     """
 
     phase: str = ""
@@ -52,9 +52,17 @@ class EphemeralRunnerSetStatus(ApiModel):
     conditions: list[Condition] | None = Field(default=None, json_schema_extra=CONDITIONS_LIST_MARKERS)
     """Ready / Progressing / Degraded, each with a reason and a message a person can act on."""
     current_replicas: int | None = None
+    """Runners holding a slot: pending, running and failed ones (ARC's scaleTotal)."""
     pending_ephemeral_runners: int | None = None
+    """Runners whose pod has not started its runner yet."""
     running_ephemeral_runners: int | None = None
+    """Runners whose runner is running, idle or on a job."""
     failed_ephemeral_runners: int | None = None
+    """Runners that failed (removed after a minute and replaced)."""
+    finished_ephemeral_runners: int | None = None
+    """Runners whose job finished, about to be removed."""
+    deleting_ephemeral_runners: int | None = None
+    """Runners being deleted (a busy one waits for its job to end)."""
 
 
 class EphemeralRunnerSet(KubeObject):

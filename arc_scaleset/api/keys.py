@@ -14,6 +14,11 @@ from typing import Final
 AUTOSCALING_RUNNER_SET_FINALIZER: Final = "autoscalingrunnerset.actions.github.com/finalizer"
 EPHEMERAL_RUNNER_SET_FINALIZER: Final = "ephemeralrunnerset.actions.github.com/finalizer"
 EPHEMERAL_RUNNER_FINALIZER: Final = "ephemeralrunner.actions.github.com/finalizer"
+ARC_EPHEMERAL_RUNNER_SET_FINALIZER: Final = EPHEMERAL_RUNNER_FINALIZER
+"""The finalizer ARC's releases (0.9 through 0.14) put on an EphemeralRunnerSet: the EphemeralRunner's string.
+A set that holds it is adopted as it is (docs/migration.md): it counts as this controller's own finalizer."""
+EPHEMERAL_RUNNER_SET_FINALIZERS: Final = (EPHEMERAL_RUNNER_SET_FINALIZER, ARC_EPHEMERAL_RUNNER_SET_FINALIZER)
+"""Either one on an EphemeralRunnerSet means its runners are drained before it goes."""
 EPHEMERAL_RUNNER_REGISTRATION_FINALIZER: Final = "ephemeralrunner.actions.github.com/runner-registration-finalizer"
 AUTOSCALING_LISTENER_FINALIZER: Final = "autoscalinglistener.actions.github.com/finalizer"
 CLEANUP_PROTECTION_FINALIZER: Final = "actions.github.com/cleanup-protection"
@@ -37,6 +42,9 @@ LABEL_RUNNER_POD: Final = "runner-pod"
 LABEL_CONTROLLER_SERVICE_ACCOUNT_NAMESPACE: Final = "actions.github.com/controller-service-account-namespace"
 LABEL_CONTROLLER_SERVICE_ACCOUNT_NAME: Final = "actions.github.com/controller-service-account-name"
 LABEL_CONTROLLER_WATCH_SINGLE_NAMESPACE: Final = "actions.github.com/controller-watch-single-namespace"
+LABEL_LISTENER_SHAREABLE: Final = "actions.github.com/listener-shareable"
+"""Not in ARC: a cluster admin sets it to ``"true"`` on a Secret or ConfigMap of the controller namespace that
+every scale set's ``listenerTemplate`` may reference (docs/controllers.md, "The listener template policy")."""
 
 # Label values.
 PART_OF_SCALE_SET: Final = "gha-runner-scale-set"
@@ -61,6 +69,18 @@ ANNOTATION_LISTENER_CONFIG_RESOURCE_VERSION: Final = "actions.github.com/listene
 ANNOTATION_AUTOSCALING_RUNNER_SET_GENERATION: Final = "actions.github.com/autoscaling-runner-set-generation"
 """On the EphemeralRunnerSet: informational only."""
 ANNOTATION_VALUES_HASH: Final = "actions.github.com/values-hash"
+ANNOTATION_RUNNER_SPEC_HASH: Final = "actions.github.com/runner-spec-hash"
+ANNOTATION_CHANGE_HASH: Final = "actions.github.com/change-hash"
+ARC_HASH_ANNOTATIONS: Final = (ANNOTATION_RUNNER_SPEC_HASH, ANNOTATION_VALUES_HASH, ANNOTATION_CHANGE_HASH)
+"""ARC's fingerprints (ARS, ERS, EphemeralRunners, AutoscalingListener): never written nor compared here, so never
+drift (docs/migration.md). ``runner-spec-hash`` on an AutoscalingListener marks it as made by ARC's controller."""
+ANNOTATION_AUTOSCALING_RUNNER_SET_UID: Final = "actions.github.com/autoscaling-runner-set-uid"
+"""Not in ARC: on the AutoscalingListener, the UID of the AutoscalingRunnerSet that made it. The listener lives in
+another namespace, where no owner reference can point; a listener is served only while this matches its scale
+set's UID (docs/controllers.md, "AutoscalingListener")."""
+ANNOTATION_LISTENER_STATE: Final = "listener.arc-scaleset.dev/state"
+"""On the EphemeralRunnerSet, written by its listener (not in ARC): the listener's state as JSON, including the
+message session a successor must end (docs/listener.md, "The listener's state"; api/listener_state.py)."""
 
 # Written by the Helm chart on the AutoscalingRunnerSet: objects whose cleanup-protection finalizer the
 # controller removes when the scale set is deleted.

@@ -41,9 +41,11 @@ from pydantic_core import ErrorDetails, PydanticCustomError
 
 from arc_scaleset.api.autoscalingrunnerset import MAX_RUNNERS_UNBOUNDED
 from arc_scaleset.api.common import AZURE_KEY_VAULT, MetricsConfig
+from arc_scaleset.api.credentials import APP_KEYS, TOKEN_KEY, AppConfig
 
 __all__ = [
     "CONFIG_PATH_ENV",
+    "PROBE_ADDR_ENV",
     "LOG_FORMATS",
     "LOG_LEVELS",
     "ListenerConfig",
@@ -52,6 +54,10 @@ __all__ = [
 
 CONFIG_PATH_ENV: Final = "LISTENER_CONFIG_PATH"
 """The listener container's environment variable naming the config file."""
+PROBE_ADDR_ENV: Final = "LISTENER_PROBE_ADDR"
+"""The listener container's environment variable naming an address (``host:port``) for ``/healthz`` and
+``/readyz`` besides ``metrics_addr``: set by the controller when the metrics server cannot carry the liveness
+probe (metrics off, or bound to one interface)."""
 
 LOG_LEVELS: Final = ("debug", "info", "warn", "error")
 LOG_FORMATS: Final = ("text", "json")
@@ -211,9 +217,9 @@ def _overlap(key: str, path: str) -> bool:
 class ListenerConfig(BaseModel):
     """A valid listener configuration; the fields are the ``config.json`` keys, in ARC's order.
 
-    The credentials are ``github_token`` (a PAT, which wins when set, as in ARC) or the three ``github_app_*``
-    fields. Secret values are kept out of ``repr``; :meth:`credential_data` hands them to the GitHub client
-    and :meth:`secrets` to log redaction.
+    The credentials are ``github_token`` or the three ``github_app_*`` fields, under the one credential rule
+    (:mod:`arc_scaleset.api.credentials`, ARC's). Secret values are kept out of ``repr``; :meth:`app_config`
+    hands them to the GitHub client and :meth:`secrets` to log redaction.
     """
 
     model_config = ConfigDict(frozen=True, extra="ignore", strict=True, hide_input_in_errors=True)
@@ -342,28 +348,10 @@ class ListenerConfig(BaseModel):
                 "Vault): store the GitHub credentials in a Kubernetes Secret and name it in githubConfigSecret",
             )
             return
-        keys = ("vault_type", "github_token", "github_app_id", "github_app_installation_id", "github_app_private_key")
-        app_fields = {
-            "github_app_id": bool(self.github_app_id),
-            "github_app_installation_id": self.github_app_installation_id > 0,
-            "github_app_private_key": bool(self.github_app_private_key),
-        }
-        if self.github_token and any(app_fields.values()):
-            yield (
-                keys,
-                "both PAT and GitHub App credentials provided: set either github_token or the three "
-                "github_app_* fields, not both",
-            )
-        elif not self.github_token and not any(app_fields.values()):
-            yield (
-                keys,
-                "no credentials provided: set github_token, or github_app_id, github_app_installation_id "
-                "and github_app_private_key",
-            )
-        elif not self.github_token:
-            missing = [key for key, present in app_fields.items() if not present]
-            if missing:
-                yield keys, f"incomplete GitHub App credentials: {', '.join(missing)} missing or empty"
+        # The one credential rule (api/credentials.py), which the controller applies to the Secret too.
+        problem = self._app_config().problem()
+        if problem is not None:
+            yield ("vault_type", TOKEN_KEY, *APP_KEYS), problem
 
     # -- writing ---------------------------------------------------------------------------------------------
 
@@ -382,20 +370,23 @@ class ListenerConfig(BaseModel):
 
     # -- using -----------------------------------------------------------------------------------------------
 
+    def _app_config(self) -> AppConfig:
+        return AppConfig(
+            github_token=self.github_token,
+            github_app_id=self.github_app_id,
+            github_app_installation_id=self.github_app_installation_id,
+            github_app_private_key=self.github_app_private_key,
+        )
+
+    def app_config(self) -> AppConfig:
+        """The credentials the listener uses, as the credential rule chose them (a valid config has some): the
+        token alone when there is one (with part of an App beside it, as ARC allows), else the App."""
+        return self._app_config().validated()
+
     @property
     def uses_github_app(self) -> bool:
-        """True when the credentials are a GitHub App's (a token, when present, wins, as in ARC)."""
-        return not self.github_token
-
-    def credential_data(self) -> dict[str, str]:
-        """The credentials in the key layout of a GitHub config Secret (docs/github.md), values as strings."""
-        if self.github_token:
-            return {"github_token": self.github_token}
-        return {
-            "github_app_id": self.github_app_id,
-            "github_app_installation_id": str(self.github_app_installation_id),
-            "github_app_private_key": self.github_app_private_key,
-        }
+        """True when the credentials are a GitHub App's."""
+        return not self.app_config().has_token
 
     def secrets(self) -> list[str]:
         """Every secret value in this config, for log redaction."""

@@ -121,8 +121,14 @@ class EphemeralRunnerView(ObjectView):
         return value if isinstance(value, str) else str(value) if value else ""
 
     @property
+    def job_request_id(self) -> int:
+        """``status.jobRequestId``: the only job field ARC's listeners up to 0.12 wrote; 0 when none."""
+        return integer(self.status.get("jobRequestId"))
+
+    @property
     def has_job(self) -> bool:
-        return self.job_id != ""
+        """A job was assigned: ``jobId`` set, or ``jobRequestId`` above 0 (runners adopted from ARC <= 0.12)."""
+        return self.job_id != "" or self.job_request_id > 0
 
     @property
     def failures(self) -> Mapping[str, Any]:
@@ -207,6 +213,11 @@ class AutoscalingListenerView(ObjectView):
     def scale_set_name(self) -> str:
         """``spec.autoscalingRunnerSetName``."""
         return string(self.spec.get("autoscalingRunnerSetName"))
+
+    @property
+    def ephemeral_runner_set_name(self) -> str:
+        """``spec.ephemeralRunnerSetName`` (in the scale set's namespace): the set the listener scales."""
+        return string(self.spec.get("ephemeralRunnerSetName"))
 
     @property
     def conditions(self) -> Sequence[Mapping[str, Any]]:

@@ -29,6 +29,7 @@ from typing import Final
 from prometheus_client import CollectorRegistry
 
 from arc_scaleset.api.listener_config import LOG_FORMATS, LOG_LEVELS
+from arc_scaleset.api.versions import ARC_CHART_VERSIONS
 from arc_scaleset.clock import Clock
 from arc_scaleset.cmd.goflags import (
     GoBoolAction,
@@ -39,6 +40,7 @@ from arc_scaleset.cmd.goflags import (
 )
 from arc_scaleset.controllers.settings import (
     CONTAINER_IMAGE_ENV,
+    DEFAULT_MAX_RUNNERS_CEILING,
     LISTENER_ENTRYPOINT_ENV,
     POD_NAMESPACE_ENV,
     ControllerSettings,
@@ -219,6 +221,15 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     add_go_flag(
         parser,
+        "max-runners-ceiling",
+        default=DEFAULT_MAX_RUNNERS_CEILING,
+        type=_positive_int,
+        help="the most runners one scale set may ask for: an AutoscalingRunnerSet whose minRunners or maxRunners "
+        "is above it is refused with a RunnersAboveCeiling condition, and an EphemeralRunnerSet keeps at most this "
+        f"many runners; not an ARC flag (default: {DEFAULT_MAX_RUNNERS_CEILING})",
+    )
+    add_go_flag(
+        parser,
         "runner-pending-timeout",
         default=DEFAULT_RUNNER_PENDING_TIMEOUT,
         type=parse_go_duration,
@@ -267,6 +278,23 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     add_go_flag(
         parser,
+        "accept-any-version-label",
+        action=GoBoolAction,
+        help="manage AutoscalingRunnerSets whatever their app.kubernetes.io/version label; without it, the "
+        f"controller manages its own versions and those of ARC's charts {ARC_CHART_VERSIONS} and reports any "
+        "other as UnsupportedVersion; not an ARC flag (default: false)",
+    )
+    add_go_flag(
+        parser,
+        "allow-privileged-listener-template",
+        action=GoBoolAction,
+        help="let listenerTemplate use hostNetwork, hostPID, hostIPC, hostPath volumes, privileged containers and "
+        "added capabilities (listener pods run in the controller namespace, beside every scale set's credentials); "
+        "without it such a template is refused with an InvalidListenerTemplate condition; not an ARC flag "
+        "(default: false)",
+    )
+    add_go_flag(
+        parser,
         "auto-scaler-image-pull-secrets",
         action="append",
         default=[],
@@ -301,8 +329,11 @@ def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> 
         exclude_label_prefixes=tuple(args.exclude_label_propagation_prefix),
         image_pull_secrets=tuple(args.auto_scaler_image_pull_secrets),
         runner_max_concurrent_reconciles=args.runner_max_concurrent_reconciles,
+        max_runners_ceiling=args.max_runners_ceiling,
         runner_pending_timeout=args.runner_pending_timeout if args.runner_pending_timeout > 0 else None,
         watch_namespace=args.watch_single_namespace or args.watch_namespace or None,
+        allow_privileged_listener_template=args.allow_privileged_listener_template,
+        accept_any_version_label=args.accept_any_version_label,
     )
 
 

@@ -68,3 +68,9 @@ class UnsupportedVersion(ConfigurationError):
     """The object's ``app.kubernetes.io/version`` label names a version this build does not manage."""
 
     reason = "UnsupportedVersion"
+
+
+class RunnersAboveCeiling(ConfigurationError):
+    """``minRunners`` or ``maxRunners`` is above the controller's ``--max-runners-ceiling``."""
+
+    reason = "RunnersAboveCeiling"

@@ -15,11 +15,17 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 
 from cryptography import x509
 
 from arc_scaleset.api.common import AZURE_KEY_VAULT, ProxyConfig, TLSConfig, VaultConfig
+from arc_scaleset.api.credentials import (
+    PRIVATE_KEY_KEY,
+    TOKEN_KEY,
+    AppConfig,
+    CredentialsError,
+    app_config_from_secret_data,
+)
 from arc_scaleset.controllers.errors import InvalidGitHubConfigURL, InvalidSecret, TLSConfigError, VaultNotSupported
 from arc_scaleset.controllers.proxy_secret import HTTP_PROXY_KEY, HTTPS_PROXY_KEY, NO_PROXY_KEY, proxy_secret_data
 from arc_scaleset.controllers.secrets import read_config_map_value, read_secret_data
@@ -30,36 +36,12 @@ from arc_scaleset.github import (
     GitHubConfig,
     InvalidConfigURL,
     InvalidCredentials,
-    PersonalAccessToken,
     ProxySettings,
-    credentials_from_secret_data,
+    credentials_from_fields,
     parse_config_url,
 )
 from arc_scaleset.kube.client import KubeClient
 from arc_scaleset.observability.logging import register_secret
-
-
-@dataclass(frozen=True)
-class AppConfig:
-    """The credential part of a listener ``config.json`` (docs/listener.md): a token, or the three App fields.
-
-    Secret values are kept out of ``repr``.
-    """
-
-    github_token: str = field(default="", repr=False)
-    github_app_id: str = ""
-    github_app_installation_id: int = 0
-    github_app_private_key: str = field(default="", repr=False)
-
-    @classmethod
-    def from_credentials(cls, credentials: Credentials) -> AppConfig:
-        if isinstance(credentials, PersonalAccessToken):
-            return cls(github_token=credentials.token)
-        return cls(
-            github_app_id=credentials.app_id,
-            github_app_installation_id=credentials.installation_id,
-            github_app_private_key=credentials.private_key,
-        )
 
 
 class GitHubAccess:
@@ -104,33 +86,45 @@ class GitHubAccess:
         proxy_settings = await self.proxy_settings(namespace=namespace, proxy=proxy)
         try:
             return await self.pool.get(
-                config, namespace=namespace, credentials=credentials, root_ca_pem=root_ca, proxy=proxy_settings
+                config,
+                namespace=namespace,
+                credentials=credentials,
+                root_ca_pem=root_ca,
+                proxy=proxy_settings,
+                # Named by reference: a rotated Secret (CA, proxy) gives this source a new key, and the pool
+                # evicts the client that held the old credentials.
+                source=repr((secret_name, proxy, tls)),
             )
         except ValueError as exc:  # the client refuses a CA bundle it cannot load
             raise TLSConfigError(f"githubServerTLS: the CA certificates cannot be used: {exc}") from None
 
     async def credentials(self, *, namespace: str, secret_name: str, vault: VaultConfig | None = None) -> Credentials:
-        """The credentials in Secret ``namespace/secret_name`` (ARC's keys, docs/github.md)."""
-        _refuse_vault(vault)
-        data = await read_secret_data(self._kube, namespace, secret_name, purpose="githubConfigSecret")
+        """The credentials in Secret ``namespace/secret_name`` (ARC's keys and rule, docs/github.md)."""
+        app_config = await self.app_config(namespace=namespace, secret_name=secret_name, vault=vault)
         try:
-            credentials = credentials_from_secret_data(data)
-        except InvalidCredentials as exc:
-            # The credentials module's messages name keys, never values.
+            return credentials_from_fields(app_config)
+        except InvalidCredentials as exc:  # a malformed App: the installation ID or the private key
             raise InvalidSecret(
                 f"Secret {namespace}/{secret_name} (githubConfigSecret) cannot be used: {exc}"
             ) from None
-        # Nothing logs credentials on purpose; redaction catches an accident. A handful of values per
-        # scale set, so the registry stays small (JIT configs, one per runner, are not registered).
-        for value in credentials.secret_values():
-            register_secret(value)
-        return credentials
 
     async def app_config(self, *, namespace: str, secret_name: str, vault: VaultConfig | None = None) -> AppConfig:
-        """The credential fields of a listener ``config.json`` for these settings."""
-        return AppConfig.from_credentials(
-            await self.credentials(namespace=namespace, secret_name=secret_name, vault=vault)
-        )
+        """The credential fields Secret ``namespace/secret_name`` gives under the one credential rule
+        (``api/credentials.py``, ARC's): what the listener's ``config.json`` carries and the client uses."""
+        _refuse_vault(vault)
+        data = await read_secret_data(self._kube, namespace, secret_name, purpose="githubConfigSecret")
+        # Nothing logs credentials on purpose; redaction catches an accident, also for a Secret the rule
+        # refuses. A handful of values per scale set, so the registry stays small (JIT configs, one per
+        # runner, are not registered).
+        for key in (TOKEN_KEY, PRIVATE_KEY_KEY):
+            register_secret(data.get(key, "").strip())
+        try:
+            return app_config_from_secret_data(data)
+        except CredentialsError as exc:
+            # The rule's messages are ARC's and name keys, never values.
+            raise InvalidSecret(
+                f"Secret {namespace}/{secret_name} (githubConfigSecret) cannot be used: {exc}"
+            ) from None
 
     async def root_ca_pem(self, *, namespace: str, tls: TLSConfig | None) -> str | None:
         """The PEM bundle ``githubServerTLS`` points at (ConfigMap in ``namespace``), or ``None`` when unset."""

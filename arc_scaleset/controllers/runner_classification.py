@@ -44,11 +44,13 @@ class RunnerView:
     job_id: str = ""
     patch_id: int = 0
     revision: int = 0
+    job_request_id: int = 0
 
     @property
     def has_job(self) -> bool:
-        """A job was assigned (``status.jobId`` set): such a runner is never removed while it is not done."""
-        return self.job_id != ""
+        """A job was assigned (``status.jobId`` set, or ``jobRequestId`` above 0 as ARC's listeners up to 0.12
+        wrote it): such a runner is never removed while it is not done."""
+        return self.job_id != "" or self.job_request_id > 0
 
     @property
     def is_done(self) -> bool:
@@ -73,6 +75,7 @@ class RunnerView:
             job_id=er.job_id,
             patch_id=er.patch_id,
             revision=er.revision,
+            job_request_id=er.job_request_id,
         )
 
 

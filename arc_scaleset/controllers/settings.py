@@ -24,6 +24,10 @@ DEFAULT_LISTENER_COMMAND: Final = ("arc-scaleset", "listener")
 
 DISABLED_ADDRESS: Final = "0"
 
+DEFAULT_MAX_RUNNERS_CEILING: Final = 10_000
+"""Runners one scale set may ask for, by default: well above what one scale set usually runs, and low enough
+that a typo (``minRunners: 500000``) cannot make the controller create hundreds of thousands of objects."""
+
 
 class SettingsError(ValueError):
     """An option that cannot be used; the message names the option and what is expected."""
@@ -46,12 +50,21 @@ class ControllerSettings:
     - ``exclude_label_prefixes``: label keys with these prefixes are never propagated to generated objects.
     - ``image_pull_secrets``: names given to every listener pod.
     - ``runner_max_concurrent_reconciles``: EphemeralRunner controller workers (others use 1).
-    - ``runner_create_concurrency``: how many EphemeralRunners one scale-up creates at once.
+    - ``runner_create_concurrency``: how many EphemeralRunners one scale-up creates at once (the largest
+      of its growing batches).
+    - ``max_runners_ceiling``: the most runners one scale set may ask for (``--max-runners-ceiling``): an
+      AutoscalingRunnerSet whose ``minRunners`` or ``maxRunners`` is above it is refused, and an
+      EphemeralRunnerSet keeps at most this many runners whatever its ``replicas`` says.
     - ``runner_pending_timeout``: seconds a runner pod may take to start its runner container before it is
       retried as a failed pod (``None``: wait forever).
     - ``watch_namespace``: restrict the caches to this namespace (plus the controller namespace);
       ``None`` watches every namespace.
     - ``build_version``: this build's version, for the ``app.kubernetes.io/version`` gate.
+    - ``accept_any_version_label``: manage AutoscalingRunnerSets whatever their ``app.kubernetes.io/version``
+      label (``--accept-any-version-label``; the gate otherwise: :mod:`arc_scaleset.api.versions`).
+    - ``allow_privileged_listener_template``: let a scale set's ``listenerTemplate`` use host namespaces,
+      privileged containers, hostPath volumes and added capabilities (``--allow-privileged-listener-template``;
+      refused otherwise: :mod:`arc_scaleset.controllers.autoscalinglistener.template_policy`).
     - ``listener_restart_backoff_base`` / ``listener_restart_backoff_cap``: seconds between recreations of
       a listener pod that keeps failing (per listener, doubling).
     - ``scale_set_verify_interval``: seconds between checks that a registered scale set still exists on
@@ -72,8 +85,11 @@ class ControllerSettings:
     runner_max_concurrent_reconciles: int = 2
     runner_pending_timeout: float | None = 900.0
     runner_create_concurrency: int = 50
+    max_runners_ceiling: int = DEFAULT_MAX_RUNNERS_CEILING
     watch_namespace: str | None = None
     build_version: str = arc_scaleset.__version__
+    accept_any_version_label: bool = False
+    allow_privileged_listener_template: bool = False
     listener_restart_backoff_base: float = 5.0
     listener_restart_backoff_cap: float = 300.0
     scale_set_verify_interval: float = 300.0
@@ -89,6 +105,8 @@ class ControllerSettings:
             raise SettingsError("runner_max_concurrent_reconciles must be at least 1")
         if self.runner_create_concurrency < 1:
             raise SettingsError("runner_create_concurrency must be at least 1")
+        if self.max_runners_ceiling < 1:
+            raise SettingsError("max_runners_ceiling must be at least 1")
         if self.runner_pending_timeout is not None and self.runner_pending_timeout <= 0:
             raise SettingsError("runner_pending_timeout must be positive (None waits forever)")
         if not 0 < self.listener_restart_backoff_base <= self.listener_restart_backoff_cap:

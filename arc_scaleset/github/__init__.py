@@ -3,7 +3,7 @@
 The public face; everything a controller or the listener needs is importable from here::
 
     config = parse_config_url("https://github.com/my-org", environ=os.environ)
-    credentials = credentials_from_secret_data(secret_data)
+    credentials = credentials_from_fields(app_config)  # chosen by arc_scaleset.api.credentials' rule
     async with ActionsClient(config, credentials, system_info=SystemInfo(subsystem="controller")) as client:
         scale_set = await client.get_runner_scale_set(runner_group_id=1, name="arc-runners")
 """
@@ -15,7 +15,7 @@ from arc_scaleset.github.credentials import (
     GitHubApp,
     InvalidCredentials,
     PersonalAccessToken,
-    credentials_from_secret_data,
+    credentials_from_fields,
 )
 from arc_scaleset.github.errors import (
     ActionsError,
@@ -25,6 +25,7 @@ from arc_scaleset.github.errors import (
     MessageQueueTokenExpired,
     NotFound,
     RateLimited,
+    ResponseTooLarge,
     RunnerExists,
     RunnerNotFound,
     SessionConflict,
@@ -84,6 +85,7 @@ __all__ = [
     "PersonalAccessToken",
     "ProxySettings",
     "RateLimited",
+    "ResponseTooLarge",
     "RunnerExists",
     "RunnerGroup",
     "RunnerNotFound",
@@ -96,7 +98,7 @@ __all__ = [
     "SystemInfo",
     "TransientError",
     "Unauthorized",
-    "credentials_from_secret_data",
+    "credentials_from_fields",
     "is_transient",
     "parse_config_url",
 ]

@@ -1,6 +1,8 @@
 """GitHub credentials: a personal access token, or a GitHub App installation.
 
-Both kinds are frozen values whose ``repr`` and ``str`` never show the secret; :meth:`fingerprint` gives a
+Which kind a Secret or a listener config gives is decided by the one credential rule,
+``arc_scaleset.api.credentials`` (ARC's); :func:`credentials_from_fields` builds what it chose. Both kinds are
+frozen values whose ``repr`` and ``str`` never show the secret; :meth:`fingerprint` gives a
 sha256 that identifies the credentials (for cache keys) without revealing them. Errors raised here name the
 offending key and the problem, never the value.
 """
@@ -9,8 +11,8 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
-from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import jwt
 from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
@@ -100,46 +102,38 @@ class GitHubApp:
 Credentials = PersonalAccessToken | GitHubApp
 
 
-def credentials_from_secret_data(data: Mapping[str, bytes | str]) -> Credentials:
-    """Build credentials from a Kubernetes Secret's data (already base64-decoded) or a config mapping.
+class CredentialFields(Protocol):
+    """The credential fields of a GitHub config Secret or a listener ``config.json``, as chosen by the credential
+    rule (``arc_scaleset.api.credentials.AppConfig`` after ``validated()``)."""
 
-    Rules (ARC's): ``github_token`` gives a PAT, and when it is present any App keys are ignored, so a
-    Secret that works with ARC works here; otherwise ``github_app_id``, ``github_app_installation_id`` (an
-    integer, as text) and ``github_app_private_key`` (PEM) together give a GitHub App, and a partial App is
-    rejected. Values are stripped of surrounding whitespace (files made with ``echo`` end with a newline).
+    @property
+    def github_token(self) -> str: ...
+
+    @property
+    def github_app_id(self) -> str: ...
+
+    @property
+    def github_app_installation_id(self) -> int: ...
+
+    @property
+    def github_app_private_key(self) -> str: ...
+
+
+def credentials_from_fields(fields: CredentialFields) -> Credentials:
+    """The credentials object for fields the credential rule has chosen: a PAT for a token, else a GitHub App.
+
+    The rule itself (which combinations are valid, ARC's messages) lives in ``arc_scaleset.api.credentials``
+    and is not applied again here: fields holding both a token and App fields, or neither, were not chosen by
+    it and raise :class:`InvalidCredentials`. A malformed App (installation ID, PEM) raises it too.
     """
-    values = {key: _text(key, data[key]).strip() for key in _ALL_KEYS if key in data}
-    present = {key for key, value in values.items() if value}
-    app_keys = present & _APP_KEYS
-    if TOKEN_KEY in present:
-        return PersonalAccessToken(values[TOKEN_KEY])
-    if not app_keys:
-        raise InvalidCredentials(
-            f"no credentials provided: set {TOKEN_KEY}, or {APP_ID_KEY}, {INSTALLATION_ID_KEY} and {PRIVATE_KEY_KEY}"
-        )
-    missing = sorted(_APP_KEYS - app_keys)
-    if missing:
-        raise InvalidCredentials(f"incomplete GitHub App credentials: missing {', '.join(missing)}")
-    raw_installation = values[INSTALLATION_ID_KEY]
-    try:
-        installation_id = int(raw_installation, 10)
-    except ValueError:
-        # An installation ID is not secret, but the value might be a secret pasted into the wrong key.
-        raise InvalidCredentials(f"{INSTALLATION_ID_KEY} is not an integer") from None
-    return GitHubApp(values[APP_ID_KEY], installation_id, values[PRIVATE_KEY_KEY])
-
-
-_APP_KEYS = frozenset({APP_ID_KEY, INSTALLATION_ID_KEY, PRIVATE_KEY_KEY})
-_ALL_KEYS = (TOKEN_KEY, APP_ID_KEY, INSTALLATION_ID_KEY, PRIVATE_KEY_KEY)
-
-
-def _text(key: str, value: bytes | str) -> str:
-    if isinstance(value, str):
-        return value
-    try:
-        return value.decode("utf-8")
-    except UnicodeDecodeError:
-        raise InvalidCredentials(f"{key} is not valid UTF-8 text") from None
+    has_app_field = bool(fields.github_app_id or fields.github_app_installation_id or fields.github_app_private_key)
+    if fields.github_token:
+        if has_app_field:
+            raise InvalidCredentials("both a token and GitHub App fields given: apply the credential rule first")
+        return PersonalAccessToken(fields.github_token)
+    if not has_app_field:
+        raise InvalidCredentials("no credentials given")
+    return GitHubApp(fields.github_app_id, fields.github_app_installation_id, fields.github_app_private_key)
 
 
 def _load_rsa_key(pem: str) -> RSAPrivateKey:

@@ -13,7 +13,7 @@ import re
 from typing import Annotated, Any, Literal
 
 import orjson
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr, ValidationError
 from pydantic.alias_generators import to_camel
 
 GO_ZERO_TIME = "0001-01-01T00:00:00Z"
@@ -231,29 +231,77 @@ class Message(ServiceModel):
 
 
 class MessageFormatError(ValueError):
-    """The message is not a ``RunnerScaleSetJobMessages`` message, or its body is not a job-message array."""
+    """A queue message that cannot be read (docs/listener.md, "Poison messages").
+
+    ``message_id`` is the message's ID when that much could be read (the message can then be acknowledged
+    and skipped), else ``None`` (the answer is treated as a passing service error). ``reason`` is one of the
+    ``UNREADABLE_*`` values, short and stable enough for a metric label.
+    """
+
+    def __init__(self, detail: str, *, reason: str, message_id: int | None = None) -> None:
+        super().__init__(detail)
+        self.reason = reason
+        self.message_id = message_id
 
 
-def parse_message(payload: dict[str, Any]) -> Message:
-    """Build a :class:`Message` from the queue's JSON; raises :class:`MessageFormatError` for other kinds."""
+UNREADABLE_NO_MESSAGE_ID = "no_message_id"
+UNREADABLE_MESSAGE_TYPE = "unsupported_message_type"
+UNREADABLE_BODY = "unparsable_body"
+UNREADABLE_BODY_SHAPE = "body_not_a_list_of_objects"
+UNREADABLE_FIELDS = "invalid_fields"
+
+
+def _readable_message_id(payload: Any) -> int | None:
+    if not isinstance(payload, dict):
+        return None
+    value = payload.get("messageId")
+    # bool is an int in Python, never in the service's JSON.
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return value
+    return None
+
+
+def parse_message(payload: Any) -> Message:
+    """Build a :class:`Message` from the queue's JSON; anything else raises :class:`MessageFormatError`.
+
+    Never raises anything else, whatever ``payload`` is: an array, a message of another type, a body that is
+    not JSON or not an array of objects, fields of the wrong type.
+    """
+    message_id = _readable_message_id(payload)
+    if message_id is None:
+        kind = "an object" if isinstance(payload, dict) else type(payload).__name__
+        raise MessageFormatError(
+            f"queue message without a readable messageId (got {kind})", reason=UNREADABLE_NO_MESSAGE_ID
+        )
     message_type = payload.get("messageType")
     if message_type != RUNNER_SCALE_SET_JOB_MESSAGES:
-        raise MessageFormatError(f"unsupported message type {message_type!r}")
+        raise MessageFormatError(
+            f"unsupported message type {message_type!r}", reason=UNREADABLE_MESSAGE_TYPE, message_id=message_id
+        )
     body = payload.get("body") or "[]"
     try:
         elements = orjson.loads(body) if isinstance(body, str | bytes) else body
     except orjson.JSONDecodeError as exc:
-        raise MessageFormatError(f"message body is not JSON: {exc}") from None
-    if not isinstance(elements, list):
-        raise MessageFormatError("message body is not a JSON array of job messages")
-    jobs: list[JobMessage] = []
-    for element in elements:
-        if not isinstance(element, dict):
-            raise MessageFormatError("message body element is not an object")
-        model = _JOB_MESSAGE_TYPES.get(str(element.get("messageType")))
-        if model is not None:  # unknown job message types are ignored, as the service may add some
-            jobs.append(model.model_validate(element))  # type: ignore[arg-type]
-    message = Message.model_validate({k: v for k, v in payload.items() if k != "body"})
+        raise MessageFormatError(
+            f"message body is not JSON: {exc}", reason=UNREADABLE_BODY, message_id=message_id
+        ) from None
+    if not isinstance(elements, list) or not all(isinstance(element, dict) for element in elements):
+        raise MessageFormatError(
+            "message body is not a JSON array of job-message objects",
+            reason=UNREADABLE_BODY_SHAPE,
+            message_id=message_id,
+        )
+    try:
+        jobs: list[JobMessage] = []
+        for element in elements:
+            model = _JOB_MESSAGE_TYPES.get(str(element.get("messageType")))
+            if model is not None:  # unknown job message types are ignored, as the service may add some
+                jobs.append(model.model_validate(element))  # type: ignore[arg-type]
+        message = Message.model_validate({k: v for k, v in payload.items() if k != "body"})
+    except ValidationError as exc:
+        fields = sorted({".".join(str(part) for part in error["loc"]) for error in exc.errors()})
+        detail = f"message has fields of the wrong type: {', '.join(fields)}"
+        raise MessageFormatError(detail, reason=UNREADABLE_FIELDS, message_id=message_id) from None
     message.jobs = jobs
     return message
 

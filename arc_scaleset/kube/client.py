@@ -56,6 +56,10 @@ _RETRYABLE_STATUS: Final = frozenset({429, 500, 502, 503, 504})
 _MAX_RETRY_AFTER: Final = 60.0
 IDLE_CONNECTION_TIMEOUT: Final = 90.0
 """Seconds an idle connection is kept for reuse (Go's http.Transport default)."""
+METADATA_LIST_ACCEPT: Final = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
+METADATA_ACCEPT: Final = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"
+"""What a list or watch asks for to receive only the objects' metadata (``metadata_only``): kind
+``PartialObjectMetadata``, no ``spec``, ``data`` or ``status``. The same RBAC verbs as a full read apply."""
 
 
 class PatchType(enum.StrEnum):
@@ -288,12 +292,14 @@ class KubeClient:
         field_selector: str | None = None,
         limit: int | None = 500,
         resource_version: str | None = None,
+        metadata_only: bool = False,
     ) -> ObjectList:
         """All matching objects (``namespace=None``: in every namespace), following ``continue`` pages.
 
         ``limit`` is the page size (``None``: one unpaged request). When a continue token expires between
         pages (410), the list restarts once without paging, as client-go's pager does, so the result is
-        always one consistent snapshot.
+        always one consistent snapshot. ``metadata_only``: the items are ``PartialObjectMetadata`` (metadata
+        alone; a Secret's data never crosses the wire).
         """
         path = resource.path(namespace=namespace if resource.namespaced else None)
         base: dict[str, str] = {}
@@ -312,7 +318,16 @@ class KubeClient:
             if token:
                 params["continue"] = token
             try:
-                page = _as_object(await self._call("GET", path, params=params, verb="list", counted=resource.plural))
+                page = _as_object(
+                    await self._call(
+                        "GET",
+                        path,
+                        params=params,
+                        verb="list",
+                        counted=resource.plural,
+                        accept=METADATA_LIST_ACCEPT if metadata_only else None,
+                    )
+                )
             except Gone:
                 if not token:
                     raise
@@ -335,14 +350,30 @@ class KubeClient:
         *,
         namespace: str | None = None,
         field_manager: str | None = None,
+        dry_run: bool = False,
     ) -> dict[str, Any]:
         """Create ``obj``; :class:`AlreadyExists` when the name is taken. The namespace defaults to
-        ``obj.metadata.namespace``, then to the client's namespace."""
+        ``obj.metadata.namespace``, then to the client's namespace.
+
+        ``dry_run=True`` sends ``dryRun=All``: the API server runs defaulting, admission (webhooks that
+        declare ``sideEffects: None`` or ``NoneOnDryRun``, quota, policy) and validation, answers with the
+        object it would have stored or the error it would have raised, and persists nothing. A webhook that
+        does not support dry runs makes the server refuse the request itself (400 :class:`BadRequest`).
+        """
         ns = self._ns(resource, namespace or ObjectView(obj).namespace)
-        params = {"fieldManager": field_manager} if field_manager else None
+        params: dict[str, str] = {}
+        if field_manager:
+            params["fieldManager"] = field_manager
+        if dry_run:
+            params["dryRun"] = "All"
         body = _with_type(obj, resource)
         result = await self._call(
-            "POST", resource.path(namespace=ns), body=body, params=params, verb="create", counted=resource.plural
+            "POST",
+            resource.path(namespace=ns),
+            body=body,
+            params=params or None,
+            verb="create",
+            counted=resource.plural,
         )
         return _as_object(result)
 
@@ -453,13 +484,24 @@ class KubeClient:
         return obj
 
     async def request_raw(
-        self, method: str, path: str, *, body: Any = None, params: Mapping[str, str] | None = None
+        self,
+        method: str,
+        path: str,
+        *,
+        body: Any = None,
+        params: Mapping[str, str] | None = None,
+        accept: str | None = None,
     ) -> Any:
-        """Any API path (discovery, ``/version``, odd endpoints): decoded JSON, text, or ``None`` when empty."""
+        """Any API path (discovery, ``/version``, odd endpoints): decoded JSON, text, or ``None`` when empty.
+
+        ``accept``: the ``Accept`` header, e.g. ``application/json;as=Table;v=v1;g=meta.k8s.io`` for the rows
+        and printer columns ``kubectl get`` shows."""
         if not path.startswith("/"):
             raise ValueError(f"request_raw needs an absolute API path, got {path!r}")
         method = method.upper()
-        return await self._call(method, path, body=body, params=params, verb=method.lower(), counted=path)
+        return await self._call(
+            method, path, body=body, params=params, verb=method.lower(), counted=path, accept=accept
+        )
 
     def watch(
         self,
@@ -471,6 +513,7 @@ class KubeClient:
         field_selector: str | None = None,
         timeout_seconds: int | None = None,
         allow_bookmarks: bool = True,
+        metadata_only: bool = False,
     ) -> AsyncIterator[WatchEvent]:
         """Stream changes to ``resource`` after ``resource_version`` (``namespace=None``: all namespaces).
 
@@ -480,6 +523,7 @@ class KubeClient:
         ``ERROR`` event with code 410) -- relist then; :class:`RequestTimeout` when the stream stays silent
         longer than ``watch_idle_timeout``; :class:`ConnectionFailed` when it breaks.
         Use it as ``async for event in client.watch(...)``; breaking out closes the stream.
+        ``metadata_only``: the events carry ``PartialObjectMetadata`` objects (metadata alone).
         """
         params: dict[str, str] = {"watch": "true"}
         if resource_version is not None:
@@ -494,7 +538,7 @@ class KubeClient:
         if allow_bookmarks:
             params["allowWatchBookmarks"] = "true"
         path = resource.path(namespace=namespace if resource.namespaced else None)
-        return self._watch_stream(resource, path, params)
+        return self._watch_stream(resource, path, params, accept=METADATA_ACCEPT if metadata_only else None)
 
     # -- internals --------------------------------------------------------------------------------
 
@@ -503,13 +547,17 @@ class KubeClient:
             return None
         return namespace or self.namespace
 
-    def _headers(self, *, refresh: bool = False, content_type: str | None = None) -> dict[str, str]:
+    def _headers(
+        self, *, refresh: bool = False, content_type: str | None = None, accept: str | None = None
+    ) -> dict[str, str]:
         headers: dict[str, str] = {}
         auth = self._config.token_source.authorization(refresh=refresh)
         if auth:
             headers["Authorization"] = auth
         if content_type:
             headers["Content-Type"] = content_type
+        if accept:
+            headers["Accept"] = accept
         return headers
 
     async def _call(
@@ -522,6 +570,7 @@ class KubeClient:
         body: Any = None,
         content_type: str | None = None,
         params: Mapping[str, str] | None = None,
+        accept: str | None = None,
     ) -> Any:
         """One logical request: rate limit, send, retry what may be retried, decode or raise."""
         url = self._base_url.with_path(path, encoded=True)
@@ -543,7 +592,7 @@ class KubeClient:
                     url,
                     params=params or None,
                     data=data,
-                    headers=self._headers(refresh=refreshed, content_type=content_type),
+                    headers=self._headers(refresh=refreshed, content_type=content_type, accept=accept),
                     timeout=timeout,
                     server_hostname=self._config.tls_server_name,
                     proxy=self._config.proxy_url,
@@ -585,7 +634,7 @@ class KubeClient:
             raise error
 
     async def _watch_stream(
-        self, resource: Resource, path: str, params: dict[str, str]
+        self, resource: Resource, path: str, params: dict[str, str], *, accept: str | None = None
     ) -> AsyncGenerator[WatchEvent, None]:
         url = self._base_url.with_path(path, encoded=True)
         timeout = aiohttp.ClientTimeout(
@@ -602,7 +651,7 @@ class KubeClient:
                     "GET",
                     url,
                     params=params,
-                    headers=self._headers(refresh=refreshed),
+                    headers=self._headers(refresh=refreshed, accept=accept),
                     timeout=timeout,
                     server_hostname=self._config.tls_server_name,
                     proxy=self._config.proxy_url,

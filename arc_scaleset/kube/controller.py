@@ -10,7 +10,9 @@ The contract (controller-runtime's, which every reconciler in this project relie
 * **What triggers a key.** Any add, change (new resourceVersion) or delete of a *primary* object; any
   event on an object of an *owned* resource whose controller owner reference points to a primary kind
   (the owner's key is queued, for the object before and after an update); any event on a *watched*
-  resource, mapped to keys by its :data:`MapFunc`.
+  resource, mapped to keys by its :data:`MapFunc` (a :class:`Watch` may pass only the updates its
+  :data:`UpdatePredicate` accepts: a resource that changes often, of which one field matters); any key a
+  :class:`Source` queues (events no shared informer carries, e.g. watches that come and go).
 * **Outcomes.** ``Result()``: done, the key's backoff is reset. ``Result(requeue_after=s)``: reconciled
   again after ``s`` seconds (backoff reset). An exception: logged with the key and the error's one-line
   message, and the key is retried with per-key exponential backoff (5 ms doubling to 1000 s by default).
@@ -25,6 +27,7 @@ import logging
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 import structlog
 
@@ -69,6 +72,34 @@ Reconcile = Callable[[Request], Awaitable[Result]]
 MapFunc = Callable[[Object], Iterable[Request]]
 """Maps an object of a watched resource to the primary keys it concerns (possibly none)."""
 
+UpdatePredicate = Callable[[Object, Object], bool]
+"""Whether an update of a watched object, ``(old, new)``, concerns the controller (adds and deletes always do)."""
+
+
+@dataclass(frozen=True)
+class Watch:
+    """A watched resource: its objects' events mapped to primary keys by ``map_func``.
+
+    ``on_update_if`` filters updates: only those for which it returns True are mapped (both the old and the new
+    object), like controller-runtime's update predicates. Without it every update is.
+    """
+
+    resource: Resource
+    map_func: MapFunc
+    on_update_if: UpdatePredicate | None = None
+
+
+class Source(Protocol):
+    """Events from outside the shared informers (controller-runtime's ``source.Source``).
+
+    :meth:`start` is called when the controller starts (inside the running loop, only while leading), with the
+    function that queues a key; :meth:`stop` when it stops. Neither may block for long.
+    """
+
+    def start(self, enqueue: Callable[[Request], None]) -> None: ...
+
+    async def stop(self) -> None: ...
+
 InformerSource = Callable[[Resource], Sequence[Informer]]
 """Gives the shared informers (one per watched namespace) of a resource; provided by the manager."""
 
@@ -105,7 +136,8 @@ class Controller:
         reconcile: Reconcile,
         *,
         owns: Sequence[Resource] = (),
-        watches: Sequence[tuple[Resource, MapFunc]] = (),
+        watches: Sequence[tuple[Resource, MapFunc] | Watch] = (),
+        sources: Sequence[Source] = (),
         concurrency: int = 1,
         rate_limiter: RateLimiter | None = None,
         clock: Clock = REAL_CLOCK,
@@ -115,7 +147,8 @@ class Controller:
         self.name = name
         self.primary = primary
         self.owns = tuple(owns)
-        self.watches = tuple(watches)
+        self.watches = tuple(w if isinstance(w, Watch) else Watch(w[0], w[1]) for w in watches)
+        self.sources = tuple(sources)
         self.concurrency = concurrency
         self._reconcile = reconcile
         self._rate_limiter = rate_limiter
@@ -133,7 +166,7 @@ class Controller:
     def resources(self) -> list[Resource]:
         """Every resource whose events can trigger this controller (the manager caches each of them)."""
         seen: dict[Resource, None] = {self.primary: None}
-        for resource in (*self.owns, *(resource for resource, _ in self.watches)):
+        for resource in (*self.owns, *(watch.resource for watch in self.watches)):
             seen.setdefault(resource, None)
         return list(seen)
 
@@ -172,6 +205,8 @@ class Controller:
             mappers = self._mappers_for(resource)
             for informer in informers(resource):
                 self._registrations.append(self._connect(informer, mappers))
+        for source in self.sources:
+            source.start(self.enqueue)
         loop = asyncio.get_running_loop()
         self._workers = [
             loop.create_task(self._worker(), name=f"{self.name}-worker-{i}") for i in range(self.concurrency)
@@ -191,6 +226,11 @@ class Controller:
         self._registrations.clear()
         if self._queue is None:
             return
+        for source in self.sources:
+            try:
+                await source.stop()
+            except Exception as exc:  # stopping must go on whatever one source does
+                log.warning("controller %s: stopping a source failed: %s", self.name, _one_line(exc))
         if drain:
             try:
                 async with asyncio.timeout(drain_timeout):
@@ -215,34 +255,42 @@ class Controller:
 
     # -- events to keys -------------------------------------------------------------------------------
 
-    def _mappers_for(self, resource: Resource) -> list[MapFunc]:
-        mappers: list[MapFunc] = []
+    def _mappers_for(self, resource: Resource) -> list[tuple[MapFunc, UpdatePredicate | None]]:
+        mappers: list[tuple[MapFunc, UpdatePredicate | None]] = []
         if resource == self.primary:
-            mappers.append(lambda obj: (Request.for_object(obj),))
+            mappers.append((lambda obj: (Request.for_object(obj),), None))
         if resource in self.owns:
-            mappers.append(self._controller_owner_of)
-        mappers.extend(map_func for watched, map_func in self.watches if watched == resource)
+            mappers.append((self._controller_owner_of, None))
+        mappers.extend((watch.map_func, watch.on_update_if) for watch in self.watches if watch.resource == resource)
         return mappers
 
     def _controller_owner_of(self, obj: Object) -> Iterable[Request]:
         request = controller_owner_request(obj, self.primary)
         return () if request is None else (request,)
 
-    def _connect(self, informer: Informer, mappers: list[MapFunc]) -> HandlerRegistration:
-        def enqueue(*objects: Object) -> None:
+    def _connect(
+        self, informer: Informer, mappers: list[tuple[MapFunc, UpdatePredicate | None]]
+    ) -> HandlerRegistration:
+        def enqueue(obj: Object) -> None:
             queue = self._queue
             if queue is None:
                 return
-            for obj in objects:
-                for mapper in mappers:
+            for mapper, _ in mappers:
+                for request in mapper(obj):
+                    queue.add(request)
+
+        def update(old: Object, new: Object) -> None:
+            queue = self._queue
+            if queue is None:
+                return
+            for mapper, accepts in mappers:
+                if accepts is not None and not accepts(old, new):
+                    continue
+                for obj in (old, new):
                     for request in mapper(obj):
                         queue.add(request)
 
-        return informer.add_handler(
-            on_add=enqueue,
-            on_update=lambda old, new: enqueue(old, new),
-            on_delete=enqueue,
-        )
+        return informer.add_handler(on_add=enqueue, on_update=update, on_delete=enqueue)
 
     # -- workers --------------------------------------------------------------------------------------
 

@@ -44,12 +44,29 @@ ObjectKey = tuple[str, str]
 IndexFunc = Callable[[Object], Iterable[str]]
 """The index values of an object (none, one or many)."""
 
+Transform = Callable[[dict[str, Any]], dict[str, Any]]
+"""What an informer keeps of each object it receives (client-go's ``SetTransform``), applied before it is stored."""
+
 INDEX_NAMESPACE = "namespace"
 INDEX_CONTROLLER_UID = "controller-uid"
 INDEX_LABEL = "label"
 
 # client-go watches for a random 5..10 minutes so that many informers do not all reconnect at once.
 _MIN_WATCH_SECONDS = 300
+
+
+def identity_only(obj: dict[str, Any]) -> dict[str, Any]:
+    """A :data:`Transform` keeping only what says *which* object and *which version*: ``apiVersion``, ``kind``
+    and ``metadata.{namespace, name, uid, resourceVersion}``.
+
+    For caches that only need to learn that something changed: a Secret's annotations may hold its data
+    (``kubectl apply`` keeps the whole manifest in ``kubectl.kubernetes.io/last-applied-configuration``), and
+    ``managedFields`` is most of an object's metadata.
+    """
+    meta = obj.get("metadata")
+    meta = meta if isinstance(meta, dict) else {}
+    kept = {key: meta[key] for key in ("namespace", "name", "uid", "resourceVersion") if key in meta}
+    return {"apiVersion": obj.get("apiVersion"), "kind": obj.get("kind"), "metadata": kept}
 
 
 def copy_of(obj: Object) -> dict[str, Any]:
@@ -247,6 +264,11 @@ class Informer:
     raise (an exception is logged and ignored). An update whose resourceVersion did not change is not
     reported. A delete found by a relist (the watch missed it) carries the last object the store held.
 
+    ``metadata_only`` lists and watches ``PartialObjectMetadata`` (:meth:`KubeClient.list`); ``transform``
+    replaces each received object before it is stored (e.g. :func:`identity_only`). ``give_up_on``: error types
+    after which :meth:`run` stops trying and returns instead of retrying forever (e.g. ``Forbidden``, when the
+    caller has a fallback); :attr:`gave_up` then holds the error.
+
     Run it with :meth:`run` (until cancelled) or :meth:`start`/:meth:`stop`.
     """
 
@@ -261,12 +283,20 @@ class Informer:
         clock: Clock = REAL_CLOCK,
         backoff: Backoff | None = None,
         rng: random.Random | None = None,
+        metadata_only: bool = False,
+        transform: Transform | None = None,
+        give_up_on: tuple[type[Exception], ...] = (),
     ) -> None:
         self.client = client
         self.resource = resource
         self.namespace = namespace if resource.namespaced else None
         self.label_selector = label_selector
         self.field_selector = field_selector
+        self.metadata_only = metadata_only
+        self._transform = transform
+        self._give_up_on = give_up_on
+        self.gave_up: Exception | None = None
+        """The error that made :meth:`run` return (one of ``give_up_on``), else ``None``."""
         self.store = Store()
         self._clock = clock
         self._rng = rng or random.Random()
@@ -284,8 +314,10 @@ class Informer:
 
     def __repr__(self) -> str:
         where = f" in {self.namespace}" if self.namespace else ""
-        selector = f" [{self.label_selector}]" if self.label_selector else ""
-        return f"Informer({self.resource}{where}{selector})"
+        selectors = ",".join(s for s in (self.label_selector, self.field_selector) if s)
+        selector = f" [{selectors}]" if selectors else ""
+        metadata = " (metadata)" if self.metadata_only else ""
+        return f"Informer({self.resource}{metadata}{where}{selector})"
 
     # -- state ----------------------------------------------------------------------------------------
 
@@ -362,6 +394,10 @@ class Informer:
                     await self._clock.sleep(self._backoff.next_delay())
             except asyncio.CancelledError:
                 raise
+            except self._give_up_on as exc:
+                log.warning("%r: %s; not watching it any more", self, _one_line(exc))
+                self.gave_up = exc
+                return
             except Gone as exc:
                 log.info(
                     "%r: resourceVersion %s expired (%s); listing again", self, self._resource_version, exc.message
@@ -383,9 +419,11 @@ class Informer:
             namespace=self.namespace,
             label_selector=self.label_selector,
             field_selector=self.field_selector,
+            metadata_only=self.metadata_only,
         )
         self.lists += 1
-        self._replace(result.items)
+        items = result.items if self._transform is None else [self._transform(item) for item in result.items]
+        self._replace(items)
         self._resource_version = result.resource_version
         self._synced.set()
 
@@ -403,6 +441,7 @@ class Informer:
             field_selector=self.field_selector,
             timeout_seconds=timeout,
             allow_bookmarks=True,
+            metadata_only=self.metadata_only,
         )
         consume = asyncio.ensure_future(self._consume(stream))
         aborted = asyncio.ensure_future(abort.wait())
@@ -445,6 +484,8 @@ class Informer:
             if version:
                 self._resource_version = version
             return
+        if self._transform is not None:
+            obj = self._transform(obj)
         if event.type in ("ADDED", "MODIFIED"):
             old = self.store.upsert(obj)
             if old is None:

@@ -5,8 +5,9 @@ client, the Kubernetes client, the session keeper, the scaler, metrics, health, 
 config validation cannot see (an unparsable URL, a PEM that is not a key, no Kubernetes credentials)
 become :class:`FatalListenerError` with a message that says what to fix.
 
-:meth:`ListenerApp.run` runs the loop and, whatever happens, deletes the session before it returns: it
-is used by ``arc-scaleset listener`` and by the integration tests alike.
+:meth:`ListenerApp.run` reads the state the previous listener recorded on the EphemeralRunnerSet (the
+session it may have left behind), runs the loop and, whatever happens, deletes the session and records the
+final state before it returns: it is used by ``arc-scaleset listener`` and by the integration tests alike.
 """
 
 from __future__ import annotations
@@ -25,16 +26,17 @@ from arc_scaleset.github import (
     InvalidCredentials,
     ProxySettings,
     SystemInfo,
-    credentials_from_secret_data,
+    credentials_from_fields,
     parse_config_url,
 )
 from arc_scaleset.kube.client import KubeClient
-from arc_scaleset.listener.errors import FatalListenerError
-from arc_scaleset.listener.health import DEFAULT_LIVENESS_WINDOW, Health
+from arc_scaleset.listener.errors import FatalListenerError, retry_backoff
+from arc_scaleset.listener.health import DEFAULT_LIVENESS_WINDOW, POLL_BOUND, Health
 from arc_scaleset.listener.loop import Listener, LoopSettings
 from arc_scaleset.listener.metrics import ListenerMetrics, ScaleSetIdentity
 from arc_scaleset.listener.scaler import ResourcePatcher, Scaler
 from arc_scaleset.listener.session import CredentialStrikes, SessionKeeper, session_owner
+from arc_scaleset.listener.state_report import StateReporter
 from arc_scaleset.listener.stop import StopSignal
 
 log = logging.getLogger(__name__)
@@ -48,15 +50,20 @@ class Timing:
 
     The client's own retries (``client_retries`` of at most ``request_timeout`` each) must fit in
     ``call_timeout``; the long poll's client timeout (above the service's ~50 s hold) in ``poll_timeout``.
-    ``session_delete_timeout`` keeps shutdown inside the pod's grace period (ARC's pods get 60 s).
+    ``session_delete_timeout``, ``drain_timeout`` (calls still pending beside the loop) and
+    ``state_write_timeout`` (the final state on the EphemeralRunnerSet) keep shutdown inside the pod's grace
+    period (ARC's pods get 60 s). ``liveness_window``: ``/healthz`` fails after that long without a
+    successful poll (:data:`~arc_scaleset.listener.health.DEFAULT_LIVENESS_WINDOW`).
     """
 
     request_timeout: float = 15.0
     long_poll_timeout: float = 70.0
     client_retries: int = 2
     call_timeout: float = 60.0
-    poll_timeout: float = 90.0
+    poll_timeout: float = POLL_BOUND
     session_delete_timeout: float = 10.0
+    drain_timeout: float = 5.0
+    state_write_timeout: float = 5.0
     liveness_window: float = DEFAULT_LIVENESS_WINDOW
 
 
@@ -73,19 +80,41 @@ class ListenerApp:
     metrics: ListenerMetrics
     stop: StopSignal
     timing: Timing
+    reporter: StateReporter
     _owned_kube: KubeClient | None = None
 
     async def run(self) -> int:
         """Run until shutdown (0) or a fatal failure (1); the session is deleted on every way out."""
         try:
+            await self.take_over_from_predecessor()
             await self.listener.run()
         except FatalListenerError as exc:
             log.error(f"listener stopped: {exc}")
             return 1
         finally:
             await self.sessions.close(within=self.timing.session_delete_timeout)
+            self.health.stopped()
+            await self.reporter.aclose(within=self.timing.state_write_timeout)
         log.info("listener stopped")
         return 0
+
+    async def take_over_from_predecessor(self) -> None:
+        """Note the session the set's previous listener recorded, so a 409 ends it (docs/listener.md).
+
+        Only a session recorded for this scale set is taken: a set re-registered on GitHub has a new ID,
+        and a session of the old one is none of this listener's business.
+        """
+        recorded = await self.reporter.read_recorded(within=self.timing.state_write_timeout)
+        if recorded is None or recorded.session_id is None:
+            return
+        if recorded.scale_set_id != self.config.runner_scale_set_id:
+            log.info(
+                "the recorded session belongs to another scale set ID; leaving it alone",
+                extra={"recorded_scale_set_id": recorded.scale_set_id, "session_id": recorded.session_id},
+            )
+            return
+        self.sessions.predecessor = recorded.session_id
+        self.health.recorded_session_id = recorded.session_id
 
     async def aclose(self) -> None:
         await self.actions.aclose()
@@ -123,7 +152,8 @@ def build_listener(
     except InvalidConfigURL as exc:
         raise FatalListenerError(f"configure_url: {exc}") from None
     try:
-        credentials = credentials_from_secret_data(config.credential_data())
+        # The config model applied the one credential rule (api/credentials.py) when it was read.
+        credentials = credentials_from_fields(config.app_config())
     except InvalidCredentials as exc:
         raise FatalListenerError(f"GitHub credentials: {exc}") from None
 
@@ -152,17 +182,31 @@ def build_listener(
 
     stop = StopSignal(clock=clock)
     strikes = CredentialStrikes()
-    health = Health(clock=clock, liveness_window=timing.liveness_window)
+    owner = owner or session_owner()
+    reporter = StateReporter(
+        kube,
+        namespace=config.ephemeral_runner_set_namespace,
+        ephemeral_runner_set=config.ephemeral_runner_set_name,
+        clock=clock,
+        call_timeout=timing.call_timeout,
+    )
+    health = Health(
+        clock=clock,
+        liveness_window=timing.liveness_window,
+        scale_set_id=config.runner_scale_set_id,
+        owner=owner,
+        on_change=reporter.report,
+    )
     sessions = SessionKeeper(
         actions,
         scale_set_id=config.runner_scale_set_id,
-        owner=owner or session_owner(),
+        owner=owner,
         stop=stop,
+        backoff=retry_backoff(),
+        health=health,
         strikes=strikes,
         call_timeout=timing.call_timeout,
-        on_attempt=health.session_attempt,
     )
-    health.session_held = lambda: sessions.held
     metrics = ListenerMetrics(scale_set=scale_set_identity(config, github), config=config.metrics)
     metrics.record_static(min_runners=config.min_runners, max_runners=config.max_runners)
     scaler = Scaler(
@@ -181,6 +225,7 @@ def build_listener(
             max_runners=config.max_runners,
             poll_timeout=timing.poll_timeout,
             call_timeout=timing.call_timeout,
+            drain_timeout=timing.drain_timeout,
         ),
         stop=stop,
         health=health,
@@ -197,5 +242,6 @@ def build_listener(
         metrics=metrics,
         stop=stop,
         timing=timing,
+        reporter=reporter,
         _owned_kube=owned_kube,
     )

@@ -3,7 +3,8 @@
 No required flags: the config file is named by ``LISTENER_CONFIG_PATH`` (ARC's ``config.json``), as in a
 listener pod. ``--kubeconfig`` is for running outside a cluster (otherwise in-cluster credentials, then
 ``KUBECONFIG``, then ``~/.kube/config``). SIGTERM or SIGINT stops the loop, deletes the message session
-and exits 0; a fatal failure exits 1 after a last log line that says what is wrong.
+and exits 0; a fatal failure exits 1 after a last log line that says what is wrong. Anything unexpected (a
+bug) is logged through the redacting logger with its traceback, never printed raw, and exits 1.
 """
 
 from __future__ import annotations
@@ -18,17 +19,16 @@ from collections.abc import Callable
 
 from prometheus_client import CollectorRegistry, disable_created_metrics
 
-from arc_scaleset.api.listener_config import ListenerConfig, ListenerConfigError
+from arc_scaleset.api.listener_config import PROBE_ADDR_ENV, ListenerConfig, ListenerConfigError
 from arc_scaleset.gc_tuning import freeze_startup_objects
 from arc_scaleset.listener.app import build_listener
 from arc_scaleset.listener.config import config_path_from_environment, load_config
 from arc_scaleset.listener.errors import FatalListenerError
 from arc_scaleset.observability.logging import configure_logging, register_secret
 from arc_scaleset.observability.metrics_server import HealthCheck, MetricsServer, serve_metrics
+from arc_scaleset.observability.uncaught import install_uncaught_exception_logging, log_asyncio_exception
 
 log = logging.getLogger("arc_scaleset.listener")
-
-PROBE_ADDR_ENV = "LISTENER_PROBE_ADDR"
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -46,20 +46,29 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # Logging first, and every uncaught exception through it: a traceback Python prints by itself would
+    # bypass redaction (and the log format).
+    configure_logging(level="info", stream=sys.stdout)
+    install_uncaught_exception_logging()
     try:
         config = load_config(config_path_from_environment())
     except ListenerConfigError as exc:
-        configure_logging(level="info", stream=sys.stdout)
         log.error(str(exc))
         return 1
-    configure_logging(level=config.log_level, fmt=config.log_format, stream=sys.stdout)
     # Redaction is the last line of defence: the listener never logs credentials on purpose.
     for secret in config.secrets():
         register_secret(secret)
+    configure_logging(level=config.log_level, fmt=config.log_format, stream=sys.stdout)
     # ARC's Go client exports no *_created series; keep the exposition identical.
     disable_created_metrics()  # type: ignore[no-untyped-call]
     freeze_startup_objects()
-    return asyncio.run(_main(config, kubeconfig=args.kubeconfig, probe_addr=args.probe_addr))
+    try:
+        return asyncio.run(_main(config, kubeconfig=args.kubeconfig, probe_addr=args.probe_addr))
+    except Exception:
+        # A bug, not a failure the listener knows (those end in FatalListenerError): still one redacted log
+        # record with the traceback, and exit code 1 so that the pod is restarted.
+        log.exception("listener crashed")
+        return 1
 
 
 async def _main(config: ListenerConfig, *, kubeconfig: str | None, probe_addr: str) -> int:
@@ -69,6 +78,7 @@ async def _main(config: ListenerConfig, *, kubeconfig: str | None, probe_addr: s
         log.error(f"listener cannot start: {exc}")
         return 1
     loop = asyncio.get_running_loop()
+    loop.set_exception_handler(log_asyncio_exception)
 
     def request_stop(signame: str) -> None:
         log.info("shutdown requested", extra={"signal": signame})

@@ -13,6 +13,7 @@ import enum
 import aiohttp
 import pydantic
 
+from arc_scaleset.backoff import Backoff
 from arc_scaleset.github.errors import (
     ActionsError,
     FatalError,
@@ -25,6 +26,22 @@ from arc_scaleset.github.errors import (
 )
 from arc_scaleset.github.models import MessageFormatError
 from arc_scaleset.kube.errors import KubeError
+
+# The one retry policy of the session and the poll (docs/listener.md, "Backoff"): 1 s doubling to 2 minutes,
+# each delay stretched by up to 20 % so listeners that failed together (a service outage) spread out.
+RETRY_BASE = 1.0
+RETRY_CAP = 120.0
+RETRY_JITTER = 0.2
+
+
+def retry_backoff() -> Backoff:
+    """The backoff every failed session or poll call goes through (one instance per listener)."""
+    return Backoff(base=RETRY_BASE, cap=RETRY_CAP, jitter=RETRY_JITTER)
+
+
+def error_class(exc: BaseException) -> str:
+    """A short, secret-free name for what went wrong (the exception's class), for logs and the reported state."""
+    return type(exc).__name__
 
 
 class FatalListenerError(Exception):
@@ -54,7 +71,12 @@ def reaction_to(exc: BaseException) -> Reaction:
     - the queue token was refused even after the client's own session refresh → renew the session;
     - 404: the service evicted the session (ARC #4356: "session ID doesn't exist") → a new session;
     - any other 401 → the credentials were refused (the client already retried with fresh ones);
-    - everything else (5xx, 429, timeouts, connection errors, a malformed message) → back off and retry.
+    - everything else (5xx, 429, 3xx, timeouts, connection errors, an answer without a readable message)
+      → back off and retry.
+
+    Every reaction first waits for the listener's one backoff (:func:`retry_backoff`), so that no failure
+    that repeats, whatever its class, makes the listener call the service faster and faster (ARC's listener,
+    and this one before, recreated a session as fast as the service answered 404).
     """
     if isinstance(exc, MessageQueueTokenExpired):
         return Reaction.RENEW_SESSION
@@ -88,6 +110,8 @@ __all__ = [
     "SessionConflict",
     "Stopping",
     "TransientError",
+    "error_class",
     "is_retryable",
     "reaction_to",
+    "retry_backoff",
 ]

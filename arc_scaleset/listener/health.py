@@ -1,61 +1,126 @@
-"""Liveness and readiness of the listener (ARC #3005: a listener offline while Running).
+"""What the listener knows about its own health: the probes' verdicts and the state it reports (docs/listener.md).
 
-- **live**: the loop made progress within ``liveness_window`` seconds. Progress is a successful long poll
-  or, while no session is held, an answered attempt to obtain one (waiting for a held session to be
-  released is patience, not a hang). A listener that stops polling, for whatever reason, fails it, and
-  the kubelet restarts it.
-- **ready**: a message session is held, i.e. GitHub sees this scale set online.
+- **live** (``/healthz``): a poll of the message queue succeeded (a message or an idle 202) within
+  ``liveness_window`` seconds, or the process started less than that ago. Nothing else counts as progress:
+  a listener that cannot poll, whatever the reason (the service failing, a session held by someone else, a
+  hang), fails it after a bounded time and the kubelet restarts it. ARC's listener had no probes and could
+  stay Running while offline (ARC #3005). The window is :data:`DEFAULT_LIVENESS_WINDOW` unless configured.
+- **ready** (``/readyz``): a message session is held, i.e. GitHub sees this scale set online.
+- **the reported state** (:class:`~arc_scaleset.api.listener_state.ListenerState`): phase, session, last
+  successful poll and last error class. :class:`Health` calls ``on_change`` with a new state only when the
+  phase, the session or the error class changes, never per poll, so writing it costs no API call at rest.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Callable
 
+from arc_scaleset.api.listener_state import ListenerPhase, ListenerState
 from arc_scaleset.clock import REAL_CLOCK, Clock
+from arc_scaleset.listener.errors import RETRY_CAP, RETRY_JITTER
 
-# The service holds a long poll for about 50 s; two polls' worth plus the longest backoff delay (30 s).
-DEFAULT_LIVENESS_WINDOW = 2 * 60.0 + 30.0
+POLL_BOUND = 90.0
+"""How long one long poll may take before the loop abandons it (``Timing.poll_timeout``; the service holds a
+poll for about 50 s)."""
+
+DEFAULT_LIVENESS_WINDOW = 360.0
+"""Six minutes without a successful poll fail ``/healthz``. A working service answers a poll within
+:data:`POLL_BOUND`; recovering from a failure costs at most the longest backoff delay (2 minutes plus 20 %
+jitter) and two polls: 2 * 90 + 144 = 324 s, rounded up. Longer than that, the service is down or the
+listener is stuck, and a restart is harmless (a new listener ends its predecessor's session at once)."""
+
+assert DEFAULT_LIVENESS_WINDOW >= 2 * POLL_BOUND + RETRY_CAP * (1 + RETRY_JITTER)
 
 
 class Health:
-    """Tracks the loop's progress on the injected clock; the probe handlers ask :meth:`live`/:meth:`ready`.
+    """Tracks the listener's progress and state on the injected clock.
 
-    ``session_held`` says whether a session is held; it may be set after construction (the session keeper
-    reports its attempts here, so each needs the other).
+    The session keeper and the loop report events (:meth:`session_created`, :meth:`polled`, ...); the probe
+    handlers ask :meth:`live` and :meth:`ready`; ``on_change`` receives each new reportable state.
+    ``recorded_session_id`` seeds the session a predecessor left behind, so that the reported state keeps
+    naming it until this listener has ended it (a successor of ours can then still end it).
     """
 
     def __init__(
         self,
         *,
-        session_held: Callable[[], bool] = lambda: False,
         clock: Clock = REAL_CLOCK,
         liveness_window: float = DEFAULT_LIVENESS_WINDOW,
+        scale_set_id: int = 0,
+        owner: str = "",
+        on_change: Callable[[ListenerState], None] = lambda _: None,
     ) -> None:
         self._clock = clock
-        self.session_held = session_held
         self.liveness_window = liveness_window
-        self._last_progress = clock.monotonic()  # starting up counts as progress
+        self.scale_set_id = scale_set_id
+        self.owner = owner
+        self.on_change = on_change
+        self._started = clock.monotonic()  # starting up counts as progress
         self.last_poll: float | None = None
+        self.last_poll_at: dt.datetime | None = None
+        self.session_id: str | None = None  # the session held now
+        self.recorded_session_id: str | None = None  # the session a successor would have to end
+        self.state: ListenerState | None = None
+
+    # ---- events ----------------------------------------------------------------------------------------
+
+    def session_created(self, session_id: str) -> None:
+        self.session_id = self.recorded_session_id = session_id
+        self._report(ListenerPhase.POLLING, "")
+
+    def session_ended(self, session_id: str, *, deleted: bool) -> None:
+        """A session was given up; ``deleted`` when the service confirmed it is gone."""
+        if self.session_id == session_id:
+            self.session_id = None
+        if deleted and self.recorded_session_id == session_id:
+            self.recorded_session_id = None
+
+    def waiting_for_session(self, error_class: str) -> None:
+        """An attempt to create a session failed (``SessionConflict`` while another one holds the scale set)."""
+        self._report(ListenerPhase.WAITING_FOR_SESSION, error_class)
 
     def polled(self) -> None:
         """A long poll returned (a message or none)."""
         self.last_poll = self._clock.monotonic()
-        self._last_progress = self.last_poll
+        self.last_poll_at = self._clock.now()
+        self._report(ListenerPhase.POLLING, "")
 
-    def session_attempt(self) -> None:
-        """The service answered (or failed) an attempt to obtain a session."""
-        if not self.session_held():
-            self._last_progress = self._clock.monotonic()
+    def poll_failed(self, error_class: str) -> None:
+        self._report(ListenerPhase.FAILING, error_class)
+
+    def stopped(self) -> None:
+        self._report(ListenerPhase.STOPPED, self.state.last_error_class if self.state else "")
+
+    # ---- probes ----------------------------------------------------------------------------------------
 
     def live(self) -> tuple[bool, str]:
         """(is the loop alive, why) — the reason is what the probe endpoint prints."""
-        silent_for = self._clock.monotonic() - self._last_progress
+        since = self.last_poll if self.last_poll is not None else self._started
+        silent_for = self._clock.monotonic() - since
         if silent_for <= self.liveness_window:
-            return True, f"last progress {silent_for:.0f}s ago"
+            return True, f"last successful poll {silent_for:.0f}s ago" if self.last_poll else "starting"
         return False, f"no successful poll for {silent_for:.0f}s (window {self.liveness_window:.0f}s)"
 
     def ready(self) -> tuple[bool, str]:
         """(is a message session held, why)."""
-        if self.session_held():
+        if self.session_id is not None:
             return True, "message session held"
         return False, "no message session held"
+
+    # ---- the reported state ----------------------------------------------------------------------------
+
+    def _report(self, phase: ListenerPhase, error_class: str) -> None:
+        state = ListenerState(
+            scale_set_id=self.scale_set_id,
+            owner=self.owner,
+            session_id=self.recorded_session_id,
+            state=phase,
+            since=self._clock.now(),
+            last_successful_poll=self.last_poll_at,
+            last_error_class=error_class,
+        )
+        if state.same_report(self.state):
+            return
+        self.state = state
+        self.on_change(state)

@@ -1,67 +1,75 @@
-"""The listener loop (docs/listener.md): long-poll the scale set's queue, acquire jobs, publish the desired count.
+"""The listener loop (docs/listener.md): long-poll the scale set's queue, publish the desired count.
 
 One iteration:
 
 1. long-poll the session's queue with ``lastMessageId`` and the max-capacity header;
 2. no message (202): publish the desired count again from the latest statistics (so an ERS that lost a
    patch converges within one long-poll interval);
-3. a message: acknowledge it first; acquire the jobs it offers (each runner request at most once, even
-   when a message is delivered again); note started and completed jobs; **publish the desired count**;
-   only then the slow bookkeeping: EphemeralRunner status patches for started jobs (concurrently) and
-   job metrics. ARC did the bookkeeping first, up to 100 API calls ahead of the scale decision (ARC #4668).
+3. a message: hand its acknowledgement and the acquisition of the jobs it offers to
+   :class:`~arc_scaleset.listener.side_calls.SideCalls`, which make them beside the loop (each runner request
+   at most once, even when a message is delivered again); note started and completed jobs; **publish the
+   desired count**; then start the slow bookkeeping (EphemeralRunner status patches for started jobs, in the
+   background) and record job metrics. ARC did the bookkeeping first, up to 100 API calls ahead of the
+   scale decision (ARC #4668), and acquired inline, so a rate-limited acquisition stopped the loop;
+4. a message whose ID can be read but whose content cannot (a *poison* message): acknowledge and skip it,
+   with a warning and ``gha_listener_skipped_messages_total{reason}``. ARC's listener, and this one before,
+   polled the same message forever and the scale set stopped scaling.
 
-Failures never end the loop, except :class:`~arc_scaleset.listener.errors.FatalListenerError`. A failed poll is
-answered by :func:`~arc_scaleset.listener.errors.reaction_to`: back off and retry (5xx, 429 with its
-``Retry-After``, timeouts, connection errors), refresh or replace the session (token refused, session
-evicted), or count a refusal of the credentials (the second in a row is fatal). A failed ERS patch is
-retried until it lands. Acks, acquisitions and runner patches get a few attempts each: a lost ack means
-a redelivery, which is harmless; a lost acquisition is offered again by the service.
+Failures never end the loop, except :class:`~arc_scaleset.listener.errors.FatalListenerError`. A failed poll
+first waits for the listener's one backoff (1 s doubling to 2 minutes, jittered, or the ``Retry-After`` of a
+429), shared with the session keeper and reset only by a successful poll, then does what
+:func:`~arc_scaleset.listener.errors.reaction_to` says: poll again (5xx, 3xx, timeouts, connection errors,
+an answer without a readable message), refresh the session (queue token refused), replace it (session
+evicted), or count a refusal of the credentials (the second in a row is fatal). Whatever the failure, a
+service that keeps failing is called ever more slowly. A failed ERS patch is retried until it lands.
 
-Shutdown (:class:`~arc_scaleset.listener.stop.StopSignal`) interrupts waits only: the long poll and
-backoff delays. A message being handled is handled to the end.
+Shutdown (:class:`~arc_scaleset.listener.stop.StopSignal`) interrupts waits only: the long poll and backoff
+delays. A message being handled is handled to the end; calls still pending beside the loop get a few
+seconds (``drain_timeout``) to finish.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol, TypeVar
+from typing import Any, Protocol
 
 from arc_scaleset.backoff import Backoff
 from arc_scaleset.clock import Clock
-from arc_scaleset.github.errors import RateLimited
-from arc_scaleset.github.models import JobAvailable, JobCompleted, JobStarted, Message, MessageSession, Statistics
+from arc_scaleset.github.errors import RateLimited, UnreadableMessage
+from arc_scaleset.github.models import JobCompleted, JobStarted, Message, MessageSession, Statistics
 from arc_scaleset.listener.desired_state import ScaleDecision
-from arc_scaleset.listener.errors import FatalListenerError, Reaction, Stopping, is_retryable, reaction_to
+from arc_scaleset.listener.errors import (
+    FatalListenerError,
+    Reaction,
+    Stopping,
+    error_class,
+    is_retryable,
+    reaction_to,
+)
 from arc_scaleset.listener.health import Health
 from arc_scaleset.listener.metrics import ListenerMetrics
 from arc_scaleset.listener.scaler import Scaler
 from arc_scaleset.listener.session import CredentialStrikes, SessionAPI, SessionKeeper
+from arc_scaleset.listener.side_calls import Remembered, SideAPI, SideCalls
 from arc_scaleset.listener.stop import StopSignal
 
 log = logging.getLogger(__name__)
 
-T = TypeVar("T")
 
-
-class QueueAPI(SessionAPI, Protocol):
+class QueueAPI(SessionAPI, SideAPI, Protocol):
     """The message-queue calls of :class:`arc_scaleset.github.ActionsClient` the loop uses."""
 
     async def get_message(self, session: MessageSession, last_message_id: int, max_capacity: int) -> Message | None: ...
 
-    async def delete_message(self, session: MessageSession, message_id: int) -> None: ...
-
-    async def acquire_jobs(
-        self, session: MessageSession, scale_set_id: int, request_ids: Sequence[int]
-    ) -> list[int]: ...
-
 
 @dataclass(frozen=True, kw_only=True)
 class LoopSettings:
-    """Bounds of the loop. ``poll_timeout`` is a safety net above the client's own long-poll timeout."""
+    """Bounds of the loop. ``poll_timeout`` is a safety net above the client's own long-poll timeout;
+    ``side_call_max_wait`` is the longest ``Retry-After`` a call beside the loop waits for before giving up;
+    ``drain_timeout`` is how long calls still pending at shutdown may take."""
 
     scale_set_id: int
     max_runners: int
@@ -70,30 +78,15 @@ class LoopSettings:
     attempts: int = 3
     bookkeeping_concurrency: int = 8
     remembered_ids: int = 10_000
-
-
-class _Remembered:
-    """A bounded set of integers, oldest forgotten first (acquired request IDs, handled message IDs)."""
-
-    def __init__(self, capacity: int) -> None:
-        self._items: OrderedDict[int, None] = OrderedDict()
-        self._capacity = capacity
-
-    def __contains__(self, item: object) -> bool:
-        return item in self._items
-
-    def add(self, item: int) -> None:
-        self._items[item] = None
-        self._items.move_to_end(item)
-        while len(self._items) > self._capacity:
-            self._items.popitem(last=False)
-
-    def clear(self) -> None:
-        self._items.clear()
+    side_call_max_wait: float = 60.0
+    drain_timeout: float = 5.0
 
 
 class Listener:
-    """Runs the loop for one scale set until shutdown (returns) or a fatal failure (FatalListenerError)."""
+    """Runs the loop for one scale set until shutdown (returns) or a fatal failure (FatalListenerError).
+
+    The backoff is the session keeper's (``sessions.backoff``): one for every failed session or poll call.
+    """
 
     def __init__(
         self,
@@ -106,7 +99,6 @@ class Listener:
         health: Health,
         strikes: CredentialStrikes,
         metrics: ListenerMetrics | None = None,
-        backoff: Backoff | None = None,
     ) -> None:
         self._api = api
         self.sessions = sessions
@@ -117,15 +109,24 @@ class Listener:
         self.health = health
         self._strikes = strikes
         self.metrics = metrics
-        self._backoff = backoff if backoff is not None else Backoff(base=1.0, cap=30.0, jitter=0.2)
-        self._publish_backoff = Backoff(base=1.0, cap=30.0, jitter=0.2)
+        self._backoff = sessions.backoff
+        self._publish_backoff = Backoff(base=1.0, cap=30.0, jitter=0.2)  # Kubernetes, not the service
+        self.side_calls = SideCalls(
+            api,
+            sessions=sessions,
+            scale_set_id=settings.scale_set_id,
+            clock=self._clock,
+            attempts=settings.attempts,
+            call_timeout=settings.call_timeout,
+            max_wait=settings.side_call_max_wait,
+            remembered_ids=settings.remembered_ids,
+        )
         self.last_message_id = 0
         self.statistics = Statistics()
         self.last_decision: ScaleDecision | None = None
-        self._acquired = _Remembered(settings.remembered_ids)
-        self._handled = _Remembered(settings.remembered_ids)
-        self._session_lost = False
+        self._handled = Remembered(settings.remembered_ids)
         self._bookkeeping_slots = asyncio.Semaphore(settings.bookkeeping_concurrency)
+        self._bookkeeping: set[asyncio.Task[None]] = set()
 
     # ---- the loop ------------------------------------------------------------------------------------------
 
@@ -137,25 +138,27 @@ class Listener:
                 await self.iterate()
         except Stopping:
             log.info("listener stopping")
+            await self._finish_side_work(drain=self.settings.drain_timeout)
+        finally:
+            await self._finish_side_work(drain=0.0)
 
     async def iterate(self) -> None:
         """One poll and its consequences (exposed for tests)."""
         self._stop.check()
-        if self._session_lost:
-            self._session_lost = False
-            await self._start_session(await self.sessions.replace())
         try:
             message = await self._poll()
         except (Stopping, FatalListenerError):
             raise
+        except UnreadableMessage as exc:
+            self._polled()
+            self._skip(exc)
+            return
         except Exception as exc:
             if not is_retryable(exc):
                 raise
             await self._recover(exc)
             return
-        self.health.polled()
-        self._strikes.accepted()
-        self._backoff.reset()
+        self._polled()
         if message is None:
             await self.publish(self.statistics.total_assigned_jobs)
             return
@@ -168,6 +171,12 @@ class Listener:
                 self._api.get_message(session, self.last_message_id, self.settings.max_runners)
             )
 
+    def _polled(self) -> None:
+        # The only place the backoff starts over: the service answered a poll, so the session works.
+        self._backoff.reset()
+        self._strikes.accepted()
+        self.health.polled()
+
     async def _start_session(self, session: MessageSession) -> None:
         # A new session may number its messages afresh: start from 0, forget which IDs were handled. Jobs
         # already acquired stay remembered, so a redelivered JobAvailable is not acquired again.
@@ -179,42 +188,40 @@ class Listener:
         await self.publish(self.statistics.total_assigned_jobs)
 
     async def _recover(self, exc: BaseException) -> None:
+        """Wait for the backoff, then do what ``exc`` calls for (docs/listener.md, "Backoff")."""
         reaction = reaction_to(exc)
+        if reaction is Reaction.CREDENTIALS_REFUSED:
+            self._strikes.refused(exc)
+        self.health.poll_failed(error_class(exc))
+        delay = self._backoff.next_delay()
+        if isinstance(exc, RateLimited) and exc.retry_after is not None:
+            delay = exc.retry_after
+        what = {
+            Reaction.RENEW_SESSION: "the message queue refused the session's token; renewing the session",
+            Reaction.RECREATE_SESSION: "the service no longer has our message session; creating a new one",
+        }.get(reaction, "polling for messages failed; retrying")
+        log.warning(what, extra={"error": str(exc) or error_class(exc), "retry_in_s": round(delay, 1)})
+        await self._stop.sleep(delay)
         if reaction is Reaction.RENEW_SESSION:
-            log.info("the message queue refused the session's token; renewing the session")
             created_before = self.sessions.sessions_created
             session = await self.sessions.renew()
             if self.sessions.sessions_created != created_before:
                 await self._start_session(session)
-            return
-        if reaction is Reaction.RECREATE_SESSION:
-            log.warning("the service no longer has our message session; creating a new one", extra={"error": str(exc)})
+        elif reaction is Reaction.RECREATE_SESSION:
             await self._start_session(await self.sessions.replace())
-            return
-        if reaction is Reaction.CREDENTIALS_REFUSED:
-            self._strikes.refused(exc)
-        delay = self._backoff.next_delay()
-        if isinstance(exc, RateLimited) and exc.retry_after is not None:
-            delay = exc.retry_after
-        log.warning(
-            "polling for messages failed; retrying",
-            extra={"error": str(exc) or type(exc).__name__, "retry_in_s": round(delay, 1)},
-        )
-        await self._stop.sleep(delay)
 
     # ---- one message ---------------------------------------------------------------------------------------
 
     async def handle(self, message: Message) -> None:
-        """Ack, acquire, publish, then bookkeeping (exposed for tests)."""
+        """Acknowledge and acquire (beside the loop), publish, then bookkeeping (exposed for tests)."""
         self.last_message_id = message.message_id
         if message.statistics is not None:
             self._record_statistics(message.statistics)
         redelivered = message.message_id in self._handled
-        await self._acknowledge(message.message_id)
+        self.side_calls.acknowledge(self.sessions.current(), message.message_id)
         if not redelivered:
-            await self._acquire(message.jobs_available)
-            started, completed = message.jobs_started, message.jobs_completed
-            if started or completed:
+            self.side_calls.acquire(job.runner_request_id for job in message.jobs_available)
+            if message.jobs_started or message.jobs_completed:
                 self.scaler.note_job_event()
         decision = await self.publish(self.statistics.total_assigned_jobs)
         log.info(
@@ -231,70 +238,26 @@ class Listener:
             },
         )
         if not redelivered:
-            await self._bookkeep(message.jobs_started, message.jobs_completed)
+            self._bookkeep(message.jobs_started, message.jobs_completed)
         self._handled.add(message.message_id)
+
+    def _skip(self, exc: UnreadableMessage) -> None:
+        """Acknowledge a message that cannot be read and move past it (docs/listener.md, "Poison messages")."""
+        self.last_message_id = exc.message_id
+        if exc.message_id not in self._handled:
+            log.warning(
+                "skipping a queue message that cannot be read",
+                extra={"message_id": exc.message_id, "reason": exc.skip_reason, "error": exc.detail},
+            )
+            if self.metrics is not None:
+                self.metrics.record_skipped_message(exc.skip_reason)
+            self._handled.add(exc.message_id)
+        self.side_calls.acknowledge(self.sessions.current(), exc.message_id)
 
     def _record_statistics(self, statistics: Statistics) -> None:
         self.statistics = statistics
         if self.metrics is not None:
             self.metrics.record_statistics(statistics)
-
-    async def _acknowledge(self, message_id: int) -> None:
-        await self._session_call(
-            "acknowledge message",
-            lambda session: self._api.delete_message(session, message_id),
-            context={"message_id": message_id},
-        )
-
-    async def _acquire(self, jobs: Sequence[JobAvailable]) -> None:
-        wanted = list(dict.fromkeys(j.runner_request_id for j in jobs if j.runner_request_id not in self._acquired))
-        if not wanted:
-            return
-        acquired = await self._session_call(
-            "acquire jobs",
-            lambda session: self._api.acquire_jobs(session, self.settings.scale_set_id, wanted),
-            context={"request_ids": wanted},
-        )
-        if acquired is None:
-            return
-        for request_id in acquired:
-            self._acquired.add(request_id)
-        log.info("jobs acquired", extra={"requested": len(wanted), "acquired": len(acquired)})
-
-    async def _session_call(
-        self, what: str, call: Callable[[MessageSession], Awaitable[T]], *, context: dict[str, object]
-    ) -> T | None:
-        """A session-bound call during message handling: a few attempts, never fatal, never interrupted.
-
-        Returns None when it did not succeed; an evicted session is replaced before the next poll.
-        """
-        for attempt in range(1, self.settings.attempts + 1):
-            if self._session_lost or not self.sessions.held:
-                return None
-            try:
-                async with asyncio.timeout(self.settings.call_timeout):
-                    return await call(self.sessions.current())
-            except Exception as exc:
-                if not is_retryable(exc):
-                    raise
-                reaction = reaction_to(exc)
-                if reaction is Reaction.RECREATE_SESSION:
-                    self._session_lost = True
-                    log.warning(f"cannot {what}: the session is gone", extra={**context, "error": str(exc)})
-                    return None
-                if reaction is Reaction.RENEW_SESSION:
-                    self._session_lost = True  # the client already refreshed once; start over cleanly
-                    log.warning(f"cannot {what}: the session's token is refused", extra={**context})
-                    return None
-                if reaction is Reaction.CREDENTIALS_REFUSED:
-                    self._strikes.refused(exc)
-                if attempt == self.settings.attempts:
-                    log.warning(f"giving up: cannot {what}", extra={**context, "error": str(exc)})
-                    return None
-                delay = exc.retry_after if isinstance(exc, RateLimited) and exc.retry_after is not None else None
-                # Not stop-aware: a message being handled is handled to the end (the attempts are bounded).
-                await self._clock.sleep(delay if delay is not None else min(2.0 ** (attempt - 1), 5.0))
-        return None
 
     async def publish(self, assigned_jobs: int) -> ScaleDecision:
         """Patch the ERS with the next decision for ``assigned_jobs``, retrying until it lands.
@@ -312,7 +275,7 @@ class Listener:
                 delay = self._publish_backoff.next_delay()
                 log.warning(
                     "patching the EphemeralRunnerSet failed; retrying",
-                    extra={"error": str(exc) or type(exc).__name__, "retry_in_s": round(delay, 1)},
+                    extra={"error": str(exc) or error_class(exc), "retry_in_s": round(delay, 1)},
                 )
                 await self._stop.sleep(delay)
                 continue
@@ -322,7 +285,9 @@ class Listener:
                 self.metrics.record_desired_runners(decision.target)
             return decision
 
-    async def _bookkeep(self, started: Sequence[JobStarted], completed: Sequence[JobCompleted]) -> None:
+    # ---- bookkeeping, after the decision -------------------------------------------------------------------
+
+    def _bookkeep(self, started: Sequence[JobStarted], completed: Sequence[JobCompleted]) -> None:
         if self.metrics is not None:
             for started_job in started:
                 self.metrics.record_job_started(started_job)
@@ -333,8 +298,10 @@ class Listener:
                 "job completed",
                 extra={"runner": job.runner_name, "request_id": job.runner_request_id, "result": job.result},
             )
-        if started:
-            await asyncio.gather(*(self._record_started(job) for job in started))
+        for started_job in started:
+            task = asyncio.create_task(self._record_started(started_job))
+            self._bookkeeping.add(task)
+            task.add_done_callback(self._bookkeeping.discard)
 
     async def _record_started(self, job: JobStarted) -> None:
         async with self._bookkeeping_slots:
@@ -345,12 +312,31 @@ class Listener:
                     log.info("job started", extra={"runner": job.runner_name, "request_id": job.runner_request_id})
                     return
                 except Exception as exc:
-                    if not is_retryable(exc):
-                        raise
-                    if attempt == self.settings.attempts:
+                    if attempt == self.settings.attempts or not is_retryable(exc):
+                        # Not retryable is a bug: log it whole, through the redacting logger, and keep going.
                         log.warning(
                             "giving up recording a started job on its runner",
-                            extra={"runner": job.runner_name, "error": str(exc) or type(exc).__name__},
+                            extra={"runner": job.runner_name, "error": str(exc) or error_class(exc)},
+                            exc_info=not is_retryable(exc),
                         )
                         return
                     await self._clock.sleep(min(2.0 ** (attempt - 1), 5.0))
+
+    async def _finish_side_work(self, *, drain: float) -> None:
+        """Let pending side calls and bookkeeping finish within ``drain`` seconds (on the clock), then stop them."""
+        await self.side_calls.aclose(drain=drain)
+        if not self._bookkeeping:
+            return
+        if drain > 0:
+            pending: asyncio.Future[list[BaseException | None]] = asyncio.gather(
+                *self._bookkeeping, return_exceptions=True
+            )
+            timer: asyncio.Future[None] = asyncio.ensure_future(self._clock.sleep(drain))
+            waiters: set[asyncio.Future[Any]] = {pending, timer}
+            await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+            for waiter in (pending, timer):
+                waiter.cancel()
+            await asyncio.gather(pending, timer, return_exceptions=True)
+        for task in list(self._bookkeeping):
+            task.cancel()
+        await asyncio.gather(*self._bookkeeping, return_exceptions=True)

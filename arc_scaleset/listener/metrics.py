@@ -15,6 +15,10 @@ Beyond ARC, the default set has what ARC's users asked for (ARC #3154, #4429):
   depth can be alerted on;
 - ``gha_job_queue_duration_seconds``: how long a job waited from being queued (``queueTime``) until a
   runner was assigned to it (``runnerAssignTime``), observed on JobStarted: the queue-to-start latency.
+
+Always registered, whatever the ``metrics`` section says (it is the listener's own health, not one of ARC's
+metrics): ``gha_listener_skipped_messages_total{reason}``, the queue messages acknowledged and skipped
+because they could not be read (docs/listener.md, "Poison messages").
 """
 
 from __future__ import annotations
@@ -58,6 +62,7 @@ COMPLETED_JOBS = "gha_completed_jobs_total"
 JOB_STARTUP_DURATION = "gha_job_startup_duration_seconds"
 JOB_EXECUTION_DURATION = "gha_job_execution_duration_seconds"
 JOB_QUEUE_DURATION = "gha_job_queue_duration_seconds"
+SKIPPED_MESSAGES = "gha_listener_skipped_messages_total"
 
 _HELP: dict[str, str] = {
     ASSIGNED_JOBS: "Number of jobs assigned to this scale set.",
@@ -75,6 +80,7 @@ _HELP: dict[str, str] = {
     JOB_STARTUP_DURATION: "Time from the scale set being assigned a job to a runner being assigned it, in seconds.",
     JOB_EXECUTION_DURATION: "Time from a runner being assigned a job to the job finishing, in seconds.",
     JOB_QUEUE_DURATION: "Time from a job being queued to a runner being assigned it, in seconds.",
+    SKIPPED_MESSAGES: "Queue messages acknowledged and skipped because they could not be read, by reason.",
 }
 
 _DEFAULT_GAUGES = (
@@ -228,6 +234,7 @@ class ListenerMetrics:
         self._counters: dict[str, tuple[Counter, tuple[str, ...]]] = {}
         self._histograms: dict[str, tuple[Histogram, tuple[str, ...]]] = {}
         self._register(config if config is not None else default_metrics_config())
+        self._skipped = Counter(SKIPPED_MESSAGES, _HELP[SKIPPED_MESSAGES], ("reason",), registry=self.registry)
 
     def _register(self, config: MetricsConfig) -> None:
         for name, gauge_spec in (config.gauges or {}).items():
@@ -262,8 +269,13 @@ class ListenerMetrics:
 
     @property
     def registered(self) -> set[str]:
-        """The names of the registered metrics, as exported (ARC's names)."""
+        """The names of the metrics the config selected, as exported (ARC's names; the listener's own
+        ``gha_listener_skipped_messages_total`` is always registered and not listed)."""
         return {*self._gauges, *self._counters, *self._histograms}
+
+    def record_skipped_message(self, reason: str) -> None:
+        """A queue message was acknowledged and skipped because it could not be read."""
+        self._skipped.labels(reason).inc()
 
     # --- scale-set gauges -------------------------------------------------------------------------
 

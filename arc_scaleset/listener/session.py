@@ -4,8 +4,9 @@ The Actions service allows one message session per scale set. :class:`SessionKee
 
 - :meth:`SessionKeeper.open` creates it with the pod's hostname as owner. A 409 means an older session
   (typically the previous pod's, killed before it could say goodbye) still holds the scale set: the
-  keeper waits with jittered backoff until the service releases it, rather than exiting and
-  crash-looping (ARC #3209). Passing failures are retried the same way.
+  keeper ends the session its predecessor recorded, if any, and otherwise waits with the listener's one
+  backoff until the service releases it, rather than exiting and crash-looping (ARC #3209). Passing
+  failures are retried the same way.
 - :meth:`SessionKeeper.renew` refreshes it when the queue token was refused, and falls back to
   :meth:`SessionKeeper.replace` (a new session) when the service no longer knows it (ARC #4356).
 - :meth:`SessionKeeper.close` deletes it, with a timeout, so shutdown finishes within the pod's grace
@@ -35,7 +36,8 @@ from arc_scaleset.github.errors import (
     Unauthorized,
 )
 from arc_scaleset.github.models import MessageSession
-from arc_scaleset.listener.errors import FatalListenerError, Stopping, is_retryable
+from arc_scaleset.listener.errors import FatalListenerError, Stopping, error_class, is_retryable
+from arc_scaleset.listener.health import Health
 from arc_scaleset.listener.stop import StopSignal
 
 log = logging.getLogger(__name__)
@@ -83,8 +85,16 @@ class CredentialStrikes:
 class SessionKeeper:
     """Owns the scale set's message session for the lifetime of the listener process.
 
-    ``on_attempt`` is called after every answered or failed attempt to obtain a session, so that a
-    liveness probe can tell "patiently waiting for a held session" from "stuck".
+    ``backoff`` is the listener's one backoff (:func:`~arc_scaleset.listener.errors.retry_backoff`), shared
+    with the loop: creating a session never resets it, only a successful poll does, so a session that is
+    created and lost again at once (ARC #4356's eviction, repeated) is recreated ever more slowly.
+    ``health`` hears of every session created, given up or waited for.
+
+    ``predecessor`` is the session a previous listener of this scale set recorded and may have left behind
+    (docs/listener.md, "Taking over"): when the service answers 409 (a session holds the scale set), the
+    keeper deletes that session and creates its own at once, instead of waiting about two minutes for the
+    service to expire it. It is tried only while this process has not yet held a session of its own: a
+    listener that lost its session later must not take it back from a successor that replaced it.
     """
 
     def __init__(
@@ -94,10 +104,11 @@ class SessionKeeper:
         scale_set_id: int,
         owner: str,
         stop: StopSignal,
+        backoff: Backoff,
+        health: Health,
         strikes: CredentialStrikes | None = None,
         call_timeout: float = 30.0,
-        backoff: Backoff | None = None,
-        on_attempt: Callable[[], None] = lambda: None,
+        predecessor: str | None = None,
     ) -> None:
         self._api = api
         self.scale_set_id = scale_set_id
@@ -105,9 +116,9 @@ class SessionKeeper:
         self._stop = stop
         self._strikes = strikes if strikes is not None else CredentialStrikes()
         self._call_timeout = call_timeout
-        # Jitter spreads the retries of listeners that lost their sessions together (a service outage).
-        self._backoff = backoff if backoff is not None else Backoff(base=1.0, cap=30.0, jitter=0.5)
-        self._on_attempt = on_attempt
+        self.backoff = backoff
+        self._health = health
+        self.predecessor = predecessor
         self.session: MessageSession | None = None
         self.sessions_created = 0
 
@@ -124,6 +135,9 @@ class SessionKeeper:
         async with asyncio.timeout(self._call_timeout):
             return await self._stop.race(call())
 
+    async def _wait(self, delay: float | None = None) -> None:
+        await self._stop.sleep(self.backoff.next_delay() if delay is None else delay)
+
     async def open(self) -> MessageSession:
         """Create a session, waiting out a held one and passing failures; raises Stopping or FatalListenerError."""
         waiting_since_conflict = False
@@ -133,8 +147,10 @@ class SessionKeeper:
                 session = await self._call(lambda: self._api.create_message_session(self.scale_set_id, self.owner))
             except Stopping:
                 raise
-            except SessionConflict:
-                self._on_attempt()
+            except SessionConflict as exc:
+                if await self._take_over():
+                    continue
+                self._health.waiting_for_session(error_class(exc))
                 if not waiting_since_conflict:
                     log.warning(
                         "another session holds the scale set (an earlier listener's?); waiting for the service to "
@@ -142,7 +158,7 @@ class SessionKeeper:
                         extra={"scale_set_id": self.scale_set_id, "owner": self.owner},
                     )
                     waiting_since_conflict = True
-                await self._stop.sleep(self._backoff.next_delay())
+                await self._wait()
                 continue
             except NotFound as exc:
                 raise FatalListenerError(
@@ -150,40 +166,57 @@ class SessionKeeper:
                     "controller will register it again"
                 ) from None
             except Unauthorized as exc:
-                self._on_attempt()
+                self._health.waiting_for_session(error_class(exc))
                 self._strikes.refused(exc)
                 log.warning("the service refused the credentials; trying once more", extra={"error": str(exc)})
-                await self._stop.sleep(self._backoff.next_delay())
+                await self._wait()
                 continue
             except FatalError as exc:
                 raise FatalListenerError(f"cannot create a message session: {exc}") from None
             except RateLimited as exc:
-                self._on_attempt()
-                delay = exc.retry_after if exc.retry_after is not None else self._backoff.next_delay()
+                self._health.waiting_for_session(error_class(exc))
+                delay = self.backoff.next_delay()
+                if exc.retry_after is not None:
+                    delay = exc.retry_after
                 log.warning("rate limited while creating the session", extra={"retry_in_s": round(delay, 1)})
-                await self._stop.sleep(delay)
+                await self._wait(delay)
                 continue
             except Exception as exc:
                 if not is_retryable(exc):
                     raise
-                self._on_attempt()
-                delay = self._backoff.next_delay()
+                self._health.waiting_for_session(error_class(exc))
+                delay = self.backoff.next_delay()
                 log.warning(
                     "creating the message session failed; retrying",
-                    extra={"error": str(exc) or type(exc).__name__, "retry_in_s": round(delay, 1)},
+                    extra={"error": str(exc) or error_class(exc), "retry_in_s": round(delay, 1)},
                 )
-                await self._stop.sleep(delay)
+                await self._wait(delay)
                 continue
-            self._backoff.reset()
+            # No backoff reset here: only a successful poll proves the session works.
             self._strikes.accepted()
-            self._on_attempt()
             self.session = session
             self.sessions_created += 1
+            self.predecessor = None
+            self._health.session_created(session.session_id)
             log.info(
                 "message session created",
                 extra={"scale_set_id": self.scale_set_id, "owner": self.owner, "session_id": session.session_id},
             )
             return session
+
+    async def _take_over(self) -> bool:
+        """Delete the predecessor's session, if there is one to try; True when it is gone (create again now)."""
+        predecessor = self.predecessor
+        if predecessor is None or self.sessions_created:
+            return False
+        log.info(
+            "a session holds the scale set; ending the one an earlier listener recorded",
+            extra={"scale_set_id": self.scale_set_id, "session_id": predecessor},
+        )
+        if not await self._delete_session(predecessor, within=min(self._call_timeout, 10.0)):
+            return False  # tried again at the next 409, after the backoff delay
+        self.predecessor = None
+        return True
 
     async def renew(self) -> MessageSession:
         """Refresh the session (new queue URL and token); replace it when the service no longer has it."""
@@ -221,18 +254,25 @@ class SessionKeeper:
         return await self._delete(session, within=within)
 
     async def _delete(self, session: MessageSession, *, within: float) -> bool:
+        return await self._delete_session(session.session_id, within=within)
+
+    async def _delete_session(self, session_id: str, *, within: float) -> bool:
+        deleted = False
         try:
             async with asyncio.timeout(within):
-                await self._api.delete_message_session(self.scale_set_id, session.session_id)
+                await self._api.delete_message_session(self.scale_set_id, session_id)
         except NotFound:
-            log.info("message session was already gone", extra={"session_id": session.session_id})
-            return True
+            log.info("message session was already gone", extra={"session_id": session_id})
+            deleted = True
         except Exception as exc:
-            # The service expires an abandoned session by itself; the next listener waits for that.
+            # The service expires an abandoned session by itself; the reported state keeps naming it, so
+            # the next listener can end it.
             log.warning(
                 "could not delete the message session",
-                extra={"session_id": session.session_id, "error": str(exc) or type(exc).__name__},
+                extra={"session_id": session_id, "error": str(exc) or error_class(exc)},
             )
-            return False
-        log.info("message session deleted", extra={"session_id": session.session_id})
-        return True
+        else:
+            log.info("message session deleted", extra={"session_id": session_id})
+            deleted = True
+        self._health.session_ended(session_id, deleted=deleted)
+        return deleted

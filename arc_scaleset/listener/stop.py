@@ -9,6 +9,7 @@ soon as shutdown is requested; the caller unwinds from there.
 from __future__ import annotations
 
 import asyncio
+import inspect
 from collections.abc import Awaitable
 from typing import TypeVar
 
@@ -46,7 +47,10 @@ class StopSignal:
 
     async def race(self, awaitable: Awaitable[T]) -> T:
         """Await ``awaitable``; if shutdown is requested first, cancel it and raise :class:`Stopping`."""
-        self.check()
+        if self._event.is_set():
+            if inspect.iscoroutine(awaitable):
+                awaitable.close()  # never started: close it rather than leave it "never awaited"
+            raise Stopping()
         work = asyncio.ensure_future(awaitable)
         stop = asyncio.ensure_future(self._event.wait())
         try:

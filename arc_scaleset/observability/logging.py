@@ -156,7 +156,11 @@ def _redact_value(value: Any) -> Any:
         return redact(value)
     if isinstance(value, dict):
         return {_redact_value(k): _redact_value(v) for k, v in value.items()}
-    if isinstance(value, list | tuple | set | frozenset):
+    if isinstance(value, tuple):
+        # Stays a tuple: ``exc_info`` is one, and the console renderer prints only a tuple (as a list, the
+        # traceback was dropped); its text is masked in the finished line.
+        return tuple(_redact_value(item) for item in value)
+    if isinstance(value, list | set | frozenset):
         return [_redact_value(item) for item in value]
     return value
 

@@ -27,6 +27,7 @@ from arc_scaleset.api.views import (
     EphemeralRunnerSetView,
     EphemeralRunnerView,
 )
+from arc_scaleset.controllers.runner_sets import sort_runner_sets
 from arc_scaleset.kube import resources
 from arc_scaleset.kube.client import KubeClient
 from arc_scaleset.kube.errors import NotFound
@@ -86,10 +87,12 @@ class RunnerView:
     revision: int  # the actionable-revision annotation (0 when missing)
     busy: bool  # a job was assigned (status.jobId / jobRequestId set)
     deleting: bool
+    runner_set: str = ""  # the EphemeralRunnerSet that owns it
 
     @classmethod
     def of(cls, er: Mapping[str, Any]) -> RunnerView:
         view = EphemeralRunnerView(er)
+        owner = view.controller_owner or {}
         return cls(
             name=view.name,
             uid=view.uid,
@@ -97,6 +100,7 @@ class RunnerView:
             revision=view.revision,
             busy=view.has_job or bool(view.status.get("jobRequestId")),
             deleting=view.is_deleting,
+            runner_set=str(owner.get("name") or ""),
         )
 
 
@@ -105,14 +109,15 @@ class ScaleSetSnapshot:
     """One scale set's state at one moment (objects are None when absent)."""
 
     ars: dict[str, Any] | None
-    ers: dict[str, Any] | None
-    runners: tuple[RunnerView, ...]
+    ers: dict[str, Any] | None  # the current EphemeralRunnerSet (controllers/runner_sets.py)
+    runners: tuple[RunnerView, ...]  # of every EphemeralRunnerSet of the scale set (draining ones too)
     listener_name: str | None
     listener_pod_phase: str | None
     session_owner: str | None  # the sim's message session for the scale set, if one is held
     scale_set_id: int | None
     jit_secrets: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
+    runner_sets: tuple[str, ...] = ()  # names of every EphemeralRunnerSet of the scale set, the current one first
 
     @property
     def replicas(self) -> int:
@@ -198,15 +203,24 @@ async def observe(
     name: str,
     controller_namespace: str,
 ) -> ScaleSetSnapshot:
-    """Read the scale set ``namespace/name`` and everything it owns, concurrently (runners are those of the
-    EphemeralRunnerSet of the same name: other scale sets may share the namespace)."""
-    ars, ers, ers_list, listener, sessions = await asyncio.gather(
+    """Read the scale set ``namespace/name`` and everything it owns, concurrently. Its EphemeralRunnerSets are those
+    the ARS controls, whatever their names (a set adopted from ARC has a generated one); without the ARS, the one
+    of the same name. Runners are those of these sets (other scale sets may share the namespace)."""
+    ars, set_list, ers_list, listener, sessions = await asyncio.gather(
         _get(kube, AUTOSCALING_RUNNER_SETS, name, namespace),
-        _get(kube, EPHEMERAL_RUNNER_SETS, name, namespace),
+        kube.list(EPHEMERAL_RUNNER_SETS, namespace=namespace),
         kube.list(EPHEMERAL_RUNNERS, namespace=namespace),
         find_listener(kube, controller_namespace=controller_namespace, namespace=namespace, name=name),
         sim.sessions() if sim is not None else _none(),
     )
+    ars_uid = ObjectView(ars or {}).uid
+    if ars_uid:
+        sets = sort_runner_sets(s for s in set_list.items if ObjectView(s).is_owned_by(ars_uid))
+    else:
+        sets = sort_runner_sets(s for s in set_list.items if ObjectView(s).name == name)
+    all_sets = sets.all()
+    ers = dict(all_sets[0]) if all_sets else None
+    set_names = tuple(ObjectView(s).name for s in all_sets)
     scale_set_id: int | None = None
     with contextlib.suppress(ValueError, TypeError, KeyError):
         scale_set_id = int(ObjectView(ars or {}).annotations[keys.ANNOTATION_RUNNER_SCALE_SET_ID])
@@ -222,7 +236,10 @@ async def observe(
         if scale_set_id is not None and session.get("scaleSetId") == scale_set_id:
             owner = str(session.get("ownerName") or "")
     runners = tuple(
-        sorted((RunnerView.of(er) for er in ers_list.items if owned_by_runner_set(er, name)), key=lambda r: r.name)
+        sorted(
+            (RunnerView.of(er) for er in ers_list.items if any(owned_by_runner_set(er, n) for n in set_names)),
+            key=lambda r: r.name,
+        )
     )
     return ScaleSetSnapshot(
         ars=ars,
@@ -232,6 +249,7 @@ async def observe(
         listener_pod_phase=pod_phase,
         session_owner=owner,
         scale_set_id=scale_set_id,
+        runner_sets=set_names,
     )
 
 

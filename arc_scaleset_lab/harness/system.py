@@ -302,6 +302,17 @@ class System:
 
         await self._wait(controller, ready, "the controller's /readyz")
 
+    async def stop_controller(self, *, timeout: float = 30.0) -> None:
+        """Stop the controller as a Deployment scaled to 0 would (SIGTERM: it releases its Lease and exits)."""
+        process = self._controller
+        if process is None or process.exit_code() is not None:
+            raise SystemStartError("the controller is not running")
+        await asyncio.to_thread(process.stop, timeout=timeout)
+
+    @property
+    def controller_running(self) -> bool:
+        return self._controller is not None and self._controller.exit_code() is None
+
     async def kill_controller(self) -> None:
         """SIGKILL the controller (no cleanup, no Lease release) and reap it."""
         process = self._controller

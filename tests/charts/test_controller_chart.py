@@ -59,7 +59,8 @@ async def test_default_deployment_runs_the_controller_with_arcs_flags_and_the_im
     assert settings.controller_namespace == NAMESPACE
     assert (settings.log_level, settings.log_format, settings.runner_max_concurrent_reconciles) == ("debug", "text", 2)
     assert settings.metrics_enabled is False, "metrics are off unless the metrics value is set"
-    assert not args.enable_leader_election, "one replica needs no leader election"
+    assert settings.accept_any_version_label is False, "the version gate is on unless a value turns it off"
+    assert args.enable_leader_election, "even one replica: a rolling upgrade runs two pods for a while"
     labels = deployment["metadata"]["labels"]
     assert labels["actions.github.com/controller-service-account-name"] == "arc-gha-rs-controller"
     assert labels["actions.github.com/controller-service-account-namespace"] == NAMESPACE
@@ -68,11 +69,12 @@ async def test_default_deployment_runs_the_controller_with_arcs_flags_and_the_im
     assert ("ServiceAccount", "arc-gha-rs-controller") in kinds(objects)
 
 
-async def test_more_replicas_turn_on_leader_election_named_after_the_release(helm: Helm) -> None:
-    container = manager(only(await render(helm, {"replicaCount": 2}, release="prod"), "Deployment"))
-    args, _ = controller_settings(container)
-    assert args.enable_leader_election
-    assert args.leader_election_id == "prod-gha-rs-controller"
+async def test_leader_election_is_on_for_any_replica_count_named_after_the_release(helm: Helm) -> None:
+    for replicas in (1, 2):
+        container = manager(only(await render(helm, {"replicaCount": replicas}, release="prod"), "Deployment"))
+        args, _ = controller_settings(container)
+        assert args.enable_leader_election, replicas
+        assert args.leader_election_id == "prod-gha-rs-controller"
 
 
 async def test_metrics_health_probes_and_flags_values_reach_the_controller(helm: Helm) -> None:
@@ -84,11 +86,13 @@ async def test_metrics_health_probes_and_flags_values_reach_the_controller(helm:
             "logFormat": "json",
             "runnerMaxConcurrentReconciles": 10,
             "runnerPendingTimeout": "30m",
+            "maxRunnersCeiling": 500,
             "excludeLabelPropagationPrefixes": ["argocd.argoproj.io/", "team/"],
             "k8sClientRateLimiterQPS": 50,
             "k8sClientRateLimiterBurst": 100,
             "rateLimiter": {"name": "typed_rate_limiter"},
             "healthProbeBindAddress": ":8082",
+            "acceptAnyVersionLabel": True,
         },
     }
     deployment = only(await render(helm, values), "Deployment")
@@ -101,8 +105,10 @@ async def test_metrics_health_probes_and_flags_values_reach_the_controller(helm:
     assert (settings.log_level, settings.log_format, settings.runner_max_concurrent_reconciles) == ("info", "json", 10)
     assert settings.exclude_label_prefixes == ("argocd.argoproj.io/", "team/")
     assert settings.runner_pending_timeout == 1800
+    assert settings.max_runners_ceiling == 500
     assert (args.k8s_client_rate_limiter_qps, args.k8s_client_rate_limiter_burst) == (50, 100)
     assert args.workqueue_rate_limiter == "typed_rate_limiter"
+    assert settings.accept_any_version_label
     assert {p["name"]: p["containerPort"] for p in container["ports"]} == {"metrics": 8080, "health": 8082}
     assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
     assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"

@@ -13,12 +13,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from arc_scaleset.api.autoscalinglistener import AutoscalingListener
+from arc_scaleset.api.credentials import AppConfig
 from arc_scaleset.api.keys import LISTENER_CONFIG_SECRET_KEY
 from arc_scaleset.api.labels import filter_and_merge_labels
 from arc_scaleset.api.listener_config import ListenerConfig, ListenerConfigError
 from arc_scaleset.api.naming import listener_config_secret_name
 from arc_scaleset.controllers.errors import ConfigurationError
-from arc_scaleset.controllers.github_access import AppConfig
 from arc_scaleset.controllers.settings import ControllerSettings
 from arc_scaleset.kube.ownerrefs import controller_ref
 

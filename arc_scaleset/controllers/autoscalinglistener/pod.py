@@ -2,7 +2,14 @@
 the live pod by derivation, not equality (ARC #4635; docs/controllers.md).
 
 - :func:`desired_listener_pod`: the pod the listener should run as (pure).
-- :func:`merge_listener_template`: ARC's merge rules for a user-supplied pod template.
+- :func:`merge_listener_template`: ARC's merge rules for a user-supplied pod template, except for the security
+  contexts: the template's keys override the defaults below key by key instead of replacing them (a template
+  that sets ``resources`` does not silently drop the hardening; one that must relax a setting says so). The
+  template is checked by :mod:`.template_policy` before it gets here.
+- The listener container runs hardened (:data:`LISTENER_SECURITY_CONTEXT`: non-root, read-only root
+  filesystem, no capabilities, no privilege escalation, the runtime's default seccomp profile); its config
+  Secret is mounted ``0440`` and readable through the pod's ``fsGroup``, the image's group (the listener
+  writes nothing but its log to stdout, so a read-only root filesystem costs it nothing).
 - :func:`recreation_reason`: why the live pod must be replaced, or ``None``. Checked in order: the config
   Secret's resourceVersion annotation (a missing one on the live pod counts: a pod from before the
   annotation existed is recreated once, so no config change slips through an upgrade unapplied); a
@@ -33,12 +40,26 @@ CONFIG_VOLUME: Final = "listener-config"
 CONFIG_MOUNT_PATH: Final = "/etc/gha-listener"
 METRICS_PORT_NAME: Final = "metrics"
 TERMINATION_GRACE_PERIOD_SECONDS: Final = 60
+CONFIG_VOLUME_MODE: Final = 0o440
+"""The config Secret's files: read-only, owner root and group :data:`LISTENER_FS_GROUP`, nothing for others."""
+LISTENER_FS_GROUP: Final = 65532
+"""The listener image's group (image/spec.py): the kubelet gives the config files this group, so the listener
+reads them whichever non-root user it runs as."""
+LISTENER_SECURITY_CONTEXT: Final[Mapping[str, Any]] = {
+    "runAsNonRoot": True,
+    "readOnlyRootFilesystem": True,
+    "allowPrivilegeEscalation": False,
+    "capabilities": {"drop": ["ALL"]},
+    "seccompProfile": {"type": "RuntimeDefault"},
+}
+"""The listener container's securityContext (Kubernetes' "restricted" Pod Security level); a template's listener
+container overrides it key by key."""
 
 # Container fields a template's "listener" container replaces (when it sets them), or appends to.
 _CONTAINER_REPLACED: Final = (
     "imagePullPolicy", "workingDir", "resources", "livenessProbe", "readinessProbe", "startupProbe", "lifecycle",
-    "terminationMessagePath", "terminationMessagePolicy", "securityContext", "resizePolicy", "restartPolicy",
-    "stdin", "stdinOnce", "tty",
+    "terminationMessagePath", "terminationMessagePolicy", "resizePolicy", "restartPolicy", "stdin", "stdinOnce",
+    "tty",
 )  # fmt: skip
 _CONTAINER_APPENDED: Final = ("env", "args", "ports", "envFrom", "volumeMounts", "volumeDevices")
 # Pod fields replaced only when the template sets them.
@@ -46,9 +67,9 @@ _POD_REPLACED_IF_SET: Final = ("restartPolicy", "imagePullSecrets", "nodeSelecto
 # Pod fields replaced unconditionally (unset in the template clears them, as ARC's Go assignment does).
 _POD_REPLACED: Final = (
     "initContainers", "ephemeralContainers", "terminationGracePeriodSeconds", "activeDeadlineSeconds", "dnsPolicy",
-    "nodeName", "hostNetwork", "hostPID", "hostIPC", "shareProcessNamespace", "securityContext", "hostname",
-    "subdomain", "affinity", "schedulerName", "tolerations", "hostAliases", "priorityClassName", "priority",
-    "dnsConfig", "readinessGates", "runtimeClassName", "enableServiceLinks", "preemptionPolicy", "overhead",
+    "nodeName", "hostNetwork", "hostPID", "hostIPC", "shareProcessNamespace", "hostname", "subdomain", "affinity",
+    "schedulerName", "tolerations", "hostAliases", "priorityClassName", "priority", "dnsConfig", "readinessGates",
+    "runtimeClassName", "enableServiceLinks", "preemptionPolicy", "overhead",
     "topologySpreadConstraints", "setHostnameAsFQDN", "os", "hostUsers", "schedulingGates", "resourceClaims",
 )  # fmt: skip
 
@@ -87,13 +108,20 @@ def desired_listener_pod(
         "command": list(command),
         "env": [{"name": CONFIG_PATH_ENV, "value": f"{CONFIG_MOUNT_PATH}/config.json"}, *_proxy_env(listener)],
         "volumeMounts": [{"name": CONFIG_VOLUME, "mountPath": CONFIG_MOUNT_PATH, "readOnly": True}],
+        "securityContext": copy.deepcopy(dict(LISTENER_SECURITY_CONTEXT)),
     }
     if metrics_port is not None:
         container["ports"] = [{"name": METRICS_PORT_NAME, "containerPort": metrics_port, "protocol": "TCP"}]
     spec: dict[str, Any] = {
         "serviceAccountName": listener_service_account_name(listener.name),
         "containers": [container],
-        "volumes": [{"name": CONFIG_VOLUME, "secret": {"secretName": listener_config_secret_name(listener.name)}}],
+        "volumes": [
+            {
+                "name": CONFIG_VOLUME,
+                "secret": {"secretName": listener_config_secret_name(listener.name), "defaultMode": CONFIG_VOLUME_MODE},
+            }
+        ],
+        "securityContext": {"fsGroup": LISTENER_FS_GROUP},
         "nodeSelector": {"kubernetes.io/os": "linux"},
         "restartPolicy": "Never",
         "terminationGracePeriodSeconds": TERMINATION_GRACE_PERIOD_SECONDS,
@@ -148,7 +176,16 @@ def merge_listener_template(pod: Mapping[str, Any], template: Mapping[str, Any])
             spec[field] = template_spec[field]
         else:
             spec.pop(field, None)
+    _merge_security_context(spec, template_spec)
     return merged
+
+
+def _merge_security_context(target: dict[str, Any], template: Mapping[str, Any]) -> None:
+    """The template's ``securityContext`` keys over ``target``'s (ARC replaces the whole context; here a template
+    relaxes a default only by naming it)."""
+    overrides = template.get("securityContext")
+    if isinstance(overrides, Mapping) and overrides:
+        target["securityContext"] = {**(target.get("securityContext") or {}), **overrides}
 
 
 def _merge_listener_container(container: dict[str, Any], template: Mapping[str, Any]) -> None:
@@ -164,6 +201,7 @@ def _merge_listener_container(container: dict[str, Any], template: Mapping[str, 
             container[field] = template[field]
         else:
             container.pop(field, None)
+    _merge_security_context(container, template)
 
 
 def recreation_reason(live: Mapping[str, Any], desired: Mapping[str, Any]) -> str | None:

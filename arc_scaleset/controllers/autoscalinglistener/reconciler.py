@@ -4,20 +4,30 @@ Ordered phases (docs/controllers.md), each continuing in the same pass once its 
 
 1. deleting → every child deleted (pod, config and proxy Secrets, ServiceAccount here; Role and RoleBinding
    in the scale set namespace), then the finalizer;
-2. the finalizer;
+2. a listener outside the controller namespace is refused (:mod:`.ownership`), before the finalizer and
+   before anything its spec names is read; then the finalizer;
 3. the AutoscalingRunnerSet named by the spec must exist (checked against the API, not only the cache), or
-   this listener is deleted;
-4. ServiceAccount, Role (rules replaced when they differ), RoleBinding, proxy Secret: created, or their
-   labels and annotations merged (keys added by others survive); Secret ``data`` replaced when it drifts;
-5. the config Secret (``config.json``), data replaced when it drifts;
+   this listener is deleted; a listener ARC's controller made (ARC's ``actions.github.com/runner-spec-hash``
+   annotation) is left as it is: the AutoscalingRunnerSet controller replaces it, once (docs/migration.md),
+   and adjusting its pod first would replace ARC's listener twice; a listener its scale set did not make
+   (the UID annotation) is refused. A refused listener gets no credentials and no pod (those it has are
+   withdrawn), and ``Degraded`` and an Event on it say why;
+4. the ``listenerTemplate`` policy (:mod:`.template_policy`), before any credential is written; then
+   ServiceAccount, Role (rules replaced when they differ), RoleBinding, proxy Secret: created, or, only when
+   they are this listener's (:func:`.ownership.foreign_reason`), their labels and annotations merged (keys
+   added by others survive) and Secret ``data`` replaced when it drifts; a foreign object in the way is left
+   untouched and stops the listener (``ObjectInTheWay``);
+5. the config Secret (``config.json``) from the scale set's credentials, CA and proxy, read in the scale set's
+   namespace (:func:`.ownership.with_scale_set_credentials`), data replaced when it drifts;
 6. the pod: created; replaced when :func:`.pod.recreation_reason` says so; replaced after a
    failure, an eviction or a lost node with per-listener exponential backoff (Events say when the next
    attempt is); otherwise its labels and annotations merged;
 7. the status (``Ready``, ``Degraded``; :mod:`.status`), written once at the end of every pass that
    got past step 3, whatever happened, and only when it changed.
 
-Bad input (credentials, TLS, a template the API server rejects) is a Warning Event on the listener and on
-its AutoscalingRunnerSet and a ``Ready`` condition saying what is wrong, and the key is retried with backoff.
+Bad input (credentials, TLS, a template the policy or the API server rejects, an object in the way) is a Warning
+Event on the listener and on its AutoscalingRunnerSet and a ``Ready`` condition saying what is wrong (after a
+refusal, ``Degraded`` too, and the listener pod is withdrawn), and the key is retried with backoff.
 """
 
 from __future__ import annotations
@@ -31,8 +41,15 @@ from typing import Any, Final
 import pydantic
 
 from arc_scaleset.api.autoscalinglistener import AUTOSCALING_LISTENERS, AutoscalingListener
-from arc_scaleset.api.autoscalingrunnerset import AUTOSCALING_RUNNER_SETS
-from arc_scaleset.api.keys import AUTOSCALING_LISTENER_FINALIZER, LABEL_LISTENER_NAME, LABEL_LISTENER_NAMESPACE
+from arc_scaleset.api.autoscalingrunnerset import AUTOSCALING_RUNNER_SETS, AutoscalingRunnerSet
+from arc_scaleset.api.ephemeralrunnerset import EPHEMERAL_RUNNER_SETS
+from arc_scaleset.api.keys import (
+    ANNOTATION_AUTOSCALING_RUNNER_SET_UID,
+    ANNOTATION_RUNNER_SPEC_HASH,
+    AUTOSCALING_LISTENER_FINALIZER,
+    LABEL_LISTENER_NAME,
+    LABEL_LISTENER_NAMESPACE,
+)
 from arc_scaleset.api.naming import (
     listener_config_secret_name,
     listener_pod_name,
@@ -53,29 +70,54 @@ from arc_scaleset.controllers.autoscalinglistener.config import (
     desired_config_secret,
     listener_config,
 )
+from arc_scaleset.controllers.autoscalinglistener.listener_health import (
+    INDEX_RUNNER_SET,
+    listener_readiness,
+    listener_state_changed,
+    reported_state,
+    runner_set_index,
+    state_annotation,
+)
+from arc_scaleset.controllers.autoscalinglistener.ownership import (
+    Refusal,
+    foreign_reason,
+    listener_refusal,
+    with_scale_set_credentials,
+)
 from arc_scaleset.controllers.autoscalinglistener.pod import desired_listener_pod, recreation_reason
 from arc_scaleset.controllers.autoscalinglistener.restart import RestartBackoff, listener_pod_failure, listener_running
 from arc_scaleset.controllers.autoscalinglistener.status import (
     ListenerReport,
+    PodReadiness,
     backoff_readiness,
     created_readiness,
     derive_conditions,
+    outage_event,
     pending_readiness,
     recreating_readiness,
-    running_readiness,
     status_patch,
+)
+from arc_scaleset.controllers.autoscalinglistener.template_policy import (
+    Kind,
+    check_listener_template,
+    is_shareable,
+    own_references,
+    references,
+    refusal_message,
 )
 from arc_scaleset.controllers.context import ControllerContext
 from arc_scaleset.controllers.drift import merge_metadata
 from arc_scaleset.controllers.errors import ConfigurationError, InvalidSpec
 from arc_scaleset.controllers.metrics import scale_set_labels
 from arc_scaleset.controllers.proxy_secret import proxy_secret_data
+from arc_scaleset.controllers.referenced_objects import ReferencedObjectWatch, listener_references
 from arc_scaleset.kube.client import Preconditions
-from arc_scaleset.kube.controller import Controller, Request, Result
-from arc_scaleset.kube.errors import AlreadyExists, BadRequest, Conflict, Invalid, NotFound
+from arc_scaleset.kube.controller import Controller, Request, Result, Watch
+from arc_scaleset.kube.errors import AlreadyExists, BadRequest, Conflict, Forbidden, Invalid, NotFound
 from arc_scaleset.kube.finalizers import add_finalizer, has_finalizer, remove_finalizer
 from arc_scaleset.kube.informer import Object
-from arc_scaleset.kube.resources import PODS, ROLE_BINDINGS, ROLES, SECRETS, SERVICE_ACCOUNTS, Resource
+from arc_scaleset.kube.ownerrefs import is_controlled_by
+from arc_scaleset.kube.resources import CONFIG_MAPS, PODS, ROLE_BINDINGS, ROLES, SECRETS, SERVICE_ACCOUNTS, Resource
 from arc_scaleset.kube.views import ObjectView
 from arc_scaleset.kube.workqueue import RateLimiter
 
@@ -87,7 +129,19 @@ CONFLICT_REQUEUE_SECONDS: Final = 0.5
 
 
 class InvalidListenerTemplate(ConfigurationError):  # noqa: N818 - reads as the condition it reports
+    """``listenerTemplate`` is refused by the policy (:mod:`.template_policy`) or by the API server."""
+
     reason = "InvalidListenerTemplate"
+
+
+class ObjectInTheWay(ConfigurationError):  # noqa: N818 - reads as the condition it reports
+    """An object under a child's name is not this listener's (:func:`.ownership.foreign_reason`)."""
+
+    reason = "ObjectInTheWay"
+
+
+REFUSALS: Final = (InvalidListenerTemplate, ObjectInTheWay)
+"""Configuration errors after which no listener pod may run: it is withdrawn and ``Degraded`` says why."""
 
 
 def rbac_to_listener(obj: Object) -> Iterable[Request]:
@@ -108,10 +162,23 @@ class AutoscalingListenerReconciler:
         self.roles = ctx.cache(ROLES)
         self.role_bindings = ctx.cache(ROLE_BINDINGS)
         self.scale_sets = ctx.cache(AUTOSCALING_RUNNER_SETS)
+        # The listener reports its state on the set it scales (docs/listener.md): the cache every other
+        # controller shares, watched for that annotation alone.
+        self.runner_sets = ctx.cache(EPHEMERAL_RUNNER_SETS)
+        with contextlib.suppress(ValueError):  # another reconciler on this manager added it already
+            ctx.manager.add_index(AUTOSCALING_LISTENERS, INDEX_RUNNER_SET, runner_set_index)
         settings = ctx.settings
         self.backoff = RestartBackoff(
             base=settings.listener_restart_backoff_base, cap=settings.listener_restart_backoff_cap
         )
+        # The credentials Secret, CA ConfigMap and proxy Secrets each listener is built from, watched (metadata
+        # only) so that a rotation reaches the listener within seconds.
+        self.references = ReferencedObjectWatch(ctx.kube, clock=ctx.clock)
+        # Per listener: the state annotation its set carried when this process created the listener's pod (a
+        # predecessor's: not the new listener's word), and the status this process last wrote, with the
+        # resourceVersion it was computed from (the cache may not show it yet).
+        self._predecessor_state: dict[str, str] = {}
+        self._written_status: dict[str, tuple[str, list[dict[str, Any]]]] = {}
 
     def controller(self, *, rate_limiter: RateLimiter | None = None) -> Controller:
         """The controller running this reconciler; ``rate_limiter``: its workqueue's (``None``: the default)."""
@@ -120,10 +187,21 @@ class AutoscalingListenerReconciler:
             AUTOSCALING_LISTENERS,
             self.reconcile,
             owns=[PODS, SERVICE_ACCOUNTS],
-            watches=[(ROLES, rbac_to_listener), (ROLE_BINDINGS, rbac_to_listener)],
+            watches=[
+                (ROLES, rbac_to_listener),
+                (ROLE_BINDINGS, rbac_to_listener),
+                Watch(EPHEMERAL_RUNNER_SETS, self._runner_set_to_listeners, on_update_if=listener_state_changed),
+            ],
+            sources=[self.references],
             rate_limiter=rate_limiter,
             clock=self.ctx.clock,
         )
+
+    def _runner_set_to_listeners(self, obj: Object) -> Iterable[Request]:
+        """An EphemeralRunnerSet concerns the listeners that scale it (whose state it carries)."""
+        view = ObjectView(obj)
+        listeners = self.listeners.by_index(INDEX_RUNNER_SET, f"{view.namespace}/{view.name}")
+        return [Request.for_object(listener) for listener in listeners]
 
     # -- the pass -------------------------------------------------------------------------------------
 
@@ -132,6 +210,9 @@ class AutoscalingListenerReconciler:
         obj = self.listeners.get(request.namespace, request.name)
         if obj is None:
             self.backoff.forget(key)
+            self.references.forget(request)
+            self._predecessor_state.pop(key, None)
+            self._written_status.pop(key, None)
             return Result()
         try:
             listener = AutoscalingListener.from_object(obj)
@@ -140,28 +221,46 @@ class AutoscalingListenerReconciler:
         view = AutoscalingListenerView(obj)
         if view.is_deleting:
             return await self._delete(obj, listener)
+        controller_namespace = self.ctx.settings.controller_namespace
+        refusal = listener_refusal(obj, controller_namespace=controller_namespace, scale_set=None)
+        if refusal is not None:
+            # Outside the controller namespace: refused before anything its spec names is read.
+            return await self._refuse(obj, listener, refusal)
         if not has_finalizer(obj, AUTOSCALING_LISTENER_FINALIZER):
             await add_finalizer(self.ctx.kube, AUTOSCALING_LISTENERS, obj, AUTOSCALING_LISTENER_FINALIZER)
             return Result()
-        if not await self._scale_set_exists(listener):
+        scale_set = await self._scale_set(listener, claimed_uid=view.annotation(ANNOTATION_AUTOSCALING_RUNNER_SET_UID))
+        if scale_set is None:
             log.info("AutoscalingListener %s: its AutoscalingRunnerSet is gone; deleting it", key)
             with contextlib.suppress(NotFound):
                 await self.ctx.kube.delete(AUTOSCALING_LISTENERS, listener.name, namespace=listener.namespace)
             return Result()
+        if view.annotation(ANNOTATION_RUNNER_SPEC_HASH):
+            log.debug("AutoscalingListener %s was made by ARC's controller; it is being replaced", key)
+            return Result()
+        refusal = listener_refusal(obj, controller_namespace=controller_namespace, scale_set=scale_set)
+        if refusal is not None:
+            return await self._refuse(obj, listener, refusal)
         report = ListenerReport(
             generation=view.generation,
             pod_running=listener_running(self.pods.get(listener.namespace, listener_pod_name(listener.name)) or {}),
         )
         try:
+            listener = with_scale_set_credentials(listener, _parse_scale_set(scale_set))
+            self.references.track(request, listener_references(listener))
+            await self._check_template(listener)
             await self._service_account(obj, listener)
-            await self._role(listener)
-            await self._role_binding(listener)
+            await self._role(obj, listener)
+            await self._role_binding(obj, listener)
             if listener.spec.proxy is not None:
                 await self._proxy_secret(obj, listener)
             config_version = await self._config_secret(obj, listener)
             return await self._pod(obj, listener, config_version, report)
         except ConfigurationError as exc:
             report.problem = (exc.reason, exc.message)
+            if isinstance(exc, REFUSALS):
+                report.refused = True
+                await self._withdraw(obj, listener, credentials=False)
             await self._warn(obj, listener, exc.reason, exc.message, action="Configure")
             raise
         except Conflict:
@@ -175,31 +274,122 @@ class AutoscalingListenerReconciler:
                 report.restarts = self.backoff.state(key, now=self.ctx.clock.monotonic())
                 await self._write_status(obj, report)
 
-    async def _scale_set_exists(self, listener: AutoscalingListener) -> bool:
+    async def _scale_set(self, listener: AutoscalingListener, *, claimed_uid: str) -> Object | None:
+        """The live AutoscalingRunnerSet the spec names (``None``: it does not exist).
+
+        The cached copy when it has the UID the listener claims; otherwise as the API has it now, since the cache
+        may not have seen it (or its replacement) yet: never delete or refuse on the strength of a cache miss.
+        """
         namespace = listener.spec.autoscaling_runner_set_namespace
         name = listener.spec.autoscaling_runner_set_name
-        if self.scale_sets.get(namespace, name) is not None:
-            return True
-        # The cache may simply not have seen it yet: never delete on the strength of a cache miss.
+        cached = self.scale_sets.get(namespace, name)
+        if cached is not None and claimed_uid and ObjectView(cached).uid == claimed_uid:
+            return cached
         try:
-            await self.ctx.kube.get(AUTOSCALING_RUNNER_SETS, name, namespace=namespace)
+            return await self.ctx.kube.get(AUTOSCALING_RUNNER_SETS, name, namespace=namespace)
         except NotFound:
-            return False
-        return True
+            return None
+
+    async def _refuse(self, obj: Object, listener: AutoscalingListener, refusal: Refusal) -> Result:
+        """A listener that is not served: what it was given is withdrawn, and ``Degraded`` and a Warning Event on
+        it (not on the scale set its spec names: that spec is not trusted) say why.
+
+        Not requeued: an edit of the listener, or its replacement by its scale set's controller, brings it back.
+        """
+        log.warning("AutoscalingListener %s/%s is not served: %s", listener.namespace, listener.name, refusal.message)
+        await self._withdraw(obj, listener, credentials=True)
+        await self.ctx.events.event(obj, type="Warning", reason=refusal.reason, note=refusal.message, action="Refuse")
+        report = ListenerReport(
+            generation=AutoscalingListenerView(obj).generation,
+            problem=(refusal.reason, refusal.message),
+            refused=True,
+        )
+        await self._write_status(obj, report)
+        return Result()
+
+    async def _withdraw(self, obj: Object, listener: AutoscalingListener, *, credentials: bool) -> None:
+        """Delete this listener's pod and, with ``credentials``, its config and proxy Secrets: only objects this
+        listener controls (by UID), so nothing of anybody else's is touched."""
+        namespace = listener.namespace
+        pod = self.pods.get(namespace, listener_pod_name(listener.name))
+        if pod is not None and is_controlled_by(pod, obj) and not ObjectView(pod).is_deleting:
+            await self._delete_pod(namespace, ObjectView(pod).name, uid=ObjectView(pod).uid)
+            self.ctx.metrics.set_listener_running(
+                scale_set_labels(listener.name, namespace, listener.metadata.labels), False
+            )
+        if not credentials:
+            return
+        for name in (listener_config_secret_name(listener.name), listener_proxy_secret_name(listener.name)):
+            secret = await self._get_uncached(SECRETS, namespace, name)
+            if secret is not None and is_controlled_by(secret, obj):
+                with contextlib.suppress(NotFound, Conflict):
+                    await self.ctx.kube.delete(
+                        SECRETS, name, namespace=namespace, preconditions=Preconditions(uid=ObjectView(secret).uid)
+                    )
+
+    async def _check_template(self, listener: AutoscalingListener) -> None:
+        """Refuse a ``listenerTemplate`` the policy does not allow (:mod:`.template_policy`), naming every field.
+
+        A reference the scale set does not own is allowed when the object exists in the controller namespace
+        with the shareable label; the lookup reads only that label (an object the controller may not read is
+        not shareable).
+        """
+        template = listener.spec.template
+        if not template:
+            return
+        settings = self.ctx.settings
+        spec = listener.spec
+        allowed = own_references(
+            listener_name=listener.name,
+            scale_set_namespace=spec.autoscaling_runner_set_namespace,
+            controller_namespace=listener.namespace,
+            github_config_secret=spec.github_config_secret,
+            proxy=spec.proxy,
+            tls=spec.github_server_tls,
+            pull_secrets=settings.image_pull_secrets,
+        )
+        shareable: set[tuple[Kind, str]] = set()
+        for kind, name in {(ref.kind, ref.name) for ref in references(template) if not allowed.permits(ref)}:
+            try:
+                found = await self._get_uncached(SECRETS if kind == "Secret" else CONFIG_MAPS, listener.namespace, name)
+            except Forbidden:
+                found = None
+            if found is not None and is_shareable(found):
+                shareable.add((kind, name))
+        violations = check_listener_template(
+            template,
+            allowed=allowed.including(shareable),
+            allow_privileged=settings.allow_privileged_listener_template,
+        )
+        if violations:
+            raise InvalidListenerTemplate(refusal_message(violations))
 
     # -- children -------------------------------------------------------------------------------------
 
     async def _ensure(
-        self, resource: Resource, desired: Mapping[str, Any], live: Object | None, *, replace: Iterable[str] = ()
+        self,
+        resource: Resource,
+        desired: Mapping[str, Any],
+        live: Object | None,
+        *,
+        owner: Object,
+        replace: Iterable[str] = (),
     ) -> dict[str, Any]:
         """Create ``desired``, or merge its metadata into ``live`` and replace the ``replace`` top-level fields
-        that differ. Returns the object as stored (or as last seen when nothing changed)."""
+        that differ. Returns the object as stored (or as last seen when nothing changed).
+
+        ``live`` is adopted only when it is ``owner``'s (the listener's; :func:`.ownership.foreign_reason`):
+        otherwise :class:`ObjectInTheWay`, and it is left untouched.
+        """
         want = ObjectView(desired)
         if live is None:
             try:
                 return await self.ctx.kube.create(resource, desired, namespace=want.namespace)
             except AlreadyExists:
                 live = await self.ctx.kube.get(resource, want.name, namespace=want.namespace)
+        foreign = foreign_reason(want.kind, live, owner, desired=desired)
+        if foreign is not None:
+            raise ObjectInTheWay(foreign)
         merged = merge_metadata(
             live,
             labels=want.labels,
@@ -218,17 +408,17 @@ class AutoscalingListenerReconciler:
     async def _service_account(self, obj: Object, listener: AutoscalingListener) -> None:
         desired = desired_service_account(obj, listener, excluded=self.ctx.settings.exclude_label_prefixes)
         live = self.service_accounts.get(listener.namespace, ObjectView(desired).name)
-        await self._ensure(SERVICE_ACCOUNTS, desired, live)
+        await self._ensure(SERVICE_ACCOUNTS, desired, live, owner=obj)
 
-    async def _role(self, listener: AutoscalingListener) -> None:
+    async def _role(self, obj: Object, listener: AutoscalingListener) -> None:
         desired = desired_role(listener, excluded=self.ctx.settings.exclude_label_prefixes)
         live = self.roles.get(*ObjectView(desired).key)
-        await self._ensure(ROLES, desired, live, replace=("rules",))
+        await self._ensure(ROLES, desired, live, owner=obj, replace=("rules",))
 
-    async def _role_binding(self, listener: AutoscalingListener) -> None:
+    async def _role_binding(self, obj: Object, listener: AutoscalingListener) -> None:
         desired = desired_role_binding(listener, excluded=self.ctx.settings.exclude_label_prefixes)
         live = self.role_bindings.get(*ObjectView(desired).key)
-        await self._ensure(ROLE_BINDINGS, desired, live, replace=("subjects",))
+        await self._ensure(ROLE_BINDINGS, desired, live, owner=obj, replace=("subjects",))
 
     async def _proxy_secret(self, obj: Object, listener: AutoscalingListener) -> None:
         assert listener.spec.proxy is not None
@@ -238,9 +428,9 @@ class AutoscalingListenerReconciler:
         desired = desired_proxy_secret(obj, listener, data, excluded=self.ctx.settings.exclude_label_prefixes)
         live = await self._get_uncached(SECRETS, listener.namespace, ObjectView(desired).name)
         if live is not None and data_differs(live, desired):
-            await self._ensure(SECRETS, desired, live, replace=("data",))
+            await self._ensure(SECRETS, desired, live, owner=obj, replace=("data",))
         else:
-            await self._ensure(SECRETS, desired, live)
+            await self._ensure(SECRETS, desired, live, owner=obj)
 
     async def _config_secret(self, obj: Object, listener: AutoscalingListener) -> str:
         """Bring the config Secret in line; returns its resourceVersion (the pod is stamped with it)."""
@@ -256,7 +446,7 @@ class AutoscalingListenerReconciler:
         desired = desired_config_secret(obj, listener, config, excluded_prefixes=ctx.settings.exclude_label_prefixes)
         live = await self._get_uncached(SECRETS, listener.namespace, ObjectView(desired).name)
         changed = live is not None and data_differs(live, desired)
-        stored = await self._ensure(SECRETS, desired, live, replace=("data",) if changed else ())
+        stored = await self._ensure(SECRETS, desired, live, owner=obj, replace=("data",) if changed else ())
         if changed:
             await self._event(
                 obj,
@@ -291,6 +481,10 @@ class AutoscalingListenerReconciler:
         name = ObjectView(desired).name
         live = self.pods.get(listener.namespace, name)
         now = ctx.clock.monotonic()
+        foreign = None if live is None else foreign_reason("Pod", live, obj)
+        if foreign is not None:
+            # Not ours: never deleted, recreated or merged into (it may be anybody's pod of that name).
+            raise ObjectInTheWay(foreign)
 
         if live is None:
             ctx.metrics.set_listener_running(metric_labels, False)
@@ -298,6 +492,8 @@ class AutoscalingListenerReconciler:
             if remaining > 0:
                 report.pod = backoff_readiness(self.backoff.state(key, now=now))
                 return Result(requeue_after=remaining)
+            # Whatever state the set carries now was written by an earlier listener, not by this pod's.
+            self._predecessor_state[key] = state_annotation(self._runner_set(listener))
             try:
                 await ctx.kube.create(PODS, desired, namespace=listener.namespace)
             except AlreadyExists:
@@ -350,13 +546,29 @@ class AutoscalingListenerReconciler:
             )
             return Result()
 
-        await self._ensure(PODS, desired, live)
+        await self._ensure(PODS, desired, live, owner=obj)
         running = listener_running(live)
-        report.pod = running_readiness(name) if running else pending_readiness(live)
+        report.pod = self._running_readiness(listener, live) if running else pending_readiness(live)
         ctx.metrics.set_listener_running(metric_labels, running)
-        # Nothing watches the GitHub Secret (caching every Secret is not worth it): re-read it periodically, so a
-        # rotated credential reaches the listener config (and restarts the listener) within this interval.
+        # The referenced Secrets and ConfigMaps are watched (self.references); this pass every interval is the
+        # fallback where that watch is not allowed (RBAC) or not running yet.
         return Result(requeue_after=ctx.settings.scale_set_verify_interval)
+
+    def _runner_set(self, listener: AutoscalingListener) -> Object | None:
+        spec = listener.spec
+        return self.runner_sets.get(spec.autoscaling_runner_set_namespace, spec.ephemeral_runner_set_name)
+
+    def _running_readiness(self, listener: AutoscalingListener, pod: Object) -> PodReadiness:
+        """``Ready`` of a running listener container: what its listener reports (:mod:`.listener_health`)."""
+        key = f"{listener.namespace}/{listener.name}"
+        runner_set = self._runner_set(listener)
+        predecessor = self._predecessor_state.get(key)
+        if predecessor is not None and state_annotation(runner_set) != predecessor:
+            del self._predecessor_state[key]  # the new listener has spoken
+            predecessor = None
+        state = reported_state(runner_set, pod=pod, predecessor=predecessor)
+        where = f"{listener.spec.autoscaling_runner_set_namespace}/{listener.spec.ephemeral_runner_set_name}"
+        return listener_readiness(ObjectView(pod).name, where, state)
 
     async def _delete_pod(self, namespace: str, name: str, *, uid: str, force: bool = False) -> None:
         # NotFound: gone already; Conflict: the name now holds a newer pod, which must be left alone.
@@ -388,10 +600,20 @@ class AutoscalingListenerReconciler:
             ]
         remaining = 0
         for resource, namespace, name in children:
-            try:
-                await self.ctx.kube.delete(resource, name, namespace=namespace)
-            except NotFound:
+            live = await self._get_uncached(resource, namespace, name)
+            if live is None:
                 continue
+            foreign = foreign_reason(resource.kind, live, obj)
+            if foreign is not None:
+                # Only what this listener owns is deleted (its spec may name any namespace).
+                log.info("AutoscalingListener %s/%s: not deleting %s", listener.namespace, listener.name, foreign)
+                continue
+            try:
+                await self.ctx.kube.delete(
+                    resource, name, namespace=namespace, preconditions=Preconditions(uid=ObjectView(live).uid)
+                )
+            except (NotFound, Conflict):
+                continue  # gone, or replaced by a newer object of that name (not this listener's)
             remaining += 1
         self.ctx.metrics.set_listener_running(
             scale_set_labels(listener.name, listener.namespace, listener.metadata.labels), False
@@ -409,13 +631,22 @@ class AutoscalingListenerReconciler:
 
         No resourceVersion precondition: only this controller writes the listener's status, and it is derived
         afresh from the live state on every pass, so a write from a stale read is corrected by the next pass.
+        The conditions are derived from what this process last wrote when the cache still shows the object it
+        was computed from (the write has not come back through the watch yet), so an outage's start or end is
+        announced once (:func:`.status.outage_event`), on the listener and on its AutoscalingRunnerSet.
         """
         view = AutoscalingListenerView(obj)
-        conditions = derive_conditions(view.conditions, report, now=self.ctx.clock.now())
-        patch = status_patch(view.status, conditions)
+        key = f"{view.namespace}/{view.name}"
+        stored: list[dict[str, Any]] = [dict(condition) for condition in view.conditions]
+        written = self._written_status.get(key)
+        if written is not None and written[0] == view.resource_version:
+            stored = written[1]
+        now = self.ctx.clock.now()
+        conditions = derive_conditions(stored, report, now=now)
+        patch = status_patch({"conditions": stored}, conditions)
         if not patch:
             return
-        with contextlib.suppress(NotFound):
+        try:
             await self.ctx.kube.patch(
                 AUTOSCALING_LISTENERS,
                 view.name,
@@ -423,6 +654,18 @@ class AutoscalingListenerReconciler:
                 namespace=view.namespace,
                 subresource="status",
             )
+        except NotFound:
+            return
+        self._written_status[key] = (view.resource_version, conditions)
+        event = outage_event(stored, conditions, now=now)
+        if event is not None:
+            kind, reason, note = event
+            await self.ctx.events.event(obj, type=kind, reason=reason, note=note, action="Listen")
+            scale_set = self.scale_sets.get(view.scale_set_namespace, view.scale_set_name)
+            if scale_set is not None:
+                await self.ctx.events.event(
+                    scale_set, type=kind, reason=reason, note=f"listener {key}: {note}", action="Listen"
+                )
 
     async def _event(self, obj: Object, reason: str, note: str, *, action: str) -> None:
         await self.ctx.events.event(obj, type="Normal", reason=reason, note=note, action=action)
@@ -437,6 +680,16 @@ class AutoscalingListenerReconciler:
             await self.ctx.events.event(
                 scale_set, type="Warning", reason=reason, note=f"listener: {note}", action=action
             )
+
+
+def _parse_scale_set(obj: Object) -> AutoscalingRunnerSet:
+    try:
+        return AutoscalingRunnerSet.from_object(obj)
+    except pydantic.ValidationError as exc:
+        view = ObjectView(obj)
+        raise InvalidSpec(
+            f"AutoscalingRunnerSet {view.namespace}/{view.name} cannot be read: {exc.errors()[:1]}"
+        ) from None
 
 
 def setup_autoscaling_listener_controller(

@@ -3,14 +3,22 @@
 Two conditions (ARC writes no listener status; the restart backoff of ARC #4656 would otherwise show only in
 Events):
 
-- ``Ready``: ``True`` while the listener container runs. ``False`` says why not: ``PodPending`` (created,
-  scheduling or starting), ``WaitingForBackoff`` (it failed and is recreated when its backoff ends),
-  ``Recreating`` (replaced because its spec or config changed), or the reason of a configuration error
-  (``InvalidListenerTemplate``, a missing Secret...). A configuration error found while the pod still runs
-  leaves ``Ready`` ``True`` and is named in its message: the listener serves, on its previous config.
-- ``Degraded``: ``True`` while the listener keeps failing and no replacement runs yet; the message says how
-  many failures in a row, when the next restart is due and how far the backoff grows. ``False`` otherwise,
-  including as soon as a replacement pod runs.
+- ``Ready``: ``True`` while the listener container runs and the listener reports that it holds its message
+  session and polls it (:mod:`.listener_health`: the state it writes on its EphemeralRunnerSet). ``False``
+  says why not: ``PodPending`` (created, scheduling or starting), ``WaitingForBackoff`` (it failed and is
+  recreated when its backoff ends), ``Recreating`` (replaced because its spec or config changed), the
+  listener's own account while its container runs (``ListenerStarting``, ``WaitingForSession``, ``Failing``,
+  ``Stopped``), or the reason of a configuration error (``InvalidListenerTemplate``, a missing Secret...). A
+  configuration error found while the pod still runs leaves ``Ready`` ``True`` and is named in its message:
+  the listener serves, on its previous config.
+- ``Degraded``: ``True`` while the listener keeps failing and no replacement runs yet (``ListenerFailing``; the
+  message says how many failures in a row, when the next restart is due and how far the backoff grows), and
+  during an outage: from the moment a ``Ready`` listener stops being ready until it is ready again
+  (``ListenerOffline``, whatever the cause; its ``lastTransitionTime`` is when the outage began). ``False``
+  otherwise. An outage's start and end are Events (:func:`outage_event`).
+- A refusal (a listener outside the controller namespace or not made by its scale set, an object in the way
+  of a child, a ``listenerTemplate`` the policy refuses: :mod:`.ownership`, :mod:`.template_policy`) makes
+  both ``Ready`` ``False`` and ``Degraded`` ``True`` with the refusal's reason and message: no listener runs.
 
 Messages are stable across the passes of one state (no countdowns), so a status that did not change is
 never written again; ``lastTransitionTime`` moves only when a condition's status flips
@@ -22,12 +30,18 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 from arc_scaleset.api.keys import LISTENER_CONTAINER_NAME
 from arc_scaleset.controllers.autoscalinglistener.restart import BackoffState
-from arc_scaleset.kube.conditions import ConditionStatus, format_time, set_condition
-from arc_scaleset.kube.views import PodView
+from arc_scaleset.kube.conditions import (
+    ConditionStatus,
+    format_time,
+    get_condition,
+    is_condition_true,
+    set_condition,
+)
+from arc_scaleset.kube.views import PodView, parse_timestamp
 
 CONDITION_READY: Final = "Ready"
 CONDITION_DEGRADED: Final = "Degraded"
@@ -38,15 +52,20 @@ REASON_WAITING_FOR_BACKOFF: Final = "WaitingForBackoff"
 REASON_RECREATING: Final = "Recreating"
 REASON_FAILING: Final = "ListenerFailing"
 REASON_HEALTHY: Final = "ListenerHealthy"
+REASON_OFFLINE: Final = "ListenerOffline"
+OUTAGE_REASONS: Final = frozenset({REASON_FAILING, REASON_OFFLINE})
+"""``Degraded`` reasons that mean "the listener is not serving": the span of an outage."""
 
 
 @dataclass(frozen=True)
 class PodReadiness:
-    """What the pod step of a pass found: the ``Ready`` condition's status, reason and message."""
+    """What the pod step of a pass found: the ``Ready`` condition's status, reason and message; ``runs``: the
+    listener container runs (it may still not be ready: no session, failing polls)."""
 
     ready: bool
     reason: str
     message: str
+    runs: bool = False
 
 
 @dataclass
@@ -60,6 +79,8 @@ class ListenerReport:
     """The pod step's finding; ``None`` when the pass ended before it (an error, a write conflict)."""
     problem: tuple[str, str] | None = None
     """(reason, message) of the configuration error that ended the pass."""
+    refused: bool = False
+    """The problem is a refusal: no listener pod runs for this listener (``Degraded`` says why)."""
     restarts: BackoffState | None = None
     """The listener's restart backoff (``None``: no failure on record)."""
     cancelled: bool = False
@@ -67,7 +88,7 @@ class ListenerReport:
 
 
 def running_readiness(pod_name: str) -> PodReadiness:
-    return PodReadiness(True, REASON_RUNNING, f"listener pod {pod_name} is running")
+    return PodReadiness(True, REASON_RUNNING, f"listener pod {pod_name} is running", runs=True)
 
 
 def pending_readiness(pod: Mapping[str, Any]) -> PodReadiness:
@@ -142,11 +163,16 @@ def derive_conditions(
             observed_generation=generation,
             now=now,
         )
-    running = report.pod.ready if report.pod is not None else report.pod_running
+    running = report.pod.runs if report.pod is not None else report.pod_running
     restarts = report.restarts
+    outage = _outage(conditions, ready)
     status: ConditionStatus = "False"
-    if restarts is not None and restarts.failures > 0 and not running:
+    if report.refused and report.problem is not None:
+        status, (reason, message) = "True", report.problem
+    elif restarts is not None and restarts.failures > 0 and not running:
         status, reason, message = "True", REASON_FAILING, degraded_message(restarts, now=now)
+    elif outage is not None:
+        status, reason, message = "True", REASON_OFFLINE, outage
     elif restarts is not None and restarts.failures > 0:
         reason, message = REASON_HEALTHY, f"the listener runs again; it had {_failed(restarts.failures)}"
     else:
@@ -162,12 +188,60 @@ def derive_conditions(
     )
 
 
+def _in_outage(conditions: Sequence[Mapping[str, Any]] | None) -> bool:
+    degraded = get_condition(conditions, CONDITION_DEGRADED)
+    return degraded is not None and degraded.get("status") == "True" and degraded.get("reason") in OUTAGE_REASONS
+
+
+def _outage(conditions: Sequence[Mapping[str, Any]] | None, ready: PodReadiness | None) -> str | None:
+    """The ``Degraded`` message of an outage this pass finds (``None``: no outage).
+
+    An outage begins when a ``Ready`` listener is found not ready, and lasts while it is not; a listener that has
+    not been ready yet (starting) is not in one. A pass that learned nothing (``ready`` is ``None``) keeps it.
+    """
+    if ready is None:
+        stored = get_condition(conditions, CONDITION_DEGRADED)
+        if _in_outage(conditions) and stored is not None and stored.get("reason") == REASON_OFFLINE:
+            return str(stored.get("message") or "")
+        return None
+    if ready.ready or not (is_condition_true(conditions, CONDITION_READY) or _in_outage(conditions)):
+        return None
+    return f"the listener is offline ({ready.reason}): {ready.message}"
+
+
+def outage_event(
+    before: Sequence[Mapping[str, Any]] | None, after: Sequence[Mapping[str, Any]], *, now: dt.datetime
+) -> tuple[Literal["Normal", "Warning"], str, str] | None:
+    """The Event (type, reason, note) that marks the start or the end of an outage between the stored
+    conditions and the new ones, or ``None``.
+
+    Start: ``Degraded`` turns ``True`` with an outage reason (``ListenerOffline``, with what ``Ready`` says).
+    End: it turns back while ``Ready`` is ``True`` (``ListenerOnline``, with how long the outage lasted, measured
+    from ``Degraded``'s ``lastTransitionTime``, so a controller restart in between loses nothing).
+    """
+    was, now_out = _in_outage(before), _in_outage(after)
+    ready = get_condition(after, CONDITION_READY) or {}
+    if now_out and not was:
+        return (
+            "Warning",
+            REASON_OFFLINE,
+            f"the listener is offline ({ready.get('reason', 'NotReady')}): {ready.get('message', '')}",
+        )
+    if was and not now_out and ready.get("status") == "True":
+        degraded = get_condition(before, CONDITION_DEGRADED) or {}
+        began = parse_timestamp(degraded.get("lastTransitionTime"))
+        lasted = f" after {_seconds(max(0.0, (now - began).total_seconds()))}" if began is not None else ""
+        since = f" (offline since {format_time(began)})" if began is not None else ""
+        return "Normal", "ListenerOnline", f"the listener is online again{lasted}{since}"
+    return None
+
+
 def _ready(report: ListenerReport) -> PodReadiness | None:
     if report.pod is not None:
         return report.pod
     if report.problem is not None:
         reason, message = report.problem
-        if report.pod_running:
+        if report.pod_running and not report.refused:
             # The pod runs on its previous config: the listener serves, but the problem must be visible.
             return PodReadiness(True, REASON_RUNNING, f"the listener pod runs on its previous config; {message}")
         return PodReadiness(False, reason, message)

@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from arc_scaleset.api.keys import AutoscalingRunnerSetPhase, EphemeralRunnerSetPhase
+from arc_scaleset.api.keys import ANNOTATION_RUNNER_SPEC_HASH, AutoscalingRunnerSetPhase, EphemeralRunnerSetPhase
 from arc_scaleset.api.semantic import deep_equal
 from arc_scaleset.api.views import EphemeralRunnerSetView
 from arc_scaleset.controllers.drift import contains_all, merge_metadata
@@ -164,9 +164,15 @@ def listener_differences(live: Mapping[str, Any], desired: Mapping[str, Any]) ->
     Spec fields are compared semantically, field by field (the names are returned, for the Event); labels and
     annotations the controller sets must be present with its values, while keys added by others are allowed
     (comparing whole maps would recreate the listener forever once a tool adds a label).
+
+    A listener ARC's controller made (it carries ARC's ``actions.github.com/runner-spec-hash``, which this
+    controller never writes) is always replaced, exactly once: its pod runs ARC's listener, and the
+    AutoscalingListener controller leaves such a listener alone until then (docs/migration.md).
     """
     have, wanted = ObjectView(live), ObjectView(desired)
     differences = [f"spec.{name}" for name in _spec_field_names(have.spec, wanted.spec)]
+    if ANNOTATION_RUNNER_SPEC_HASH in have.annotations and ANNOTATION_RUNNER_SPEC_HASH not in wanted.annotations:
+        differences.insert(0, "made by ARC's controller")
     if not contains_all(have.labels, wanted.labels):
         differences.append("metadata.labels")
     if not contains_all(have.annotations, wanted.annotations):

@@ -1,7 +1,9 @@
 """Deleting an AutoscalingRunnerSet, in order (docs/controllers.md):
 
 1. its AutoscalingListener(s) in the controller namespace (the listener stops taking jobs first);
-2. its EphemeralRunnerSet (whose controller removes every runner; busy runners block until their job ends);
+2. its EphemeralRunnerSets, found by owner reference whatever their names (ARC's are generated; a scale set
+   moved from ARC may have several), and the one named after it (whose controller removes every runner; busy
+   runners block until their job ends);
 3. the scale set on GitHub (a 404 means already gone), then the ``runner-scale-set-id`` annotation;
 4. the ``actions.github.com/cleanup-protection`` finalizer of each object a ``cleanup-*`` annotation names
    (the Helm-created secret and RBAC), in ARC's order;
@@ -85,7 +87,7 @@ async def reconcile_deletion(ctx: ControllerContext, obj: Object) -> Result:
 
     if not await _listeners_gone(ctx, obj):
         return Result(requeue_after=REQUEUE_SECONDS)
-    if not await _runner_set_gone(ctx, namespace, ephemeral_runner_set_name(name)):
+    if not await _runner_sets_gone(ctx, obj):
         return Result(requeue_after=REQUEUE_SECONDS)
     if not await _scale_set_gone(ctx, obj):
         return Result()  # the annotation patch brings the key back
@@ -119,12 +121,19 @@ async def _listeners_gone(ctx: ControllerContext, obj: Object) -> bool:
     return gone
 
 
-async def _runner_set_gone(ctx: ControllerContext, namespace: str, name: str) -> bool:
-    try:
-        await ctx.kube.delete(EPHEMERAL_RUNNER_SETS, name, namespace=namespace)
-    except KubeNotFound:
-        return True
-    return False
+async def _runner_sets_gone(ctx: ControllerContext, obj: Object) -> bool:
+    view = ObjectView(obj)
+    names = {ephemeral_runner_set_name(view.name)}
+    if view.uid:
+        names.update(ObjectView(ers).name for ers in ctx.cache(EPHEMERAL_RUNNER_SETS).by_owner(view.uid))
+    gone = True
+    for name in sorted(names):
+        try:
+            await ctx.kube.delete(EPHEMERAL_RUNNER_SETS, name, namespace=view.namespace)
+        except KubeNotFound:
+            continue
+        gone = False
+    return gone
 
 
 async def _scale_set_gone(ctx: ControllerContext, obj: Object) -> bool:
@@ -152,6 +161,7 @@ async def _scale_set_gone(ctx: ControllerContext, obj: Object) -> bool:
             action="Delete",
         )
         raise
+    await ctx.github.pool.scale_set_deleted(namespace=view.namespace, config_url=ars.spec.github_config_url)
     await ctx.kube.patch(
         AUTOSCALING_RUNNER_SETS,
         view.name,

@@ -16,6 +16,7 @@ from arc_scaleset.api.autoscalingrunnerset import AutoscalingRunnerSet
 from arc_scaleset.api.common import ApiModel
 from arc_scaleset.api.ephemeralrunnerset import EPHEMERAL_RUNNER_SETS
 from arc_scaleset.api.keys import (
+    ANNOTATION_AUTOSCALING_RUNNER_SET_UID,
     ANNOTATION_RUNNER_GROUP_NAME,
     ANNOTATION_RUNNER_SCALE_SET_ID,
     ANNOTATION_RUNNER_SCALE_SET_NAME,
@@ -220,8 +221,16 @@ def desired_autoscaling_listener(
     url_labels: Mapping[str, str],
     excluded_prefixes: Iterable[str] = (),
 ) -> dict[str, Any]:
-    """The AutoscalingListener in the controller ``namespace``; no owner reference (cross-namespace)."""
+    """The AutoscalingListener in the controller ``namespace``; no owner reference (cross-namespace).
+
+    Instead, the ``autoscaling-runner-set-uid`` annotation names the scale set that made it (over any user
+    annotation of that key): the listener controller serves a listener only while it matches the live scale
+    set's UID (docs/controllers.md, "AutoscalingListener").
+    """
     user_annotations = ars.spec.autoscaling_listener.annotations if ars.spec.autoscaling_listener else None
+    annotations = dict(user_annotations or {})
+    if ars.metadata.uid:
+        annotations[ANNOTATION_AUTOSCALING_RUNNER_SET_UID] = ars.metadata.uid
     return {
         "apiVersion": AUTOSCALING_LISTENERS.api_version,
         "kind": AUTOSCALING_LISTENERS.kind,
@@ -229,7 +238,7 @@ def desired_autoscaling_listener(
             "name": listener_name_of(ars),
             "namespace": namespace,
             "labels": autoscaling_listener_labels(ars, url_labels=url_labels, excluded_prefixes=excluded_prefixes),
-            "annotations": dict(user_annotations or {}),
+            "annotations": annotations,
         },
         "spec": autoscaling_listener_spec(
             ars,

@@ -11,14 +11,17 @@ Phases (docs/controllers.md; the revision design: docs/revisions.md):
 2. the version gate (a mismatched ``app.kubernetes.io/version`` is reported, never deleted);
 3. the finalizer;
 4. the config URL (and the URL labels); the scale set registered or reused by name in the runner group;
-5. the scale set verified on GitHub by ID on a spec change, when the listener is missing, and every
-   ``scale_set_verify_interval``: a definitive 404 re-registers it (the new ID flows to the runner set as a
-   revision bump); any other error is retried, never a re-registration; a found set has its group, name and
-   labels brought in line;
-6. the EphemeralRunnerSet: created (the ARS's name, revision 0), its runner spec patched with a revision bump
-   on semantic drift, its metadata merged, or torn down when Outdated at its current revision;
-7. the AutoscalingListener: stale ones (another name) deleted, created when missing, deleted and recreated
-   when a listener-relevant field changed;
+5. the scale set verified on GitHub by ID on a spec change, when the listener is missing, when a registration
+   annotation (runner group, scale-set name) is missing or stale, and every ``scale_set_verify_interval``: a
+   definitive 404 re-registers it (the new ID flows to the runner set as a revision bump); any other error
+   is retried, never a re-registration; a found set has its group, name and labels brought in line;
+6. the EphemeralRunnerSet: the scale set's sets are found by owner reference, whatever their names
+   (:mod:`arc_scaleset.controllers.runner_sets`: a scale set moved from ARC has ARC's generated names, possibly
+   several sets); sets superseded by the current one are deleted (drained: busy runners finish); the current
+   one is created when there is none (the ARS's name, revision 0), its runner spec patched with a revision
+   bump on semantic drift, its metadata merged, or torn down when Outdated at its current revision;
+7. the AutoscalingListener, pointed at the current set: stale ones (another name) deleted, created when
+   missing, deleted and recreated when a listener-relevant field changed or ARC's controller made it;
 8. done: ``Running``, ``observedGeneration`` = generation.
 
 Bad input (secret, URL, TLS, runner group, vault) ends the pass with a ``Degraded`` condition and a Warning
@@ -28,6 +31,7 @@ Event, and the key is retried with the workqueue's backoff; nothing is deleted b
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -44,10 +48,10 @@ from arc_scaleset.api.keys import (
     LABEL_VERSION,
 )
 from arc_scaleset.api.labels import github_url_labels
-from arc_scaleset.api.naming import ephemeral_runner_set_name
-from arc_scaleset.api.versions import is_version_allowed
+from arc_scaleset.api.versions import ARC_CHART_VERSIONS, accepts_version_label
 from arc_scaleset.api.views import AutoscalingListenerView, AutoscalingRunnerSetView
 from arc_scaleset.controllers.autoscalingrunnerset import deletion
+from arc_scaleset.controllers.autoscalingrunnerset.bounds import check_runner_bounds
 from arc_scaleset.controllers.autoscalingrunnerset.decisions import (
     ErsAction,
     listener_differences,
@@ -63,19 +67,28 @@ from arc_scaleset.controllers.autoscalingrunnerset.desired import (
 from arc_scaleset.controllers.autoscalingrunnerset.registration import (
     register_scale_set,
     registration_patch,
+    registration_record_stale,
     scale_set_client,
     sync_scale_set,
     url_labels_patch,
 )
-from arc_scaleset.controllers.autoscalingrunnerset.status import ReconcileReport, derive_status, status_patch
+from arc_scaleset.controllers.autoscalingrunnerset.status import (
+    ReconcileReport,
+    derive_status,
+    runner_set_problem,
+    scale_set_runner_counts,
+    status_patch,
+)
 from arc_scaleset.controllers.context import ControllerContext
 from arc_scaleset.controllers.errors import ConfigurationError, InvalidSpec, UnsupportedVersion
+from arc_scaleset.controllers.runner_sets import ScaleSetRunnerSets, sort_runner_sets
 from arc_scaleset.github import ActionsClient, ActionsError, NotFound, RateLimited, Unauthorized, is_transient
 from arc_scaleset.kube.controller import Controller, Request, Result
 from arc_scaleset.kube.errors import AlreadyExists, Conflict
 from arc_scaleset.kube.errors import NotFound as KubeNotFound
 from arc_scaleset.kube.finalizers import add_finalizer, has_finalizer
 from arc_scaleset.kube.informer import Object
+from arc_scaleset.kube.retry import retry_on_conflict
 from arc_scaleset.kube.views import ObjectView
 from arc_scaleset.kube.workqueue import RateLimiter
 
@@ -101,6 +114,8 @@ class _Pass:
     ars: AutoscalingRunnerSet
     report: ReconcileReport
     verified: bool = False
+    runner_set_name: str = ""
+    """The scale set's current EphemeralRunnerSet, once the pass found it in line (the listener's target)."""
 
 
 class AutoscalingRunnerSetReconciler:
@@ -142,6 +157,7 @@ class AutoscalingRunnerSetReconciler:
             generation=view.generation,
             observed_generation=view.observed_generation,
             stored_phase=view.phase,
+            runner_counts=scale_set_runner_counts(self._runner_sets_of(obj).all()),
         )
         try:
             try:
@@ -149,6 +165,7 @@ class AutoscalingRunnerSetReconciler:
             except pydantic.ValidationError as exc:
                 raise InvalidSpec(f"the AutoscalingRunnerSet cannot be read: {_first_error(exc)}") from None
             self._check_version(ars)
+            check_runner_bounds(ars, ceiling=self.ctx.settings.max_runners_ceiling)
             if not has_finalizer(obj, AUTOSCALING_RUNNER_SET_FINALIZER):
                 await add_finalizer(self.ctx.kube, AUTOSCALING_RUNNER_SETS, obj, AUTOSCALING_RUNNER_SET_FINALIZER)
                 report.progress = ("AddingFinalizer", "adding the finalizer")
@@ -198,12 +215,13 @@ class AutoscalingRunnerSetReconciler:
         if listener_result is not None:
             return listener_result
 
-        ers = self.runner_sets.get(ars.namespace, ephemeral_runner_set_name(ars.name)) or {}
+        ers = self.runner_sets.get(ars.namespace, scope.runner_set_name) or {}
         revision, applied = revisions_of(ers)
         report.complete = True
+        report.runner_set_problem = runner_set_problem(ers)
         report.ready_message = (
-            f"scale set {scale_set_id} registered; runner spec revision {revision} (applied {applied});"
-            f" listener {listener_name}"
+            f"scale set {scale_set_id} registered; EphemeralRunnerSet {scope.runner_set_name} at runner spec"
+            f" revision {revision} (applied {applied}); listener {listener_name}"
         )
         return Result(requeue_after=self._until_next_verification(scope))
 
@@ -211,13 +229,15 @@ class AutoscalingRunnerSetReconciler:
 
     def _check_version(self, ars: AutoscalingRunnerSet) -> None:
         version = (ars.metadata.labels or {}).get(LABEL_VERSION)
-        build = self.ctx.settings.build_version
-        # A missing label has nothing to compare (objects written by hand); ARC deletes the object here,
-        # which destroys a user's scale set on the strength of a label: reporting it is enough.
-        if version and not is_version_allowed(version, build):
+        settings = self.ctx.settings
+        build = settings.build_version
+        # ARC deletes the object here, which destroys a user's scale set on the strength of a label:
+        # reporting it is enough. ARC's own chart versions pass (api/versions.py), so ARC installs move over.
+        if not accepts_version_label(version, build, accept_any=settings.accept_any_version_label):
             raise UnsupportedVersion(
-                f"label {LABEL_VERSION}={version} is not managed by controller version {build}: upgrade the"
-                " scale set (its chart) to the controller's version, or run a matching controller"
+                f"label {LABEL_VERSION}={version} is not managed by controller version {build} (it manages its"
+                f" own versions and ARC's chart versions {ARC_CHART_VERSIONS}): install the scale set with a"
+                " supported chart version, or start the controller with --accept-any-version-label"
             )
 
     async def _client(self, ars: AutoscalingRunnerSet) -> ActionsClient:
@@ -251,6 +271,9 @@ class AutoscalingRunnerSetReconciler:
     def _verification_due(self, scope: _Pass, scale_set_id: int, *, listener_missing: bool) -> bool:
         last = self._verified.get((scope.ars.namespace, scope.ars.name))
         if last is None or last[1] != scale_set_id or listener_missing or scope.report.spec_changed:
+            return True
+        # A removed or edited registration annotation is restored on this pass, as ARC does.
+        if registration_record_stale(scope.obj, scope.ars):
             return True
         return self.ctx.clock.monotonic() - last[0] >= self.ctx.settings.scale_set_verify_interval
 
@@ -296,8 +319,13 @@ class AutoscalingRunnerSetReconciler:
             url_labels=url_labels,
             excluded_prefixes=ctx.settings.exclude_label_prefixes,
         )
-        name = ObjectView(desired).name
-        live = self.runner_sets.get(ars.namespace, name)
+        sets = self._runner_sets_of(obj)
+        if sets.superseded:
+            return await self._drain_superseded(scope, sets)
+        # The current set keeps its name (ARC's are generated); a new one gets the ARS's name. With no current
+        # set but some being deleted, the plan waits for them (a teardown rebuilds after the old set is gone).
+        live = sets.current or next(iter(sets.draining), None)
+        name = ObjectView(live).name if live is not None else ObjectView(desired).name
         plan = plan_ephemeral_runner_set(
             live,
             desired,
@@ -305,6 +333,7 @@ class AutoscalingRunnerSetReconciler:
             excluded_label_prefixes=ctx.settings.exclude_label_prefixes,
         )
         if plan.action is ErsAction.NONE:
+            scope.runner_set_name = name
             return None
         if plan.action is ErsAction.CREATE:
             try:
@@ -336,6 +365,25 @@ class AutoscalingRunnerSetReconciler:
             report.progress = ("UpdatingEphemeralRunnerSet", f"merged labels and annotations into {name}")
         return Result()
 
+    def _runner_sets_of(self, obj: Object) -> ScaleSetRunnerSets:
+        uid = ObjectView(obj).uid
+        return sort_runner_sets(self.runner_sets.by_owner(uid) if uid else ())
+
+    async def _drain_superseded(self, scope: _Pass, sets: ScaleSetRunnerSets) -> Result:
+        """Delete the sets older than the current one: their controller drains them (idle runners removed,
+        busy ones finish their job), then they go. Only a scale set moved from ARC has such sets."""
+        names = [ObjectView(runner_set).name for runner_set in sets.superseded]
+        for name in names:
+            with contextlib.suppress(KubeNotFound):
+                await self.ctx.kube.delete(EPHEMERAL_RUNNER_SETS, name, namespace=scope.ars.namespace)
+        note = (
+            f"EphemeralRunnerSet {sets.current_name} is the current one: draining and deleting {', '.join(names)}"
+            " (idle runners are removed, busy runners finish their job first)"
+        )
+        await self._event(scope.obj, "EphemeralRunnerSetSuperseded", note, action="Delete")
+        scope.report.progress = ("DrainingEphemeralRunnerSets", note)
+        return Result()
+
     async def _tear_down_outdated(self, scope: _Pass, ers_name: str) -> Result:
         ars, obj = scope.ars, scope.obj
         listener_gone = await self._delete_listeners(scope, keep=None)
@@ -360,7 +408,7 @@ class AutoscalingRunnerSetReconciler:
             ars,
             namespace=ctx.settings.controller_namespace,
             scale_set_id=scale_set_id,
-            ephemeral_runner_set=ephemeral_runner_set_name(ars.name),
+            ephemeral_runner_set=scope.runner_set_name,
             image=ctx.settings.controller_image,
             image_pull_secrets=ctx.settings.image_pull_secrets,
             url_labels=url_labels,
@@ -431,19 +479,42 @@ class AutoscalingRunnerSetReconciler:
     # -- status and events ----------------------------------------------------------------------------
 
     async def _write_status(self, obj: Object, report: ReconcileReport) -> None:
-        view = AutoscalingRunnerSetView(obj)
-        desired = derive_status(view.status, report, now=self.ctx.clock.now())
-        patch = status_patch(view.status, desired)
-        if not patch:
-            return
-        with contextlib.suppress(KubeNotFound):
-            await self.ctx.kube.patch(
-                AUTOSCALING_RUNNER_SETS,
-                view.name,
-                {"status": patch},
-                namespace=view.namespace,
-                subresource="status",
-            )
+        """Write the status this pass derived, computed from one consistent read (issue 15).
+
+        The patch is diffed against ``obj`` as this pass read it and carries its ``resourceVersion``. The
+        cache may not show this controller's previous status write yet, or the object changed since; then
+        the server refuses the patch (409) and the status is derived again from a fresh read, with the
+        phase and observed generation as that read has them. A fresh read of another generation means this
+        pass worked on an outdated spec: nothing is written, the pass that change triggers writes it. Without
+        the lock, a patch diffed against a stale copy carried ``observedGeneration`` without the phase that
+        belongs to it, and readers saw ``Pending`` at ``observedGeneration == generation``.
+        """
+        kube = self.ctx.kube
+        latest: Object = obj
+
+        async def attempt() -> None:
+            nonlocal latest
+            view = AutoscalingRunnerSetView(latest)
+            if view.generation != report.generation:
+                return
+            read = dataclasses.replace(report, observed_generation=view.observed_generation, stored_phase=view.phase)
+            patch = status_patch(view.status, derive_status(view.status, read, now=self.ctx.clock.now()))
+            if not patch:
+                return
+            body = {"metadata": {"resourceVersion": view.resource_version}, "status": patch}
+            try:
+                await kube.patch(AUTOSCALING_RUNNER_SETS, view.name, body, namespace=view.namespace,
+                                 subresource="status")  # fmt: skip
+            except Conflict:
+                latest = await kube.get(AUTOSCALING_RUNNER_SETS, view.name, namespace=view.namespace)
+                raise
+
+        try:
+            await retry_on_conflict(attempt, clock=self.ctx.clock)
+        except (Conflict, KubeNotFound) as exc:
+            # Gone, or changing faster than we write: the change that beat us brings the key back.
+            view = ObjectView(obj)
+            log.debug("status of %s/%s not written (%s): %s", view.namespace, view.name, type(exc).__name__, exc)
 
     async def _event(self, obj: Object, reason: str, note: str, *, action: str) -> None:
         view = ObjectView(obj)

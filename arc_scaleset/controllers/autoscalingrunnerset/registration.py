@@ -3,7 +3,9 @@
 - :func:`register_scale_set`: reuse the scale set of that name in the runner group, or create it;
 - :func:`sync_scale_set`: bring a registered scale set's runner group, name and labels in line with the spec;
 - :func:`registration_patch`: the ARS merge patch recording what was registered (annotations id, name,
-  group; the config URL labels; the defaulted ``runnerScaleSetName``).
+  group; the config URL labels; the defaulted ``runnerScaleSetName``);
+- :func:`registration_record_stale`: whether those annotations are missing or disagree with the spec, so the
+  scale set must be read from GitHub on this pass rather than at the next periodic check.
 
 The caller decides *when* (the reconciler), these functions decide *how*. GitHub errors propagate with their
 class (a 404 by ID is :class:`arc_scaleset.github.NotFound`: the scale set is definitively gone).
@@ -101,6 +103,22 @@ async def sync_scale_set(client: ActionsClient, ars: AutoscalingRunnerSet, scale
     if update:
         await client.update_runner_scale_set(scale_set.id, **update)
     return changes
+
+
+def registration_record_stale(ars_object: Mapping[str, Any], ars: AutoscalingRunnerSet) -> bool:
+    """Whether the ARS's record of its scale set needs GitHub's answer now: the runner-group or scale-set-name
+    annotation is missing, the recorded name is not the spec's, or ``spec.runnerGroup`` is set and the recorded
+    group is another (compared case-insensitively, as GitHub names groups and as ARC compares them).
+
+    ARC restores a deleted ``actions.github.com/runner-group-name`` on the pass that sees it missing; tools
+    and users read it (and copy it onto runners), so waiting for the periodic check would leave it absent.
+    """
+    annotations = ObjectView(ars_object).annotations
+    group = annotations.get(ANNOTATION_RUNNER_GROUP_NAME)
+    name = annotations.get(ANNOTATION_RUNNER_SCALE_SET_NAME)
+    if not group or not name or name != scale_set_name_of(ars):
+        return True
+    return bool(ars.spec.runner_group) and group.casefold() != ars.spec.runner_group.casefold()
 
 
 def registration_patch(

@@ -10,22 +10,54 @@ the phase is ``Pending``; when a pass finds every child in line with the spec th
 - ``Degraded``: the last pass failed (reason: a configuration error's reason, or ``GitHubUnavailable``...);
   retried with backoff until the input is fixed.
 
-Every condition carries ``observedGeneration``; ``lastTransitionTime`` moves only when a status flips.
+Every condition carries ``observedGeneration``; ``lastTransitionTime`` moves only when a status flips. A
+``Degraded`` condition of the scale set's EphemeralRunnerSet (a runner template the API server refuses...)
+makes the scale set ``Degraded`` and not ``Ready`` too (:func:`runner_set_problem`).
+
+A status is written from one consistent read (the reconciler's ``_write_status``): the patch is the diff
+against the object the pass read (:func:`status_patch`, with ``phase`` and ``observedGeneration`` always
+together) and carries that read's ``resourceVersion``; a newer object (this controller's own previous write
+that the cache does not show yet, an edit) makes the server refuse it, and the status is derived again from
+a fresh read. So no reader ever sees a combination that was never true, such as ``Pending`` at
+``observedGeneration == generation``.
+
+The runner counts (``currentRunners``, ``pendingEphemeralRunners``, ``runningEphemeralRunners``,
+``failedEphemeralRunners``, ``finishedEphemeralRunners``, ``deletingEphemeralRunners``) are ARC's fields, summed
+over the scale set's EphemeralRunnerSets as their controller last wrote them (:func:`scale_set_runner_counts`;
+ARC copies them from its newest set only, which hides the busy runners of a set being drained). Every pass
+writes them where they differ, so no value ARC left survives the first pass.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final
 
 from arc_scaleset.api.keys import AutoscalingRunnerSetPhase
-from arc_scaleset.kube.conditions import ConditionStatus, set_condition
+from arc_scaleset.kube.conditions import ConditionStatus, get_condition, set_condition
+from arc_scaleset.kube.views import ObjectView, integer
 
 CONDITION_READY = "Ready"
 CONDITION_PROGRESSING = "Progressing"
 CONDITION_DEGRADED = "Degraded"
+
+RUNNER_COUNTS: Final = (
+    ("currentRunners", "currentReplicas"),
+    ("pendingEphemeralRunners", "pendingEphemeralRunners"),
+    ("runningEphemeralRunners", "runningEphemeralRunners"),
+    ("failedEphemeralRunners", "failedEphemeralRunners"),
+    ("finishedEphemeralRunners", "finishedEphemeralRunners"),
+    ("deletingEphemeralRunners", "deletingEphemeralRunners"),
+)
+"""(field of the AutoscalingRunnerSet's status, field of each EphemeralRunnerSet's status it sums)."""
+
+
+def scale_set_runner_counts(runner_sets: Iterable[Mapping[str, Any]]) -> dict[str, int]:
+    """The scale set's runner counts: each EphemeralRunnerSet count summed over its sets (missing = 0)."""
+    statuses = [ObjectView(runner_set).status for runner_set in runner_sets]
+    return {name: sum(integer(status.get(source)) for status in statuses) for name, source in RUNNER_COUNTS}
 
 
 @dataclass
@@ -42,6 +74,11 @@ class ReconcileReport:
     problem: tuple[str, str] | None = None
     """(reason, message) of the failure that ended the pass."""
     ready_message: str = ""
+    runner_counts: dict[str, int] = field(default_factory=dict)
+    """The runner count fields to store (:func:`scale_set_runner_counts`); empty: leave them as they are."""
+    runner_set_problem: tuple[str, str] | None = None
+    """(reason, message) of the current EphemeralRunnerSet's ``Degraded`` condition while it is true
+    (:func:`runner_set_problem`): the spec reached the set, and the set cannot keep its runners."""
 
     @property
     def spec_changed(self) -> bool:
@@ -64,9 +101,32 @@ UP_TO_DATE: tuple[Verdict, Verdict] = (
 )
 
 
+def runner_set_problem(ers: Mapping[str, Any] | None) -> tuple[str, str] | None:
+    """(reason, message) of the EphemeralRunnerSet's ``Degraded`` condition when it is ``True``, else ``None``.
+
+    The set reports what only it can find out: a runner template the API server refuses
+    (``InvalidRunnerTemplate``), ``replicas`` above the controller's ceiling (``ReplicasAboveCeiling``).
+    """
+    condition = get_condition(ObjectView(ers or {}).status.get("conditions"), CONDITION_DEGRADED)
+    if condition is None or condition.get("status") != "True":
+        return None
+    return str(condition.get("reason") or "EphemeralRunnerSetDegraded"), str(condition.get("message") or "")
+
+
 def condition_verdicts(report: ReconcileReport) -> list[Verdict]:
-    """What each condition says after this pass; a condition the pass learned nothing about is left out."""
+    """What each condition says after this pass; a condition the pass learned nothing about is left out.
+
+    A complete pass whose EphemeralRunnerSet reports a problem is not ``Ready``: the spec is applied
+    (``Running``, ``observedGeneration`` caught up), but runners cannot be had, and ``Degraded`` says why.
+    """
     if report.complete and report.problem is None:
+        if report.runner_set_problem is not None:
+            reason, message = report.runner_set_problem
+            return [
+                (CONDITION_READY, "False", reason, message),
+                UP_TO_DATE[0],
+                (CONDITION_DEGRADED, "True", reason, message),
+            ]
         ready = report.ready_message or "the scale set is registered and up to date"
         return [(CONDITION_READY, "True", "Running", ready), *UP_TO_DATE]
     verdicts: list[Verdict] = []
@@ -86,6 +146,7 @@ def condition_verdicts(report: ReconcileReport) -> list[Verdict]:
 def derive_status(current: Mapping[str, Any] | None, report: ReconcileReport, *, now: dt.datetime) -> dict[str, Any]:
     """The full status to store for this pass (compare with the current one before writing)."""
     status: dict[str, Any] = dict(current or {})
+    status.update(report.runner_counts)
     if report.complete and report.problem is None:
         status["phase"] = AutoscalingRunnerSetPhase.RUNNING.value
         status["observedGeneration"] = report.generation
@@ -107,7 +168,20 @@ def derive_status(current: Mapping[str, Any] | None, report: ReconcileReport, *,
     return status
 
 
+TOGETHER: Final = ("phase", "observedGeneration")
+"""Status fields that are only ever written together: a reader must never see a new ``observedGeneration``
+beside a phase it was not derived with (``Pending`` at ``observedGeneration == generation``, issue 15)."""
+
+
 def status_patch(current: Mapping[str, Any] | None, desired: Mapping[str, Any]) -> dict[str, Any]:
-    """The changed top-level status fields (``{}`` when nothing changed)."""
+    """The changed top-level status fields (``{}`` when nothing changed); when one of :data:`TOGETHER`
+    changed, all of them are in the patch.
+
+    The patch is only as good as ``current``: the reconciler sends it with ``current``'s resourceVersion,
+    so a patch diffed against a stale copy is refused rather than applied to a newer status.
+    """
     have = current or {}
-    return {key: value for key, value in desired.items() if have.get(key) != value}
+    patch = {key: value for key, value in desired.items() if have.get(key) != value}
+    if any(key in patch for key in TOGETHER):
+        patch.update({key: desired[key] for key in TOGETHER if key in desired})
+    return patch

@@ -18,10 +18,10 @@ A pass (docs/controllers.md; the pod verdicts are :mod:`~arc_scaleset.controller
    the write of the pod's first state, or on their own after ``REGISTRATION_STATUS_DELAY`` seconds. A pod
    that starts at once then costs one status write instead of two -- the API server's most expensive
    request of a scale-up -- and the Secret stays the record of the runner ID meanwhile (a restart reads
-   it). A pod rejected by the API server marks the runner Failed with reason
-   ``InvalidPod``; a quota rejection waits, for at most 10 minutes of the runner's life; a pod that vanished
-   after the runner ran is a lost runner; a pod this process created and its cache does not show yet is
-   waited for, not created again;
+   it). A pod rejected by the API server marks the runner Failed with ARC's reason ``InvalidPod`` and message
+   ``Failed to create the pod: <the API server's message>``; a quota rejection waits, for at most 10 minutes
+   of the runner's life; a pod that vanished after the runner ran is a lost runner; a pod this process
+   created and its cache does not show yet is waited for, not created again;
 7. a pod -> act on its verdict: mirror phase/readiness; Succeeded then delete; Outdated and unregister;
    retry (delete the pod, record the failure); delete the runner (a job was lost, or the pod was
    OOM-killed, evicted or lost with its node); or fail fast when it can never start. A pod whose runner
@@ -243,11 +243,13 @@ class _RunnerPass:
         if secret_error is not None:
             return await self._secret_failed(secret_error, created, runner_id)
         if isinstance(created, Invalid | Forbidden):
-            if isinstance(created, Forbidden) and QUOTA_EXCEEDED_MARKER in str(created):
-                return await self._quota_exceeded(str(created))
-            await self._mark_done(
-                EphemeralRunnerPhase.FAILED, "InvalidPod", f"Failed to create the pod: {created}", runner_id
-            )
+            # ARC's wording (reason InvalidPod, "Failed to create the pod: " + the API server's message), which
+            # tooling matches; the API server's message alone, never our request line.
+            if isinstance(created, Forbidden) and QUOTA_EXCEEDED_MARKER in created.message:
+                return await self._quota_exceeded(created.message)
+            message = f"Failed to create the pod: {created.message}"
+            await self._event("Warning", "InvalidPod", message)
+            await self._mark_done(EphemeralRunnerPhase.FAILED, "InvalidPod", message, runner_id)
             return Result()
         # Step 6: the status changes wait for the pod's first state (see REGISTRATION_STATUS_DELAY).
         changes, self._changes = self._changes, {}

@@ -19,8 +19,14 @@ A pass (docs/controllers.md, docs/revisions.md; the decisions are
 5. wait while runners this process created are not yet in the cache (no double creation), then carry out
    :func:`.scaling.plan_scaling`: outdated hold, stale-Outdated deletion, failed-runner
    reaping, the patch gate, finished-runner reaping (marker first), scale-up (concurrent creates, bounded by
-   ``runner_create_concurrency``) or scale-down;
-6. write the phase if it differs (a diff of the phase alone).
+   ``runner_create_concurrency``) or scale-down. A set *superseded* by a newer set of its scale set
+   (:mod:`arc_scaleset.controllers.runner_sets`; only after a move from ARC) is planned as ``replicas`` 0 under
+   patch ID 0: it creates nothing and removes its idle runners while the AutoscalingRunnerSet deletes it;
+6. write the phase and the runner counts where they differ, in one patch (counts alone at most every
+   ``counts_interval`` seconds: :mod:`.counts`).
+
+The set's finalizer is this controller's, or ARC's (``ephemeralrunner.actions.github.com/finalizer``, on sets
+ARC's releases made): either one makes the set drain its runners before it goes, and both are removed then.
 
 Bad input (missing GitHub Secret, invalid URL, missing proxy credentials) is reported as a Warning Event on
 the set and the pass fails, so the key is retried with backoff; nothing is deleted because of it.
@@ -29,6 +35,7 @@ the set and the pass fails, so the key is retried with backoff; nothing is delet
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 from typing import Any, Final
 
@@ -36,6 +43,7 @@ from arc_scaleset.api.ephemeralrunner import EPHEMERAL_RUNNERS
 from arc_scaleset.api.ephemeralrunnerset import EPHEMERAL_RUNNER_SETS
 from arc_scaleset.api.keys import (
     EPHEMERAL_RUNNER_SET_FINALIZER,
+    EPHEMERAL_RUNNER_SET_FINALIZERS,
     LABEL_SCALE_SET_NAME,
     LABEL_SCALE_SET_NAMESPACE,
     EphemeralRunnerPhase,
@@ -44,6 +52,13 @@ from arc_scaleset.api.views import EphemeralRunnerSetView
 from arc_scaleset.controllers.context import ControllerContext
 from arc_scaleset.controllers.ephemeralrunnerset.builders import desired_ephemeral_runner
 from arc_scaleset.controllers.ephemeralrunnerset.cleanup import CleanupFailedError, execute_cleanup
+from arc_scaleset.controllers.ephemeralrunnerset.conditions import degraded_conditions, patch_conditions
+from arc_scaleset.controllers.ephemeralrunnerset.counts import (
+    DEFAULT_COUNTS_INTERVAL,
+    StatusPacer,
+    runner_counts,
+    status_changes,
+)
 from arc_scaleset.controllers.ephemeralrunnerset.expectations import CreationExpectations
 from arc_scaleset.controllers.ephemeralrunnerset.proxy import (
     delete_runner_proxy_secret,
@@ -55,19 +70,28 @@ from arc_scaleset.controllers.ephemeralrunnerset.scaling import (
     ScalingPlan,
     SetSpec,
     Step,
+    creation_batches,
     plan_scaling,
+    replicas_above_ceiling,
     revision_cleanup,
 )
 from arc_scaleset.controllers.ephemeralrunnerset.status import (
     patch_applied_actionable_revision,
     patch_finished_cleanup_marker,
-    patch_phase,
+    patch_status,
     read_finished_cleanup_patch_id,
+)
+from arc_scaleset.controllers.ephemeralrunnerset.template_check import (
+    REASON_INVALID_RUNNER_TEMPLATE,
+    TemplateChecks,
+    dry_run_pod,
+    try_runner_pod,
 )
 from arc_scaleset.controllers.errors import ConfigurationError
 from arc_scaleset.controllers.metrics import scale_set_labels
 from arc_scaleset.controllers.runner_classification import RunnerStates, RunnerView, RunnerViewCache, classify
 from arc_scaleset.controllers.runner_github import client_for_runner_spec
+from arc_scaleset.controllers.runner_sets import is_superseded, scale_set_uid_of
 from arc_scaleset.github import ActionsClient
 from arc_scaleset.kube.controller import Controller, Request, Result
 from arc_scaleset.kube.finalizers import add_finalizer, has_finalizer, remove_finalizer
@@ -89,16 +113,25 @@ class EphemeralRunnerSetReconciler:
     """Reconciles EphemeralRunnerSets (primary) and their EphemeralRunners (owned); see the module docstring.
 
     ``failed_runner_min_age``: seconds a Failed runner is kept before it is reaped and replaced
-    (:mod:`~arc_scaleset.controllers.ephemeralrunnerset.scaling`, rule 3).
+    (:mod:`~arc_scaleset.controllers.ephemeralrunnerset.scaling`, rule 3). ``counts_interval``: seconds between
+    two status writes that change only the runner counts (:mod:`~arc_scaleset.controllers.ephemeralrunnerset.counts`).
     """
 
-    def __init__(self, ctx: ControllerContext, *, failed_runner_min_age: float = DEFAULT_FAILED_RUNNER_MIN_AGE) -> None:
+    def __init__(
+        self,
+        ctx: ControllerContext,
+        *,
+        failed_runner_min_age: float = DEFAULT_FAILED_RUNNER_MIN_AGE,
+        counts_interval: float = DEFAULT_COUNTS_INTERVAL,
+    ) -> None:
         self._ctx = ctx
         self._kube = ctx.kube
         self._sets = ctx.cache(EPHEMERAL_RUNNER_SETS)
         self._runners = ctx.cache(EPHEMERAL_RUNNERS)
         self._failed_runner_min_age = failed_runner_min_age
         self.expectations = CreationExpectations(clock=ctx.clock)
+        self.templates = TemplateChecks(clock=ctx.clock)
+        self._pacer = StatusPacer(clock=ctx.clock, interval=counts_interval)
         self._views: dict[str, RunnerViewCache] = {}
 
     def controller(self, *, rate_limiter: RateLimiter | None = None) -> Controller:
@@ -117,11 +150,13 @@ class EphemeralRunnerSetReconciler:
         ers = self._sets.get(request.namespace, request.name)
         if ers is None:
             self.expectations.forget(str(request))
+            self.templates.forget(str(request))
             self._views.pop(str(request), None)
+            self._pacer.forget(str(request))
             return Result()
         if EphemeralRunnerSetView(ers).is_deleting:
             return await self._finalize(ers, request)
-        if not has_finalizer(ers, EPHEMERAL_RUNNER_SET_FINALIZER):
+        if not any(has_finalizer(ers, finalizer) for finalizer in EPHEMERAL_RUNNER_SET_FINALIZERS):
             await add_finalizer(self._kube, EPHEMERAL_RUNNER_SETS, ers, EPHEMERAL_RUNNER_SET_FINALIZER)
             return Result()
         try:
@@ -150,20 +185,82 @@ class EphemeralRunnerSetReconciler:
             log.debug("%s: waiting for %d created runners to reach the cache", key, waiting)
             return Result(requeue_after=EXPECTATION_RECHECK)
 
+        superseded = self._superseded(ers)
+        if superseded:
+            log.debug("%s: superseded by a newer set of its scale set: no new runners, idle ones removed", key)
         plan = plan_scaling(
             SetSpec(
-                replicas=view.replicas,
-                patch_id=view.patch_id,
+                # A superseded set is drained like a listener's "0 runners" (patch ID 0: authoritative).
+                replicas=0 if superseded else view.replicas,
+                patch_id=0 if superseded else view.patch_id,
                 actionable_revision=target,
                 applied_revision=view.applied_actionable_revision,
+                max_replicas=self._ctx.settings.max_runners_ceiling,
             ),
             states,
             now=self._ctx.clock.now(),
             failed_runner_min_age=self._failed_runner_min_age,
         )
+        rejection, recheck = await self._check_template(ers, key, creating=plan.create > 0)
+        problem = replicas_above_ceiling(ers, ceiling=self._ctx.settings.max_runners_ceiling)
+        if rejection is not None:
+            # No runner from a spec the API server refuses: none is registered on GitHub only to be refused.
+            plan = dataclasses.replace(plan, create=0)
+            problem = (
+                REASON_INVALID_RUNNER_TEMPLATE,
+                f"the API server refuses the runner pod: {rejection}; no runner is created (nor registered on"
+                " GitHub) until the runner template is fixed",
+            )
         await self._execute(ers, plan, key)
-        await patch_phase(self._kube, ers, phase=str(plan.phase))
-        return Result(requeue_after=plan.requeue_after)
+        await self._set_degraded(ers, problem)
+        counts_due = await self._write_status(ers, key, states, phase=str(plan.phase))
+        return Result(requeue_after=_sooner(_sooner(plan.requeue_after, counts_due), recheck))
+
+    async def _check_template(self, ers: Object, key: str, *, creating: bool) -> tuple[str | None, float | None]:
+        """The API server's refusal of the set's runner pod (``None``: accepted, or never tried) and, while it
+        refuses and runners are wanted, the seconds until it is tried again (:mod:`.template_check`).
+
+        The pod is tried (a dry-run create) only before a scale-up: for a runner spec not tried yet, or when
+        its verdict is due again.
+        """
+        verdict = self.templates.known(key, ers)
+        if creating and self.templates.due_in(verdict) == 0:
+            settings = self._ctx.settings
+            pod = dry_run_pod(ers, exclude_label_prefixes=settings.exclude_label_prefixes,
+                              version=settings.build_version)  # fmt: skip
+            verdict = self.templates.record(key, ers, await try_runner_pod(self._kube, pod))
+        if verdict is None or verdict.rejection is None:
+            return None, None
+        return verdict.rejection, self.templates.due_in(verdict) if creating else None
+
+    async def _set_degraded(self, ers: Object, problem: tuple[str, str] | None) -> None:
+        """Write the set's ``Degraded`` condition when it changes, with a Warning Event for a new problem."""
+        conditions = degraded_conditions(ers, problem, now=self._ctx.clock.now())
+        if conditions is None:
+            return
+        await patch_conditions(self._kube, ers, conditions)
+        if problem is not None:
+            reason, message = problem
+            await self._ctx.events.event(ers, type="Warning", reason=reason, note=message, action="Scale")
+
+    def _superseded(self, ers: Object) -> bool:
+        """Whether a newer EphemeralRunnerSet of the same scale set is the current one (docs/migration.md)."""
+        scale_set_uid = scale_set_uid_of(ers)
+        return bool(scale_set_uid) and is_superseded(ers, self._sets.by_owner(scale_set_uid))
+
+    async def _write_status(self, ers: Object, key: str, states: RunnerStates, *, phase: str | None) -> float | None:
+        """Write the phase and the runner counts where they differ; a write of counts alone waits for the
+        pacer: then the seconds until it may go out are returned (the pass comes back then), else ``None``."""
+        changes = status_changes(EphemeralRunnerSetView(ers).status, counts=runner_counts(states), phase=phase)
+        if not changes:
+            return None
+        if "phase" not in changes:
+            wait = self._pacer.wait(key)
+            if wait > 0:
+                return wait
+        await patch_status(self._kube, ers, changes)
+        self._pacer.wrote(key)
+        return None
 
     async def _apply_revision(self, ers: Object, runners: list[RunnerView], target: int) -> None:
         view = EphemeralRunnerSetView(ers)
@@ -209,31 +306,48 @@ class EphemeralRunnerSetReconciler:
             log.debug("%s: %s", key, plan.step)
 
     async def _create_runners(self, ers: Object, count: int, key: str) -> None:
-        """Create ``count`` runners concurrently (at most ``runner_create_concurrency`` requests at once)."""
-        limit = asyncio.Semaphore(self._ctx.settings.runner_create_concurrency)
+        """Create ``count`` runners in growing concurrent batches (:func:`.scaling.creation_batches`: 1, 2, 4, ...
+        up to ``runner_create_concurrency``), stopping after the first batch in which a creation failed.
+
+        At most one batch of requests (and tasks) is in flight, whatever ``count`` is; an API server that
+        refuses every runner (a quota, a webhook) costs one failed request, not ``count``. The pass then
+        fails and the key is retried with backoff; the runners created so far are expected in the cache.
+        """
         body = desired_ephemeral_runner(ers, exclude_label_prefixes=self._ctx.settings.exclude_label_prefixes)
 
         async def create_one() -> str:
-            async with limit:
-                created = await self._kube.create(EPHEMERAL_RUNNERS, body)
+            created = await self._kube.create(EPHEMERAL_RUNNERS, body)
             return EphemeralRunnerSetView(created).name
 
-        outcomes = await asyncio.gather(*(create_one() for _ in range(count)), return_exceptions=True)
-        names = [outcome for outcome in outcomes if isinstance(outcome, str)]
-        self.expectations.expect(key, names)
-        errors = [outcome for outcome in outcomes if isinstance(outcome, BaseException)]
+        names: list[str] = []
+        errors: list[BaseException] = []
+        try:
+            for size in creation_batches(count, limit=self._ctx.settings.runner_create_concurrency):
+                outcomes = await asyncio.gather(*(create_one() for _ in range(size)), return_exceptions=True)
+                names += [outcome for outcome in outcomes if isinstance(outcome, str)]
+                errors += [outcome for outcome in outcomes if isinstance(outcome, BaseException)]
+                if errors:
+                    break
+        finally:
+            self.expectations.expect(key, names)
         log.info("%s: created %d of %d runners", key, len(names), count)
         if errors:
-            raise CreateFailedError(f"{len(errors)} of {count} runner creations failed; first: {errors[0]}")
+            raise CreateFailedError(
+                f"{len(errors)} runner creation(s) failed, {count - len(names)} of {count} runners not created;"
+                f" first: {errors[0]}"
+            )
 
     # -- deletion ---------------------------------------------------------------------------------------
 
     async def _finalize(self, ers: Object, request: Request) -> Result:
-        if not has_finalizer(ers, EPHEMERAL_RUNNER_SET_FINALIZER):
+        held = [finalizer for finalizer in EPHEMERAL_RUNNER_SET_FINALIZERS if has_finalizer(ers, finalizer)]
+        if not held:
             return Result()
         runners = self._runner_views(ers)
         if runners:
             states = classify(runners, applied_revision=EphemeralRunnerSetView(ers).applied_actionable_revision)
+            # A draining set keeps showing what it still runs (kubectl, dashboards, the scale set's totals).
+            counts_due = await self._write_status(ers, str(request), states, phase=None)
             plan = revision_cleanup(states)
             if not plan.empty:
                 try:
@@ -244,11 +358,14 @@ class EphemeralRunnerSetReconciler:
                                                  action="Delete")  # fmt: skip
                     raise
             # Deletion events of the runners bring us back; busy runners come back when their job ends.
-            return Result()
+            return Result(requeue_after=counts_due)
         await delete_runner_proxy_secret(self._kube, ers)
-        await remove_finalizer(self._kube, EPHEMERAL_RUNNER_SETS, ers, EPHEMERAL_RUNNER_SET_FINALIZER)
+        for finalizer in held:
+            await remove_finalizer(self._kube, EPHEMERAL_RUNNER_SETS, ers, finalizer)
         self.expectations.forget(str(request))
+        self.templates.forget(str(request))
         self._views.pop(str(request), None)
+        self._pacer.forget(str(request))
         self._ctx.metrics.forget(self._metric_labels(ers))
         return Result()
 
@@ -291,6 +408,13 @@ class EphemeralRunnerSetReconciler:
         metrics.set_runner_count(
             EphemeralRunnerPhase.OUTDATED, labels, len(states.outdated) + len(states.stale_outdated)
         )
+
+
+def _sooner(first: float | None, second: float | None) -> float | None:
+    """The earlier of two optional requeue delays."""
+    if first is None:
+        return second
+    return first if second is None else min(first, second)
 
 
 def setup_ephemeral_runner_set_controller(

@@ -25,6 +25,9 @@ checked (docs/revisions.md, docs/listener.md):
 6. **Scale up** when ``scale_up_total`` (pending + running + failed + deleting) < replicas: create the
    difference. For ``patchID > 0`` the reconciler first checks the marker on a fresh read and creates
    nothing when it equals ``spec.patchID`` (the listener's decrement for the finished job is on its way).
+   The reconciler creates them in growing batches (:func:`creation_batches`: 1, 2, 4, ... up to the
+   create concurrency) and stops at the first batch with a failure, so an API server that refuses every
+   runner (a quota, a webhook) costs one failed create per pass, not one per missing runner.
 7. **Scale down** only for ``patchID == 0`` and ``total`` (pending + running + failed) > replicas: remove up
    to ``total - replicas`` idle runners, pending first, oldest first; never one with a job, never one
    without a runner ID (it may be registering this very moment).
@@ -34,24 +37,37 @@ from __future__ import annotations
 
 import datetime as dt
 import enum
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any, Final
 
 from arc_scaleset.api.keys import EphemeralRunnerSetPhase
+from arc_scaleset.api.views import EphemeralRunnerSetView
 from arc_scaleset.controllers.runner_classification import RunnerStates, RunnerView
 
 DEFAULT_FAILED_RUNNER_MIN_AGE = 60.0
 """Seconds a Failed runner is kept (from its creation) before it is reaped and its slot refilled."""
+REASON_REPLICAS_ABOVE_CEILING: Final = "ReplicasAboveCeiling"
 
 
 @dataclass(frozen=True)
 class SetSpec:
-    """The EphemeralRunnerSet fields the decisions read."""
+    """The EphemeralRunnerSet fields the decisions read.
+
+    ``max_replicas``: the controller's ceiling (``--max-runners-ceiling``); ``replicas`` above it count as
+    ``max_replicas`` (``None``: no ceiling).
+    """
 
     replicas: int
     patch_id: int
     actionable_revision: int = 0
     applied_revision: int = 0
+    max_replicas: int | None = None
+
+    @property
+    def effective_replicas(self) -> int:
+        """``replicas``, at most ``max_replicas``."""
+        return self.replicas if self.max_replicas is None else min(self.replicas, self.max_replicas)
 
 
 class Step(enum.StrEnum):
@@ -153,23 +169,57 @@ def plan_scaling(
             requeue_after=requeue_after,
         )
 
-    if states.scale_up_total < spec.replicas:
+    replicas = spec.effective_replicas
+    if states.scale_up_total < replicas:
         return ScalingPlan(
             step=Step.SCALE_UP,
             phase=phase,
-            create=spec.replicas - states.scale_up_total,
+            create=replicas - states.scale_up_total,
             check_finished_marker=spec.patch_id > 0,
             requeue_after=requeue_after,
         )
 
-    if spec.patch_id == 0 and states.total > spec.replicas:
+    if spec.patch_id == 0 and states.total > replicas:
         return ScalingPlan(
             step=Step.SCALE_DOWN,
             phase=phase,
-            cleanup=CleanupPlan(remove=scale_down_candidates(states), remove_limit=states.total - spec.replicas),
+            cleanup=CleanupPlan(remove=scale_down_candidates(states), remove_limit=states.total - replicas),
             requeue_after=requeue_after,
         )
     return ScalingPlan(step=Step.STEADY, phase=phase, requeue_after=requeue_after)
+
+
+def creation_batches(count: int, *, limit: int) -> list[int]:
+    """The batch sizes in which a scale-up creates ``count`` runners: 1, 2, 4, ... doubling up to ``limit``,
+    the last one cut so that they add up to ``count``.
+
+    The slow start of Kubernetes' ReplicaSet controller: a first request that fails costs nothing more, and
+    a working API server reaches full concurrency after a few round trips. At most ``limit`` creations
+    (and their tasks) are in flight at once, whatever ``count`` is.
+    """
+    if limit < 1:
+        raise ValueError("limit must be at least 1")
+    batches: list[int] = []
+    size, remaining = 1, count
+    while remaining > 0:
+        batch = min(size, limit, remaining)
+        batches.append(batch)
+        remaining -= batch
+        size *= 2
+    return batches
+
+
+def replicas_above_ceiling(ers: Mapping[str, Any], *, ceiling: int) -> tuple[str, str] | None:
+    """(reason, message) when the set asks for more runners than the controller's ceiling allows, else ``None``."""
+    replicas = EphemeralRunnerSetView(ers).replicas
+    if replicas <= ceiling:
+        return None
+    return (
+        REASON_REPLICAS_ABOVE_CEILING,
+        f"spec.replicas {replicas} is above the controller's ceiling of {ceiling} runners per scale set"
+        f" (--max-runners-ceiling): at most {ceiling} runners are kept; set the scale set's maxRunners to at most"
+        f" {ceiling}, or raise the ceiling",
+    )
 
 
 def scale_down_candidates(states: RunnerStates) -> list[RunnerView]:

@@ -11,7 +11,8 @@
 - :func:`patch_finished_cleanup_marker` (``patchFinishedRunnerCleanupPatchIDStatus``): the same shape for
   ``finishedRunnerCleanupPatchID``.
 - :func:`patch_phase`: the phase alone, diffed against the object as read (the revision fields are never
-  re-sent from a possibly stale copy).
+  re-sent from a possibly stale copy); :func:`patch_status`: the same for the phase and the runner counts
+  (:mod:`.counts`), in one write.
 """
 
 from __future__ import annotations
@@ -107,14 +108,23 @@ async def patch_phase(kube: KubeClient, ers: Mapping[str, Any], *, phase: str) -
     read is corrected by the next pass, and sending only this one field never overwrites another writer's
     fields.
     """
-    changes = phase_changes(ers, phase=phase)
+    return await patch_status(kube, ers, phase_changes(ers, phase=phase))
+
+
+async def patch_status(kube: KubeClient, ers: Mapping[str, Any], changes: Mapping[str, Any]) -> bool:
+    """Write ``changes`` (derived fields: the phase, the runner counts) to the status of ``ers``; True when
+    something was written.
+
+    No resourceVersion, for the reason :func:`patch_phase` gives: the fields are derived from the runners on
+    every pass, and only the changed fields are sent.
+    """
     if not changes:
         return False
     view = EphemeralRunnerSetView(ers)
     await kube.patch(
         EPHEMERAL_RUNNER_SETS,
         view.name,
-        {"status": changes},
+        {"status": dict(changes)},
         namespace=view.namespace,
         patch_type=PatchType.MERGE,
         subresource=STATUS,

@@ -89,6 +89,14 @@ def _spec_edit(**fields: Any) -> Callable[[dict[str, Any]], None]:
     return edit
 
 
+def _min_alone(value: int) -> Callable[[dict[str, Any]], None]:
+    def edit(manifest: dict[str, Any]) -> None:
+        manifest["spec"].pop("maxRunners", None)
+        manifest["spec"]["minRunners"] = value
+
+    return edit
+
+
 def _first_container(**fields: Any) -> Callable[[dict[str, Any]], None]:
     def edit(manifest: dict[str, Any]) -> None:
         container = manifest["spec"]["template"]["spec"]["containers"][0]
@@ -111,6 +119,16 @@ def _first_container(**fields: Any) -> Callable[[dict[str, Any]], None]:
             _spec_edit(maxRunners=-1),
             "spec.maxRunners: Invalid value: -1: spec.maxRunners in body should be greater than or equal to 0",
             id="negative-max",
+        ),
+        pytest.param(
+            _spec_edit(maxRunners=2**31),
+            "spec.maxRunners in body should be less than or equal to 2147483647",
+            id="max-above-what-the-listener-can-hold",
+        ),
+        pytest.param(
+            _min_alone(2**31),
+            "spec.minRunners in body should be less than or equal to 2147483647",
+            id="min-above-what-the-listener-can-hold",
         ),
         pytest.param(
             _spec_edit(maxRunners="ten"),

@@ -57,18 +57,26 @@ class Harness:
     # -- controllers ------------------------------------------------------------------------------------
 
     async def start(
-        self, *, ers: bool = True, er: bool = True, create_concurrency: int = 20, pending_timeout: float | None = 900.0
+        self,
+        *,
+        ers: bool = True,
+        er: bool = True,
+        create_concurrency: int = 20,
+        pending_timeout: float | None = 900.0,
+        **settings: Any,
     ) -> None:
+        """Run the controllers; ``settings``: further :class:`ControllerSettings` fields."""
         assert self.task is None, "already running"
         manager = Manager(self.kube, namespaces={self.namespace}, metrics_address=None, graceful_shutdown_timeout=5)
-        settings = ControllerSettings(
+        controller_settings = ControllerSettings(
             controller_namespace=self.namespace,
             controller_image="arc-scaleset:test",
             runner_create_concurrency=create_concurrency,
             runner_max_concurrent_reconciles=4,
             runner_pending_timeout=pending_timeout,
+            **settings,
         )
-        ctx = ControllerContext.create(self.kube, manager, settings, environ={})
+        ctx = ControllerContext.create(self.kube, manager, controller_settings, environ={})
         self.pools.append(ctx.github.pool)
         self.ctx = ctx
         self.ers_reconciler = EphemeralRunnerSetReconciler(ctx, failed_runner_min_age=self.failed_runner_min_age)

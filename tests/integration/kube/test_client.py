@@ -68,6 +68,21 @@ async def test_create_takes_the_namespace_from_the_object(kube: KubeClient, name
     assert created["metadata"]["namespace"] == namespace
 
 
+async def test_a_dry_run_create_validates_and_answers_without_storing_anything(
+    kube: KubeClient, namespace: str
+) -> None:
+    pod = {"metadata": {"name": "dry"}, "spec": {"containers": [{"name": "c", "image": "busybox"}]}}
+    answered = await kube.create(resources.PODS, pod, namespace=namespace, dry_run=True)
+    assert answered["metadata"]["name"] == "dry"
+    assert answered["spec"]["containers"][0]["terminationMessagePath"], "the server's defaults are applied"
+    with pytest.raises(NotFound):
+        await kube.get(resources.PODS, "dry", namespace=namespace)
+
+    pod["spec"]["containers"][0]["volumeMounts"] = [{"name": "missing", "mountPath": "/x"}]
+    with pytest.raises(Invalid, match="volumeMounts"):
+        await kube.create(resources.PODS, pod, namespace=namespace, dry_run=True)
+
+
 async def test_creating_an_existing_name_raises_already_exists(kube: KubeClient, namespace: str) -> None:
     await kube.create(CM, _cm("dup"), namespace=namespace)
     with pytest.raises(AlreadyExists, match='configmaps "dup" already exists'):

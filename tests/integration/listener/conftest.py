@@ -5,15 +5,22 @@
 - ``ers``: an EphemeralRunnerSet named ``SCALE_SET_NAME`` in the test's namespace (the CRDs installed).
 - ``start_listener``: builds and runs the listener in-process (as ``arc-scaleset listener`` would), with
   short timeouts; every listener started is stopped, and its session deleted, at the end of the test.
+- ``listener_process``: ``arc-scaleset listener`` as a pod runs it, a subprocess configured only by
+  ``LISTENER_CONFIG_PATH``, killed at the end if still running.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
+import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 
 from arc_scaleset.api import EPHEMERAL_RUNNER_SETS, EPHEMERAL_RUNNERS
@@ -21,10 +28,13 @@ from arc_scaleset.api.listener_config import ListenerConfig
 from arc_scaleset.github import ActionsClient, PersonalAccessToken, SystemInfo, parse_config_url
 from arc_scaleset.kube.client import KubeClient
 from arc_scaleset.listener.app import ListenerApp, Timing, build_listener
+from arc_scaleset_lab.harness.cluster import TestCluster
 from arc_scaleset_lab.harness.waiting import eventually
 from arc_scaleset_lab.sim.server import SimulatedGitHub
 from arc_scaleset_lab.sim.state import SimConfig
 
+REPO = Path(__file__).resolve().parents[3]
+GRACE_PERIOD = 60.0  # terminationGracePeriodSeconds of ARC's listener pod
 PAT = "ghp_listener_integration_token_0123456789"
 ORG = "octo-org"
 SCALE_SET_NAME = "arc-runners"
@@ -189,3 +199,72 @@ async def wait_for_replicas(kube: KubeClient, namespace: str, replicas: int, *, 
 
     result: dict[str, Any] = await eventually(matching, timeout=within, what=f"ERS replicas == {replicas}")
     return result
+
+
+class ListenerProcess:
+    def __init__(self, process: asyncio.subprocess.Process) -> None:
+        self.process = process
+        self.lines: list[dict[str, Any]] = []
+
+    async def read_until(self, message: str, *, within: float = 30.0) -> dict[str, Any]:
+        """Read JSON log lines until one with ``msg == message``; return it."""
+        assert self.process.stdout is not None
+        async with asyncio.timeout(within):
+            while True:
+                raw = await self.process.stdout.readline()
+                if not raw:
+                    raise AssertionError(f"listener exited before logging {message!r}: {self.lines[-5:]}")
+                try:
+                    line = orjson.loads(raw)
+                except orjson.JSONDecodeError:
+                    continue
+                self.lines.append(line)
+                if line.get("msg") == message:
+                    return dict(line)
+
+
+@contextlib.asynccontextmanager
+async def listener_process(
+    tmp_path: Path, cluster: TestCluster, env: ListenerSim, namespace: str, *, owner: str = "arc-runners-listener"
+) -> AsyncIterator[ListenerProcess]:
+    """``owner`` is the pod's hostname: the session owner name (the same for a pod and its replacement)."""
+    config = {
+        "configure_url": env.config_url,
+        "vault_type": "",
+        "github_token": PAT,
+        "ephemeral_runner_set_namespace": namespace,
+        "ephemeral_runner_set_name": SCALE_SET_NAME,
+        "max_runners": 5,
+        "min_runners": 0,
+        "runner_scale_set_id": env.scale_set_id,
+        "runner_scale_set_name": SCALE_SET_NAME,
+        "server_root_ca": "",
+        "log_level": "info",
+        "log_format": "json",
+        "metrics_addr": "127.0.0.1:0",
+        "metrics_endpoint": "/metrics",
+        "metrics": None,
+    }
+    path = tmp_path / "config.json"
+    path.write_bytes(orjson.dumps(config))
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "arc_scaleset.cli",
+        "listener",
+        env={
+            **os.environ,
+            "LISTENER_CONFIG_PATH": str(path),
+            "KUBECONFIG": str(cluster.kubeconfig),
+            "HOSTNAME": owner,
+        },
+        cwd=REPO,
+        stdout=asyncio.subprocess.PIPE,
+    )
+    handle = ListenerProcess(process)
+    try:
+        yield handle
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()

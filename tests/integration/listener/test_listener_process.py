@@ -3,16 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import os
 import signal
-import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 import aiohttp
-import orjson
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -20,80 +14,15 @@ from arc_scaleset.kube.client import KubeClient
 from arc_scaleset_lab.harness.cluster import TestCluster
 from arc_scaleset_lab.sim.state import JobState
 from tests.integration.listener.conftest import (
-    PAT,
+    GRACE_PERIOD,
     SCALE_SET_NAME,
     ListenerSim,
     admin_client,
     create_runner,
+    listener_process,
 )
 
 pytestmark = pytest.mark.cluster
-
-REPO = Path(__file__).resolve().parents[3]
-GRACE_PERIOD = 60.0  # terminationGracePeriodSeconds of ARC's listener pod
-
-
-class ListenerProcess:
-    def __init__(self, process: asyncio.subprocess.Process) -> None:
-        self.process = process
-        self.lines: list[dict[str, Any]] = []
-
-    async def read_until(self, message: str, *, within: float = 30.0) -> dict[str, Any]:
-        """Read JSON log lines until one with ``msg == message``; return it."""
-        assert self.process.stdout is not None
-        async with asyncio.timeout(within):
-            while True:
-                raw = await self.process.stdout.readline()
-                if not raw:
-                    raise AssertionError(f"listener exited before logging {message!r}: {self.lines[-5:]}")
-                try:
-                    line = orjson.loads(raw)
-                except orjson.JSONDecodeError:
-                    continue
-                self.lines.append(line)
-                if line.get("msg") == message:
-                    return dict(line)
-
-
-@contextlib.asynccontextmanager
-async def listener_process(
-    tmp_path: Path, cluster: TestCluster, env: ListenerSim, namespace: str
-) -> AsyncIterator[ListenerProcess]:
-    config = {
-        "configure_url": env.config_url,
-        "vault_type": "",
-        "github_token": PAT,
-        "ephemeral_runner_set_namespace": namespace,
-        "ephemeral_runner_set_name": SCALE_SET_NAME,
-        "max_runners": 5,
-        "min_runners": 0,
-        "runner_scale_set_id": env.scale_set_id,
-        "runner_scale_set_name": SCALE_SET_NAME,
-        "server_root_ca": "",
-        "log_level": "info",
-        "log_format": "json",
-        "metrics_addr": "127.0.0.1:0",
-        "metrics_endpoint": "/metrics",
-        "metrics": None,
-    }
-    path = tmp_path / "config.json"
-    path.write_bytes(orjson.dumps(config))
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "arc_scaleset.cli",
-        "listener",
-        env={**os.environ, "LISTENER_CONFIG_PATH": str(path), "KUBECONFIG": str(cluster.kubeconfig)},
-        cwd=REPO,
-        stdout=asyncio.subprocess.PIPE,
-    )
-    handle = ListenerProcess(process)
-    try:
-        yield handle
-    finally:
-        if process.returncode is None:
-            process.kill()
-            await process.wait()
 
 
 async def test_sigterm_deletes_the_session_within_the_grace_period(

@@ -154,6 +154,29 @@ async def test_a_429_with_retry_after_is_honoured_before_polling_again(
     assert not handle.task.done()
 
 
+async def test_a_429_on_job_acquisition_does_not_stop_polling_and_the_count_still_reaches_the_ers(
+    kube: KubeClient, namespace: str, ers: str, listener_sim: ListenerSim, start_listener: StartListener
+) -> None:
+    handle = await start_listener(listener_config(listener_sim, namespace))
+    await listener_sim.sim.changes.wait_until(lambda: bool(listener_sim.sim.state.sessions))
+    listener_sim.sim.faults.add(FaultRule(route="acquire_jobs", status=429, retry_after=4.0, count=2))
+    ids = await enqueue(listener_sim, 2)
+    await all_acquired(listener_sim, ids)
+    await wait_for_replicas(kube, namespace, 2)
+    acquisitions = [r for r in listener_sim.sim.requests if r.route == "acquire_jobs"]
+    limited_from = next(r.at for r in acquisitions if r.status == 429)
+    acquired_at = next(r.at for r in acquisitions if r.status == 200)
+    # Retry-After was honoured (whoever waited, the client or the side call) ...
+    assert acquired_at - limited_from >= 4.0
+    # ... beside the loop, which went on polling meanwhile (ARC's listener stopped for up to ~45 s).
+    polls_meanwhile = [
+        r for r in listener_sim.sim.requests if r.route == "get_message" and limited_from < r.at < acquired_at
+    ]
+    assert len(polls_meanwhile) >= 2
+    never_acquired_twice(handle)
+    assert not handle.task.done()
+
+
 async def test_a_slow_service_times_out_the_poll_and_the_listener_carries_on(
     kube: KubeClient, namespace: str, ers: str, listener_sim: ListenerSim, start_listener: StartListener
 ) -> None:

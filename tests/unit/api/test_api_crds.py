@@ -141,6 +141,12 @@ def test_runner_bounds_have_a_minimum_of_zero() -> None:
             assert (node["type"], node["minimum"]) == ("integer", 0)
 
 
+def test_runner_bounds_have_a_maximum_the_listener_can_hold() -> None:
+    for kind in ("AutoscalingRunnerSet", "AutoscalingListener"):
+        for field in ("minRunners", "maxRunners"):
+            assert at(schema_of(kind), f"spec.{field}")["maximum"] == 2**31 - 1
+
+
 def test_min_above_max_is_rejected_by_a_cel_rule_only_when_both_are_set() -> None:
     [rule] = at(schema_of("AutoscalingRunnerSet"), "spec")["x-kubernetes-validations"]
     assert rule["rule"] == "!has(self.minRunners) || !has(self.maxRunners) || self.minRunners <= self.maxRunners"
@@ -242,7 +248,8 @@ def test_the_quantity_pattern_also_rejects_numbers_without_digits(degenerate: st
 def test_every_printer_column_points_at_a_field_of_the_schema(crd: dict[str, Any]) -> None:
     schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
     columns = crd["spec"]["versions"][0]["additionalPrinterColumns"]
-    assert columns[-1] == {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}
+    age = {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}
+    assert columns[-1] in (age, {**age, "priority": 1})
     for column in columns:
         path = column["jsonPath"]
         assert path.startswith("."), path
@@ -254,10 +261,48 @@ def test_every_printer_column_points_at_a_field_of_the_schema(crd: dict[str, Any
         assert node["type"] == expected, path
 
 
-def test_arcs_printer_columns_for_missing_fields_are_gone() -> None:
-    paths = [column["jsonPath"] for crd in CRDS for column in crd["spec"]["versions"][0]["additionalPrinterColumns"]]
-    assert ".status.finishedEphemeralRunners" not in paths
-    assert ".status.deletingEphemeralRunners" not in paths
+# ARC's released CRDs (0.9.0 through 0.14.2), charts/gha-runner-scale-set-controller/crds/: (name, type) of each
+# column `kubectl get` shows by default, in order.
+ARC_DEFAULT_COLUMNS = {
+    "AutoscalingRunnerSet": [
+        ("Minimum Runners", "integer"), ("Maximum Runners", "integer"), ("Current Runners", "integer"),
+        ("State", "string"), ("Pending Runners", "integer"), ("Running Runners", "integer"),
+        ("Finished Runners", "integer"), ("Deleting Runners", "integer"),
+    ],
+    "EphemeralRunnerSet": [
+        ("DesiredReplicas", "integer"), ("CurrentReplicas", "integer"), ("Pending Runners", "integer"),
+        ("Running Runners", "integer"), ("Finished Runners", "integer"), ("Deleting Runners", "integer"),
+    ],
+    "EphemeralRunner": [
+        ("GitHub Config URL", "string"), ("RunnerId", "number"), ("Status", "string"), ("JobRepository", "string"),
+        ("JobWorkflowRef", "string"), ("WorkflowRunId", "number"), ("JobDisplayName", "string"),
+        ("JobId", "string"), ("Message", "string"), ("Age", "date"),
+    ],
+    "AutoscalingListener": [
+        ("GitHub Configure URL", "string"), ("AutoscalingRunnerSet Namespace", "string"),
+        ("AutoscalingRunnerSet Name", "string"),
+    ],
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("crd", CRDS, ids=lambda crd: crd["spec"]["names"]["kind"])
+def test_kubectl_get_shows_arcs_columns_and_the_extra_ones_only_in_wide_output(crd: dict[str, Any]) -> None:
+    columns = crd["spec"]["versions"][0]["additionalPrinterColumns"]
+    default = [(column["name"], column["type"]) for column in columns if not column.get("priority")]
+    assert default == ARC_DEFAULT_COLUMNS[crd["spec"]["names"]["kind"]]
+
+
+def test_arcs_columns_that_read_unwritten_fields_read_maintained_ones_here() -> None:
+    paths = {
+        (crd["spec"]["names"]["kind"], column["name"]): column["jsonPath"]
+        for crd in CRDS
+        for column in crd["spec"]["versions"][0]["additionalPrinterColumns"]
+    }
+    # ARC: .status.state (never written); .status.finished/deletingEphemeralRunners (not in its schema).
+    assert paths["AutoscalingRunnerSet", "State"] == ".status.phase"
+    for kind in ("AutoscalingRunnerSet", "EphemeralRunnerSet"):
+        assert paths[kind, "Finished Runners"] == ".status.finishedEphemeralRunners"
+        assert paths[kind, "Deleting Runners"] == ".status.deletingEphemeralRunners"
 
 
 # --- the command ----------------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ import pytest
 
 from arc_scaleset.api.autoscalingrunnerset import MAX_RUNNERS_UNBOUNDED
 from arc_scaleset.api.common import GaugeMetric, HistogramMetric, MetricsConfig
+from arc_scaleset.api.credentials import AppConfig
 from arc_scaleset.api.listener_config import ListenerConfig, ListenerConfigError
 from tests.unit.api.listener_config_fixtures import ARC_WRITTEN_PAT_CONFIG, PRIVATE_KEY, TOKEN
 
@@ -36,7 +37,7 @@ def test_a_config_written_by_arcs_controller_loads() -> None:
     assert (config.min_runners, config.max_runners) == (1, 10)
     assert config.runner_scale_set_id == 7
     assert config.runner_scale_set_name == "arc-runners"
-    assert config.credential_data() == {"github_token": TOKEN}
+    assert config.app_config() == AppConfig(github_token=TOKEN)
     assert (config.log_level, config.log_format) == ("debug", "text")
     assert (config.metrics_addr, config.metrics_endpoint) == (":8080", "/metrics")
     assert config.metrics is None
@@ -81,11 +82,9 @@ def test_an_arc_written_github_app_config_loads_with_the_app_id_as_a_string() ->
         )
     )
     assert config.uses_github_app
-    assert config.credential_data() == {
-        "github_app_id": "Iv1.abc123",
-        "github_app_installation_id": "4242",
-        "github_app_private_key": PRIVATE_KEY,
-    }
+    assert config.app_config() == AppConfig(
+        github_app_id="Iv1.abc123", github_app_installation_id=4242, github_app_private_key=PRIVATE_KEY
+    )
 
 
 def test_an_older_arc_config_with_a_numeric_app_id_and_a_string_installation_id_loads() -> None:
@@ -238,24 +237,34 @@ def test_invalid_json_is_reported_without_its_content() -> None:
 # --- credentials ------------------------------------------------------------------------------------------
 
 
-def test_both_a_token_and_app_credentials_are_refused() -> None:
+# The rule's table of combinations and messages: tests/unit/api/test_api_credentials.py.
+
+
+def test_both_a_token_and_a_complete_app_are_refused_with_arcs_message() -> None:
     problems = problems_of(valid(github_app_id="1", github_app_installation_id=2, github_app_private_key=PRIVATE_KEY))
     assert problems == [
-        "both PAT and GitHub App credentials provided: set either github_token or the three github_app_* fields, "
-        "not both"
+        "both PAT and GitHub App credentials provided. should only provide one (remove github_token or the "
+        "github_app_id, github_app_installation_id, github_app_private_key keys)"
     ]
 
 
-def test_no_credentials_are_refused() -> None:
+def test_no_credentials_are_refused_with_arcs_message() -> None:
     (problem,) = problems_of(valid(github_token=""))
-    assert problem.startswith("no credentials provided")
+    assert problem.startswith("no credentials provided: either a PAT or GitHub App credentials should be provided")
 
 
-def test_incomplete_app_credentials_name_what_is_missing() -> None:
+def test_incomplete_app_credentials_are_refused_naming_what_is_missing() -> None:
     (problem,) = problems_of(valid(github_token="", github_app_id="1", github_app_installation_id=0))
     assert problem == (
-        "incomplete GitHub App credentials: github_app_installation_id, github_app_private_key missing or empty"
+        "no credentials provided: either a PAT or GitHub App credentials should be provided (the GitHub App "
+        "credentials lack github_app_installation_id, github_app_private_key)"
     )
+
+
+def test_a_token_with_part_of_an_app_uses_the_token_as_arcs_listener_does() -> None:
+    config = ListenerConfig.model_validate(valid(github_app_id="1", github_app_private_key=PRIVATE_KEY))
+    assert not config.uses_github_app
+    assert config.app_config() == AppConfig(github_token=TOKEN)
 
 
 def test_azure_key_vault_is_refused_as_unsupported_with_what_to_do_instead() -> None:

@@ -94,6 +94,27 @@ def test_defaults_are_arcs() -> None:
     assert ignored_flag_warnings(args) == []
 
 
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [([], False), (["--accept-any-version-label"], True), (["--accept-any-version-label=false"], False)],
+)
+def test_accept_any_version_label_turns_the_version_gate_off_only_when_given(
+    argv: list[str], expected: bool
+) -> None:
+    assert settings_from_args(parse(*argv), ENV).accept_any_version_label is expected
+
+
+@pytest.mark.parametrize(("argv", "expected"), [([], 10_000), (["--max-runners-ceiling=250"], 250)])
+def test_the_max_runners_ceiling_defaults_to_ten_thousand_and_can_be_set(argv: list[str], expected: int) -> None:
+    assert settings_from_args(parse(*argv), ENV).max_runners_ceiling == expected
+
+
+def test_a_max_runners_ceiling_below_one_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        parse("--max-runners-ceiling=0")
+    assert "--max-runners-ceiling" in capsys.readouterr().err
+
+
 def test_repeatable_flags_collect_every_value_in_order() -> None:
     args = parse(
         "--exclude-label-propagation-prefix=argocd.argoproj.io/",

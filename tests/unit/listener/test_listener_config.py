@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from arc_scaleset.api.credentials import AppConfig
 from arc_scaleset.api.listener_config import ListenerConfigError
 from arc_scaleset.listener.config import config_path_from_environment, load_config
 from tests.unit.api.listener_config_fixtures import ARC_WRITTEN_PAT_CONFIG, TOKEN
@@ -16,7 +17,7 @@ def test_a_config_file_written_by_arcs_controller_loads(tmp_path: Path) -> None:
     path.write_text(ARC_WRITTEN_PAT_CONFIG)
     config = load_config(path)
     assert config.runner_scale_set_id == 7
-    assert config.credential_data() == {"github_token": TOKEN}
+    assert config.app_config() == AppConfig(github_token=TOKEN)
 
 
 def test_problems_name_the_file_they_are_in(tmp_path: Path) -> None:

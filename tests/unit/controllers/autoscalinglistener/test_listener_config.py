@@ -9,13 +9,13 @@ from pathlib import Path
 import orjson
 import pytest
 
+from arc_scaleset.api.credentials import AppConfig
 from arc_scaleset.controllers.autoscalinglistener.config import (
     InvalidListenerConfig,
     data_differs,
     desired_config_secret,
     listener_config,
 )
-from arc_scaleset.controllers.github_access import AppConfig
 from arc_scaleset.controllers.settings import ControllerSettings
 from arc_scaleset.listener.config import load_config
 from tests.unit.controllers.listener_factory import listener_object, parsed_listener
@@ -60,11 +60,7 @@ def test_the_listener_reads_back_exactly_what_the_controller_writes(tmp_path: Pa
     path.write_bytes(written_json(desired_config_secret(obj, parsed_listener(obj), config)))
     read_back = load_config(path)
     assert read_back == config
-    assert read_back.credential_data() == {
-        "github_app_id": "Iv1.abc",
-        "github_app_installation_id": "42",
-        "github_app_private_key": "-----BEGIN KEY",
-    }
+    assert read_back.app_config() == app
     assert read_back.server_root_ca == "PEM"
     assert read_back.to_json() == config.to_json()
 

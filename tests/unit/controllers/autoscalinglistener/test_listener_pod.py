@@ -30,14 +30,15 @@ def server_defaulted(desired: dict[str, Any]) -> dict[str, Any]:
     spec = live["spec"]
     spec.update({
         "dnsPolicy": "ClusterFirst", "schedulerName": "default-scheduler", "nodeName": "kwok-node-0",
-        "securityContext": {}, "enableServiceLinks": True, "preemptionPolicy": "PreemptLowerPriority",
+        "enableServiceLinks": True, "preemptionPolicy": "PreemptLowerPriority",
         "priority": 0, "serviceAccount": spec["serviceAccountName"],
         "tolerations": [
             {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute",
              "tolerationSeconds": 300},
         ],
     })  # fmt: skip
-    spec["volumes"][0]["secret"]["defaultMode"] = 420
+    spec.setdefault("securityContext", {})
+    spec["volumes"][0]["secret"].setdefault("defaultMode", 420)
     spec["volumes"].append({"name": "kube-api-access-abcde", "projected": {"sources": [], "defaultMode": 420}})
     container = spec["containers"][0]
     container.update({"imagePullPolicy": "IfNotPresent", "terminationMessagePath": "/dev/termination-log",
@@ -63,7 +64,10 @@ def test_the_pod_runs_the_projects_listener_with_its_config_mounted_and_a_metric
     assert spec["restartPolicy"] == "Never"
     assert spec["nodeSelector"] == {"kubernetes.io/os": "linux"}
     assert spec["volumes"] == [
-        {"name": "listener-config", "secret": {"secretName": "arc-runners-abc12345-listener-config"}}
+        {
+            "name": "listener-config",
+            "secret": {"secretName": "arc-runners-abc12345-listener-config", "defaultMode": 0o440},
+        }
     ]
     (container,) = spec["containers"]
     assert container["command"] == ["arc-scaleset", "listener"]

@@ -199,6 +199,54 @@ def test_labels_added_to_the_listener_by_others_do_not_recreate_it() -> None:
     assert listener_differences(live, wanted) == ("metadata.labels",)
 
 
+def test_a_listener_made_by_arcs_controller_is_replaced_even_when_its_spec_matches() -> None:
+    live = listener()
+    live["metadata"]["annotations"]["actions.github.com/runner-spec-hash"] = "6b9f8c7d5"
+    live["metadata"]["annotations"]["actions.github.com/values-hash"] = "0a1b2c"
+    assert listener_differences(live, listener()) == ("made by ARC's controller",)
+    # Once replaced, the new listener (no ARC hash) is left alone.
+    assert listener_differences(listener(), listener()) == ()
+
+
+def arc_written(desired: dict[str, Any]) -> dict[str, Any]:
+    """The set as ARC 0.14.2's resource builder and controller leave it: a generated name, ARC's hash and its
+    finalizer, no revision fields, ARC's counts in the status."""
+    live = copy.deepcopy(desired)
+    live["metadata"].update(
+        name="arc-runners-x7k2p", generateName="arc-runners-", uid="ers-uid", resourceVersion="20", generation=1,
+        finalizers=["ephemeralrunner.actions.github.com/finalizer"],
+    )  # fmt: skip
+    live["metadata"]["annotations"]["actions.github.com/runner-spec-hash"] = "75d6c9c8b"
+    del live["spec"]["actionableRevision"]
+    live["spec"].update(replicas=3, patchID=12)
+    live["spec"]["ephemeralRunnerSpec"].setdefault("metadata", {})  # Go writes the inlined template's ObjectMeta
+    live["status"] = {"currentReplicas": 3, "pendingEphemeralRunners": 0, "runningEphemeralRunners": 3,
+                      "failedEphemeralRunners": 0, "phase": "Running"}  # fmt: skip
+    return live
+
+
+def test_a_set_made_by_arc_is_adopted_without_a_revision_bump_and_its_hash_is_never_drift() -> None:
+    desired = desired_ers()
+    live = arc_written(desired)
+    plan = plan_ephemeral_runner_set(live, desired, ars_phase="Running")
+    assert plan.action is ErsAction.NONE
+    # ARC's labels on the set differ from ours: merged once, ARC's hash annotation left as it is.
+    live["metadata"]["labels"].pop("app.kubernetes.io/component")
+    merge = plan_ephemeral_runner_set(live, desired, ars_phase="Running")
+    assert merge.action is ErsAction.MERGE_METADATA
+    assert "annotations" not in merge.patch["metadata"]
+
+
+def test_a_template_change_during_a_takeover_bumps_arcs_set_to_revision_one_in_place() -> None:
+    live = arc_written(desired_ers())
+    other = ars_object()["spec"]["template"]
+    other["spec"]["containers"][0]["image"] = "runner:2"
+    plan = plan_ephemeral_runner_set(live, desired_ers(template=other), ars_phase="Pending")
+    assert plan.action is ErsAction.BUMP_REVISION
+    assert (plan.revision_from, plan.revision_to) == (0, 1)
+    assert "name" not in plan.patch["metadata"]
+
+
 def test_merge_patch_helper_matches_the_api_semantics() -> None:
     # guard for the test helper itself: patch(a -> b) applied to a gives b
     a = {"x": {"y": 1, "z": [1]}, "k": "v"}

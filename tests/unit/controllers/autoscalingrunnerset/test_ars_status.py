@@ -5,7 +5,12 @@ from __future__ import annotations
 
 import datetime as dt
 
-from arc_scaleset.controllers.autoscalingrunnerset.status import ReconcileReport, derive_status, status_patch
+from arc_scaleset.controllers.autoscalingrunnerset.status import (
+    ReconcileReport,
+    derive_status,
+    scale_set_runner_counts,
+    status_patch,
+)
 from arc_scaleset.kube.conditions import get_condition
 
 NOW = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
@@ -62,3 +67,23 @@ def test_transition_times_move_only_when_a_condition_flips() -> None:
     second = derive_status(first, bad, now=LATER)
     assert get_condition(second["conditions"], "Degraded")["lastTransitionTime"] == "2026-01-01T00:05:00Z"
     assert get_condition(second["conditions"], "Progressing")["lastTransitionTime"] == "2026-01-01T00:00:00Z"
+
+
+def test_the_runner_counts_are_the_sum_over_the_scale_sets_runner_sets_and_replace_what_arc_left() -> None:
+    current = {"status": {"currentReplicas": 3, "pendingEphemeralRunners": 1, "runningEphemeralRunners": 2,
+                          "finishedEphemeralRunners": 1}}  # fmt: skip
+    draining = {"status": {"currentReplicas": 2, "runningEphemeralRunners": 2, "deletingEphemeralRunners": 4}}
+    counts = scale_set_runner_counts([current, draining, {}])
+    assert counts == {
+        "currentRunners": 5,
+        "pendingEphemeralRunners": 1,
+        "runningEphemeralRunners": 4,
+        "failedEphemeralRunners": 0,
+        "finishedEphemeralRunners": 1,
+        "deletingEphemeralRunners": 4,
+    }
+    arc_left = {"phase": "Running", "currentRunners": 7, "runningEphemeralRunners": 7, "state": ""}
+    report = ReconcileReport(generation=1, observed_generation=0, stored_phase="Running", runner_counts=counts)
+    status = derive_status(arc_left, report, now=NOW)
+    assert {key: status[key] for key in counts} == counts
+    assert status_patch(status, derive_status(status, report, now=LATER)) == {}

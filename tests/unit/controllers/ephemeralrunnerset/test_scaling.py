@@ -175,6 +175,27 @@ def test_revision_cleanup_deletes_done_removes_idle_and_pending_keeps_busy() -> 
     assert sorted(r.name for r in cleanup.remove) == ["idle", "p"]
 
 
+def test_a_runner_adopted_from_arc_with_only_a_job_request_id_is_busy_and_kept() -> None:
+    # ARC's listeners up to 0.12 recorded a job as status.jobRequestId alone.
+    arc_busy = RunnerView(name="arc-busy", phase="Running", runner_id=4, job_request_id=81)
+    idle = runner("idle", "Running")
+    states = classify([arc_busy, idle], applied_revision=0)
+    assert [r.name for r in states.busy] == ["arc-busy"]
+    assert [r.name for r in revision_cleanup(states).remove] == ["idle"]
+    down = plan(SetSpec(replicas=0, patch_id=0), [arc_busy, idle])
+    assert [r.name for r in down.cleanup.remove] == ["idle"]
+
+
+def test_a_superseded_set_planned_at_zero_under_patch_zero_creates_nothing_and_drains_idle_runners() -> None:
+    # What the EphemeralRunnerSet controller does with a set a newer one of its scale set replaced.
+    runners = [runner("idle", "Running"), runner("busy", "Running", job="j"), runner("done", "Succeeded")]
+    reaped = plan(SetSpec(replicas=0, patch_id=0), runners)
+    assert (reaped.step, reaped.create) == (Step.REAP_FINISHED, 0)
+    drained = plan(SetSpec(replicas=0, patch_id=0), runners[:2])
+    assert (drained.step, drained.create) == (Step.SCALE_DOWN, 0)
+    assert [r.name for r in drained.cleanup.remove] == ["idle"]
+
+
 # -- properties -------------------------------------------------------------------------------------------
 
 phases = st.sampled_from(["", "Pending", "Running", "Succeeded", "Failed", "Outdated"])
