@@ -22,11 +22,17 @@ from __future__ import annotations
 
 import datetime as dt
 import enum
+from typing import Final
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 from pydantic.alias_generators import to_camel
 
-__all__ = ["ListenerPhase", "ListenerState"]
+__all__ = ["SCALE_SET_NOT_FOUND", "ListenerPhase", "ListenerState"]
+
+SCALE_SET_NOT_FOUND: Final = "ScaleSetNotFound"
+"""``lastErrorClass`` when the service says the scale set does not exist (deleted on GitHub): the listener stops
+with it, and the AutoscalingRunnerSet controller, which sees the state on the set it owns, verifies the scale set
+and registers it again at once instead of at its next periodic check (docs/controllers.md)."""
 
 
 class ListenerPhase(enum.StrEnum):

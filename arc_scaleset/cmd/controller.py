@@ -49,6 +49,7 @@ from arc_scaleset.controllers.settings import (
 from arc_scaleset.gc_tuning import freeze_startup_objects
 from arc_scaleset.kube.workqueue import RateLimiter, bucket_rate_limiter, default_rate_limiter
 from arc_scaleset.observability.logging import configure_logging
+from arc_scaleset.observability.uncaught import install_uncaught_exception_logging, log_asyncio_exception
 
 log = logging.getLogger("arc_scaleset.controller")
 
@@ -373,6 +374,8 @@ def ignored_flag_warnings(args: argparse.Namespace) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     configure_logging(level=args.log_level, fmt=args.log_format)
+    # A crash must go through the redacting logger, never as a raw traceback on stderr.
+    install_uncaught_exception_logging()
     try:
         settings = settings_from_args(args, os.environ)
     except SettingsError as exc:
@@ -392,6 +395,7 @@ async def serve(args: argparse.Namespace, settings: ControllerSettings) -> int:
     from arc_scaleset.kube.leader_election import LeaderElectionConfig, LeadershipLostError
     from arc_scaleset.kube.manager import CacheSyncTimeoutError, Manager
 
+    asyncio.get_running_loop().set_exception_handler(log_asyncio_exception)
     registry = CollectorRegistry()
     try:
         kube = KubeClient.from_environment(

@@ -18,7 +18,6 @@ from collections.abc import Callable
 
 from arc_scaleset.api.listener_state import ListenerPhase, ListenerState
 from arc_scaleset.clock import REAL_CLOCK, Clock
-from arc_scaleset.listener.errors import RETRY_CAP, RETRY_JITTER
 
 POLL_BOUND = 90.0
 """How long one long poll may take before the loop abandons it (``Timing.poll_timeout``; the service holds a
@@ -29,8 +28,6 @@ DEFAULT_LIVENESS_WINDOW = 360.0
 :data:`POLL_BOUND`; recovering from a failure costs at most the longest backoff delay (2 minutes plus 20 %
 jitter) and two polls: 2 * 90 + 144 = 324 s, rounded up. Longer than that, the service is down or the
 listener is stuck, and a restart is harmless (a new listener ends its predecessor's session at once)."""
-
-assert DEFAULT_LIVENESS_WINDOW >= 2 * POLL_BOUND + RETRY_CAP * (1 + RETRY_JITTER)
 
 
 class Health:

@@ -27,6 +27,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from typing import Protocol, TypeVar
 
+from arc_scaleset.api.listener_state import SCALE_SET_NOT_FOUND
 from arc_scaleset.backoff import Backoff
 from arc_scaleset.github.errors import (
     FatalError,
@@ -161,6 +162,8 @@ class SessionKeeper:
                 await self._wait()
                 continue
             except NotFound as exc:
+                # Reported before stopping, so the controller re-registers the scale set now (docs/controllers.md).
+                self._health.waiting_for_session(SCALE_SET_NOT_FOUND)
                 raise FatalListenerError(
                     f"runner scale set {self.scale_set_id} does not exist ({exc}); it was deleted on GitHub: the "
                     "controller will register it again"

@@ -19,6 +19,7 @@ from arc_scaleset.api.listener_config import ListenerConfig
 from arc_scaleset.api.listener_state import ListenerState
 from arc_scaleset.backoff import Backoff
 from arc_scaleset.clock import FakeClock
+from arc_scaleset.github.errors import ActionsError
 from arc_scaleset.github.models import JobStarted, Message, MessageSession, Statistics
 from arc_scaleset.kube import errors as kube_errors
 from arc_scaleset.kube.client import PatchType
@@ -38,7 +39,7 @@ MAX_RUNNERS = 10
 IDENTITY = ScaleSetIdentity(enterprise="", organization="octo", repository="", name="set-a", namespace="arc")
 
 
-def error(cls: type[Exception], status: int = 500, **extra: Any) -> Exception:
+def error(cls: type[ActionsError], status: int = 500, **extra: Any) -> ActionsError:
     return cls(method="GET", url="https://pipelines.example/_apis/x", status=status, **extra)
 
 
