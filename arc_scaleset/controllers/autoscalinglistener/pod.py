@@ -10,6 +10,12 @@ the live pod by derivation, not equality (ARC #4635; docs/controllers.md).
   filesystem, no capabilities, no privilege escalation, the runtime's default seccomp profile); its config
   Secret is mounted ``0440`` and readable through the pod's ``fsGroup``, the image's group (the listener
   writes nothing but its log to stdout, so a read-only root filesystem costs it nothing).
+- The listener container has a liveness probe on the listener's ``/healthz`` (:data:`LIVENESS_PROBE`), which
+  fails when no poll of the message queue succeeded for a bounded time (docs/listener.md): a hung or endlessly
+  failing listener is restarted by the kubelet. It is served on the metrics port when the metrics server
+  listens on every interface, else on a port of its own (:func:`dedicated_probe_port`, passed to the listener
+  as ``LISTENER_PROBE_ADDR``): with listener metrics off there is still a probe. A template's listener
+  container may replace the probe by setting its own (ARC's pod has none, so nothing of ARC's changes).
 - :func:`recreation_reason`: why the live pod must be replaced, or ``None``. Checked in order: the config
   Secret's resourceVersion annotation (a missing one on the live pod counts: a pod from before the
   annotation existed is recreated once, so no config change slips through an upgrade unapplied); a
@@ -25,7 +31,7 @@ from typing import Any, Final
 
 from arc_scaleset.api.autoscalinglistener import AutoscalingListener
 from arc_scaleset.api.keys import ANNOTATION_LISTENER_CONFIG_RESOURCE_VERSION, LISTENER_CONTAINER_NAME
-from arc_scaleset.api.listener_config import CONFIG_PATH_ENV
+from arc_scaleset.api.listener_config import CONFIG_PATH_ENV, PROBE_ADDR_ENV
 from arc_scaleset.api.naming import (
     listener_config_secret_name,
     listener_pod_name,
@@ -39,6 +45,18 @@ from arc_scaleset.kube.views import PodView
 CONFIG_VOLUME: Final = "listener-config"
 CONFIG_MOUNT_PATH: Final = "/etc/gha-listener"
 METRICS_PORT_NAME: Final = "metrics"
+PROBE_PORT_NAME: Final = "probes"
+PROBE_PORT: Final = 8081
+"""The listener's probe port when the metrics port cannot carry the probe (8082 if metrics use 8081)."""
+LIVENESS_PROBE: Final[Mapping[str, Any]] = {
+    "initialDelaySeconds": 5,
+    "periodSeconds": 20,
+    "timeoutSeconds": 5,
+    "failureThreshold": 3,
+}
+"""Timing of the listener's liveness probe (``httpGet /healthz`` on the probe port). The listener's own verdict
+is bounded in minutes (docs/listener.md); three failed probes a minute apart in all then restart it. A probe
+that cannot connect while the process starts is one failure of three."""
 TERMINATION_GRACE_PERIOD_SECONDS: Final = 60
 CONFIG_VOLUME_MODE: Final = 0o440
 """The config Secret's files: read-only, owner root and group :data:`LISTENER_FS_GROUP`, nothing for others."""
@@ -57,10 +75,12 @@ container overrides it key by key."""
 
 # Container fields a template's "listener" container replaces (when it sets them), or appends to.
 _CONTAINER_REPLACED: Final = (
-    "imagePullPolicy", "workingDir", "resources", "livenessProbe", "readinessProbe", "startupProbe", "lifecycle",
+    "imagePullPolicy", "workingDir", "resources", "readinessProbe", "startupProbe", "lifecycle",
     "terminationMessagePath", "terminationMessagePolicy", "resizePolicy", "restartPolicy", "stdin", "stdinOnce",
     "tty",
 )  # fmt: skip
+# Container fields a template's "listener" container replaces only when it sets them (the defaults stay).
+_CONTAINER_REPLACED_IF_SET: Final = ("livenessProbe",)
 _CONTAINER_APPENDED: Final = ("env", "args", "ports", "envFrom", "volumeMounts", "volumeDevices")
 # Pod fields replaced only when the template sets them.
 _POD_REPLACED_IF_SET: Final = ("restartPolicy", "imagePullSecrets", "nodeSelector")
@@ -93,6 +113,19 @@ def _proxy_env(listener: AutoscalingListener) -> list[dict[str, Any]]:
     ]
 
 
+def dedicated_probe_port(metrics_addr: str) -> int | None:
+    """The port the listener must serve its probes on besides its metrics server, or ``None`` when the metrics
+    server (``metrics_addr``, ``""`` or ``"0"`` when off) listens on every interface and can carry them."""
+    address = metrics_addr.strip()
+    if address not in ("", "0"):
+        host, _, port_text = address.rpartition(":")
+        if host.strip("[]") in ("", "0.0.0.0", "::"):
+            return None
+        if port_text == str(PROBE_PORT):
+            return PROBE_PORT + 1
+    return PROBE_PORT
+
+
 def desired_listener_pod(
     listener_object: Mapping[str, Any],
     listener: AutoscalingListener,
@@ -100,8 +133,13 @@ def desired_listener_pod(
     command: Iterable[str],
     metrics_port: int | None,
     config_resource_version: str,
+    probe_port: int | None = None,
 ) -> dict[str, Any]:
-    """The listener pod; ``config_resource_version`` is the config Secret's ``metadata.resourceVersion``."""
+    """The listener pod; ``config_resource_version`` is the config Secret's ``metadata.resourceVersion``.
+
+    ``probe_port``: serve the probes on this port of their own (:func:`dedicated_probe_port`); ``None``: on the
+    metrics port (no probe when that is ``None`` too).
+    """
     container: dict[str, Any] = {
         "name": LISTENER_CONTAINER_NAME,
         "image": listener.spec.image,
@@ -112,6 +150,17 @@ def desired_listener_pod(
     }
     if metrics_port is not None:
         container["ports"] = [{"name": METRICS_PORT_NAME, "containerPort": metrics_port, "protocol": "TCP"}]
+    if probe_port is not None:
+        container["env"].append({"name": PROBE_ADDR_ENV, "value": f":{probe_port}"})
+        container.setdefault("ports", []).append(
+            {"name": PROBE_PORT_NAME, "containerPort": probe_port, "protocol": "TCP"}
+        )
+    probe_port_name = PROBE_PORT_NAME if probe_port is not None else METRICS_PORT_NAME if metrics_port else None
+    if probe_port_name is not None:
+        container["livenessProbe"] = {
+            "httpGet": {"path": "/healthz", "port": probe_port_name, "scheme": "HTTP"},
+            **LIVENESS_PROBE,
+        }
     spec: dict[str, Any] = {
         "serviceAccountName": listener_service_account_name(listener.name),
         "containers": [container],
@@ -201,6 +250,9 @@ def _merge_listener_container(container: dict[str, Any], template: Mapping[str, 
             container[field] = template[field]
         else:
             container.pop(field, None)
+    for field in _CONTAINER_REPLACED_IF_SET:
+        if template.get(field) is not None:
+            container[field] = template[field]
     _merge_security_context(container, template)
 
 

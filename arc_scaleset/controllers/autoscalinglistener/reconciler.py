@@ -84,7 +84,11 @@ from arc_scaleset.controllers.autoscalinglistener.ownership import (
     listener_refusal,
     with_scale_set_credentials,
 )
-from arc_scaleset.controllers.autoscalinglistener.pod import desired_listener_pod, recreation_reason
+from arc_scaleset.controllers.autoscalinglistener.pod import (
+    dedicated_probe_port,
+    desired_listener_pod,
+    recreation_reason,
+)
 from arc_scaleset.controllers.autoscalinglistener.restart import RestartBackoff, listener_pod_failure, listener_running
 from arc_scaleset.controllers.autoscalinglistener.status import (
     ListenerReport,
@@ -297,7 +301,6 @@ class AutoscalingListenerReconciler:
         Not requeued: an edit of the listener, or its replacement by its scale set's controller, brings it back.
         """
         log.warning("AutoscalingListener %s/%s is not served: %s", listener.namespace, listener.name, refusal.message)
-        await self._withdraw(obj, listener, credentials=True)
         await self.ctx.events.event(obj, type="Warning", reason=refusal.reason, note=refusal.message, action="Refuse")
         report = ListenerReport(
             generation=AutoscalingListenerView(obj).generation,
@@ -305,27 +308,37 @@ class AutoscalingListenerReconciler:
             refused=True,
         )
         await self._write_status(obj, report)
+        await self._withdraw(obj, listener, credentials=True)
         return Result()
 
     async def _withdraw(self, obj: Object, listener: AutoscalingListener, *, credentials: bool) -> None:
         """Delete this listener's pod and, with ``credentials``, its config and proxy Secrets: only objects this
-        listener controls (by UID), so nothing of anybody else's is touched."""
+        listener controls (by UID), so nothing of anybody else's is touched.
+
+        Best effort: outside the controller namespace the controller may lack the permission (a listener there
+        got nothing from this version; this cleans up after an earlier one), and the refusal stands either way.
+        """
         namespace = listener.namespace
-        pod = self.pods.get(namespace, listener_pod_name(listener.name))
-        if pod is not None and is_controlled_by(pod, obj) and not ObjectView(pod).is_deleting:
-            await self._delete_pod(namespace, ObjectView(pod).name, uid=ObjectView(pod).uid)
-            self.ctx.metrics.set_listener_running(
-                scale_set_labels(listener.name, namespace, listener.metadata.labels), False
+        try:
+            pod = self.pods.get(namespace, listener_pod_name(listener.name))
+            if pod is not None and is_controlled_by(pod, obj) and not ObjectView(pod).is_deleting:
+                await self._delete_pod(namespace, ObjectView(pod).name, uid=ObjectView(pod).uid)
+                self.ctx.metrics.set_listener_running(
+                    scale_set_labels(listener.name, namespace, listener.metadata.labels), False
+                )
+            if not credentials:
+                return
+            for name in (listener_config_secret_name(listener.name), listener_proxy_secret_name(listener.name)):
+                secret = await self._get_uncached(SECRETS, namespace, name)
+                if secret is not None and is_controlled_by(secret, obj):
+                    with contextlib.suppress(NotFound, Conflict):
+                        await self.ctx.kube.delete(
+                            SECRETS, name, namespace=namespace, preconditions=Preconditions(uid=ObjectView(secret).uid)
+                        )
+        except Forbidden as exc:
+            log.warning(
+                "AutoscalingListener %s/%s: cannot withdraw what it was given: %s", namespace, listener.name, exc
             )
-        if not credentials:
-            return
-        for name in (listener_config_secret_name(listener.name), listener_proxy_secret_name(listener.name)):
-            secret = await self._get_uncached(SECRETS, namespace, name)
-            if secret is not None and is_controlled_by(secret, obj):
-                with contextlib.suppress(NotFound, Conflict):
-                    await self.ctx.kube.delete(
-                        SECRETS, name, namespace=namespace, preconditions=Preconditions(uid=ObjectView(secret).uid)
-                    )
 
     async def _check_template(self, listener: AutoscalingListener) -> None:
         """Refuse a ``listenerTemplate`` the policy does not allow (:mod:`.template_policy`), naming every field.
@@ -477,6 +490,9 @@ class AutoscalingListenerReconciler:
             command=ctx.settings.listener_entrypoint,
             metrics_port=ctx.settings.listener_metrics_port,
             config_resource_version=config_version,
+            probe_port=dedicated_probe_port(
+                ctx.settings.listener_metrics_addr if ctx.settings.listener_metrics_enabled else ""
+            ),
         )
         name = ObjectView(desired).name
         live = self.pods.get(listener.namespace, name)
