@@ -7,6 +7,7 @@ stop the cluster the same way.
 from __future__ import annotations
 
 import atexit
+import shutil
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -68,6 +69,8 @@ def start_test_cluster(*, reuse: Path | None = None) -> Iterator[TestCluster]:
     finally:
         local.stop()
         atexit.unregister(local.stop)
+        # The work directory lives in /dev/shm (memory): a test run must not leave it behind.
+        shutil.rmtree(workdir, ignore_errors=True)
 
 
 async def install_crds(kube: KubeClient, *, timeout: float = 60) -> list[str]:
