@@ -30,6 +30,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "arc_scaleset.cmd.force_cleanup",
         "release a scale set's objects stuck on finalizers when no controller will (ARC #3282)",
     ),
+    "status": ("arc_scaleset.cmd.status", "show a scale set: GitHub, runners, revisions, listener, conditions, events"),
+    "explain": ("arc_scaleset.cmd.explain", "say why a scale set is not doing what you expect, with the evidence"),
 }
 
 LAB_EXTRA = "pip install 'arc-scaleset[lab]'"

@@ -1,0 +1,104 @@
+"""Plain-text rendering of ``status`` documents and ``explain`` findings: aligned columns, no colour, so the
+output reads the same in a terminal, a pipe and a pasted issue (the operator does not depend on rich)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+from arc_scaleset.diagnose.rules import Finding, format_age
+from arc_scaleset.kube.views import parse_timestamp
+
+LABEL_WIDTH: Final = 12
+EVENTS_SHOWN: Final = 10
+
+
+def _counts(counts: Mapping[str, int]) -> str:
+    return ", ".join(f"{key} {value}" for key, value in counts.items()) or "none"
+
+
+def _ago(value: object, now: dt.datetime, missing: str = "never") -> str:
+    moment = parse_timestamp(value)
+    return f"{format_age(now - moment)} ago" if moment else missing
+
+
+def render_status(doc: Mapping[str, Any]) -> str:
+    """One screen for one scale set (``summary.summarize``'s document)."""
+    now = parse_timestamp(doc.get("takenAt")) or dt.datetime.now(dt.UTC)
+    lines: list[str] = []
+
+    def row(label: str, text: str) -> None:
+        lines.append(f"  {label:<{LABEL_WIDTH}}{text}")
+
+    phase = doc.get("phase") or "no status"
+    lines.append(
+        f"AutoscalingRunnerSet {doc['namespace']}/{doc['name']}: {phase} "
+        f"(generation {doc['generation']}, observed {doc['observedGeneration']})"
+    )
+    github = doc["github"]
+    scale_set = f"scale set {github['scaleSetId']}" if github["scaleSetId"] else "scale set not registered"
+    row("GitHub", f'{scale_set} "{github["scaleSetName"]}", runner group {github["runnerGroup"]}')
+    row("", f"{github['configUrl']} (runners: {github['runnersPage']})")
+    maximum = doc["maxRunners"] if doc["maxRunners"] is not None else "unbounded"
+    desired = doc["desiredRunners"] if doc["desiredRunners"] is not None else "-"
+    runners = doc["runners"]
+    row("Runners", f"min {doc['minRunners']}, max {maximum}, desired {desired}; {runners['total']} exist, "
+                   f"{runners['busy']} busy")  # fmt: skip
+    row("", f"by phase: {_counts(runners['byPhase'])}; by revision: {_counts(runners['byRevision'])}")
+    runner_set = doc["runnerSet"]
+    if runner_set is None:
+        row("RunnerSet", "none")
+    else:
+        rolling = " (rolling out)" if runner_set["desiredRevision"] > runner_set["appliedRevision"] else ""
+        others = f"; {runner_set['others']} older set(s) draining" if runner_set["others"] else ""
+        row(
+            "RunnerSet",
+            f"{runner_set['name']}: {runner_set['phase'] or '-'}, replicas {runner_set['replicas']}, patch ID "
+            f"{runner_set['patchId']}, revision desired {runner_set['desiredRevision']} applied "
+            f"{runner_set['appliedRevision']}{rolling}{others}",
+        )
+    listener = doc["listener"]
+    if listener is None:
+        row("Listener", "none")
+    else:
+        where = f"{listener['namespace']}/{listener['name']}" if listener["name"] else "(AutoscalingListener unseen)"
+        row("Listener", f"{where}, pod {listener['podPhase'] or 'missing'}")
+        if listener["session"]:
+            error = f", last error {listener['lastError']}" if listener["lastError"] else ""
+            row(
+                "",
+                f"session {listener['session']} for {_ago(listener['since'], now).removesuffix(' ago')}, "
+                f"last successful poll {_ago(listener['lastSuccessfulPoll'], now, 'not recorded')}{error}",
+            )
+        else:
+            row("", "session: not reported yet")
+        for condition in listener["conditions"]:
+            row("", _condition(condition))
+    for index, condition in enumerate(doc["conditions"]):
+        row("Conditions" if index == 0 else "", _condition(condition))
+    if not doc["conditions"]:
+        row("Conditions", "none")
+    events = doc["events"][:EVENTS_SHOWN]
+    lines.append(f"  Events (newest first, {len(events)} of {len(doc['events'])}):" if events else "  Events: none")
+    for event in events:
+        count = f" (x{event['count']})" if event["count"] > 1 else ""
+        lines.append(
+            f"    {_ago(event['time'], now):<9} {event['type']:<8} {event['reason']:<26} "
+            f"{event['kind']}/{event['name']}: {event['note']}{count}"
+        )
+    for note in doc.get("notes") or []:
+        lines.append(f"  note: {note}")
+    return "\n".join(lines)
+
+
+def _condition(condition: Mapping[str, Any]) -> str:
+    message = f": {condition['message']}" if condition["message"] else ""
+    return f"{condition['type']}={condition['status']} {condition['reason']}{message}"
+
+
+def render_findings(namespace: str, name: str, findings: Sequence[Finding]) -> str:
+    """``explain``'s lines for one scale set: severity, then the finding."""
+    lines = [f"AutoscalingRunnerSet {namespace}/{name}:"]
+    lines += [f"  {finding.severity.value:<8}{finding.line}" for finding in findings]
+    return "\n".join(lines)

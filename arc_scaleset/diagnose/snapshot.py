@@ -1,0 +1,317 @@
+"""One scale set's objects, read together: the input of ``status`` and ``explain`` (docs/observability.md).
+
+A :class:`Snapshot` holds, as the API returned them, the AutoscalingRunnerSet, its EphemeralRunnerSets, their
+EphemeralRunners and runner pods, the AutoscalingListener and its pod, and the Events about any of them
+(normalised to :class:`EventRecord`, whether they came from ``events.k8s.io/v1`` or core ``v1``). It is plain
+JSON data with the time it was taken, so the rules are pure functions of it and a recorded snapshot
+(:meth:`Snapshot.to_json`, :meth:`Snapshot.from_json`) is a unit-test fixture.
+
+:func:`gather` reads them with one list per kind and namespace, whatever the number of scale sets. What the
+caller may not read (an AutoscalingListener outside its namespaces, Events) is left out and said in
+``Snapshot.notes``; only the AutoscalingRunnerSets themselves must be readable. Secrets are never read.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from arc_scaleset.api.autoscalinglistener import AUTOSCALING_LISTENERS
+from arc_scaleset.api.autoscalingrunnerset import AUTOSCALING_RUNNER_SETS
+from arc_scaleset.api.ephemeralrunner import EPHEMERAL_RUNNERS
+from arc_scaleset.api.ephemeralrunnerset import EPHEMERAL_RUNNER_SETS
+from arc_scaleset.api.keys import ANNOTATION_LISTENER_STATE
+from arc_scaleset.api.listener_state import ListenerState
+from arc_scaleset.api.views import AutoscalingListenerView, EphemeralRunnerSetView
+from arc_scaleset.kube.client import KubeClient
+from arc_scaleset.kube.conditions import format_time
+from arc_scaleset.kube.errors import Forbidden, KubeError, NotFound
+from arc_scaleset.kube.resources import CORE_EVENTS, EVENTS, PODS, Resource
+from arc_scaleset.kube.views import ObjectView, integer, mapping, parse_timestamp, string
+
+JsonObject = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class EventRecord:
+    """One Event about an object of the set, in the terms of both Event APIs.
+
+    ``time`` is when it was last seen (``series.lastObservedTime``, ``eventTime``, ``lastTimestamp``...);
+    ``count`` how often (1 for a single event).
+    """
+
+    kind: str
+    namespace: str
+    name: str
+    type: str
+    reason: str
+    note: str
+    time: dt.datetime | None
+    count: int = 1
+
+    def to_json(self) -> JsonObject:
+        return {
+            "kind": self.kind,
+            "namespace": self.namespace,
+            "name": self.name,
+            "type": self.type,
+            "reason": self.reason,
+            "note": self.note,
+            "time": format_time(self.time) if self.time else None,
+            "count": self.count,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> EventRecord:
+        return cls(
+            kind=string(data.get("kind")),
+            namespace=string(data.get("namespace")),
+            name=string(data.get("name")),
+            type=string(data.get("type")),
+            reason=string(data.get("reason")),
+            note=string(data.get("note")),
+            time=parse_timestamp(data.get("time")),
+            count=integer(data.get("count")) or 1,
+        )
+
+    @classmethod
+    def from_event(cls, event: Mapping[str, Any]) -> EventRecord:
+        """From an ``events.k8s.io/v1`` Event or a core ``v1`` Event (``regarding``/``involvedObject``,
+        ``note``/``message``, ``series``/``count``)."""
+        regarding = mapping(event.get("regarding")) or mapping(event.get("involvedObject"))
+        series = mapping(event.get("series"))
+        time = (
+            parse_timestamp(series.get("lastObservedTime"))
+            or parse_timestamp(event.get("deprecatedLastTimestamp"))
+            or parse_timestamp(event.get("lastTimestamp"))
+            or parse_timestamp(event.get("eventTime"))
+            or parse_timestamp(event.get("firstTimestamp"))
+            or ObjectView(event).creation_timestamp
+        )
+        count = (
+            integer(series.get("count")) or integer(event.get("deprecatedCount")) or integer(event.get("count")) or 1
+        )
+        return cls(
+            kind=string(regarding.get("kind")),
+            namespace=string(regarding.get("namespace")),
+            name=string(regarding.get("name")),
+            type=string(event.get("type")),
+            reason=string(event.get("reason")),
+            note=string(event.get("note")) or string(event.get("message")),
+            time=time,
+            count=count,
+        )
+
+
+@dataclass
+class Snapshot:
+    """One scale set's objects as read at ``taken_at`` (see the module docstring)."""
+
+    taken_at: dt.datetime
+    scale_set: JsonObject
+    runner_sets: list[JsonObject] = field(default_factory=list)
+    runners: list[JsonObject] = field(default_factory=list)
+    runner_pods: list[JsonObject] = field(default_factory=list)
+    listener: JsonObject | None = None
+    listener_pod: JsonObject | None = None
+    events: list[EventRecord] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    """What could not be read, said once (e.g. "AutoscalingListeners: forbidden")."""
+
+    # -- derived reads the summary and the rules share ----------------------------------------------------
+
+    @property
+    def namespace(self) -> str:
+        return ObjectView(self.scale_set).namespace
+
+    @property
+    def name(self) -> str:
+        return ObjectView(self.scale_set).name
+
+    @property
+    def current_runner_set(self) -> JsonObject | None:
+        """The EphemeralRunnerSet the scale set scales now: the newest one not being deleted (else the newest)."""
+        if not self.runner_sets:
+            return None
+        live = [s for s in self.runner_sets if not ObjectView(s).is_deleting] or self.runner_sets
+        return max(live, key=lambda s: ObjectView(s).creation_timestamp or dt.datetime.min.replace(tzinfo=dt.UTC))
+
+    @property
+    def listener_state(self) -> ListenerState | None:
+        """What the listener last reported about itself (annotation on the current EphemeralRunnerSet)."""
+        current = self.current_runner_set
+        if current is None:
+            return None
+        return ListenerState.from_annotation(ObjectView(current).annotation(ANNOTATION_LISTENER_STATE))
+
+    def pod_of(self, runner: Mapping[str, Any]) -> JsonObject | None:
+        """The runner's pod (owned by it), or ``None``."""
+        uid = ObjectView(runner).uid
+        for pod in self.runner_pods:
+            if ObjectView(pod).is_owned_by(uid):
+                return pod
+        return None
+
+    def events_newest_first(self) -> list[EventRecord]:
+        oldest = dt.datetime.min.replace(tzinfo=dt.UTC)
+        return sorted(self.events, key=lambda e: e.time or oldest, reverse=True)
+
+    # -- recording ------------------------------------------------------------------------------------
+
+    def to_json(self) -> JsonObject:
+        return {
+            "takenAt": format_time(self.taken_at),
+            "scaleSet": self.scale_set,
+            "runnerSets": self.runner_sets,
+            "runners": self.runners,
+            "runnerPods": self.runner_pods,
+            "listener": self.listener,
+            "listenerPod": self.listener_pod,
+            "events": [e.to_json() for e in self.events],
+            "notes": self.notes,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Snapshot:
+        taken_at = parse_timestamp(data.get("takenAt"))
+        if taken_at is None:
+            raise ValueError("a snapshot needs takenAt")
+        return cls(
+            taken_at=taken_at,
+            scale_set=dict(mapping(data.get("scaleSet"))),
+            runner_sets=[dict(o) for o in data.get("runnerSets") or []],
+            runners=[dict(o) for o in data.get("runners") or []],
+            runner_pods=[dict(o) for o in data.get("runnerPods") or []],
+            listener=dict(data["listener"]) if data.get("listener") else None,
+            listener_pod=dict(data["listenerPod"]) if data.get("listenerPod") else None,
+            events=[EventRecord.from_json(e) for e in data.get("events") or []],
+            notes=[str(n) for n in data.get("notes") or []],
+        )
+
+
+class _Reader:
+    """Lists each (resource, namespace) once; a kind the caller may not read is noted, not fatal."""
+
+    def __init__(self, kube: KubeClient) -> None:
+        self._kube = kube
+        self._lists: dict[tuple[Resource, str | None], list[JsonObject]] = {}
+        self.notes: list[str] = []
+
+    async def objects(self, resource: Resource, namespace: str | None) -> list[JsonObject]:
+        key = (resource, namespace)
+        if key not in self._lists:
+            try:
+                self._lists[key] = (await self._kube.list(resource, namespace=namespace)).items
+            except (Forbidden, NotFound) as exc:
+                where = f"in namespace {namespace}" if namespace else "in any namespace"
+                self.notes.append(f"{resource.kind}s {where} not readable: {type(exc).__name__}")
+                self._lists[key] = []
+        return self._lists[key]
+
+    async def events(self, namespace: str) -> list[EventRecord]:
+        """Events in ``namespace``: from ``events.k8s.io/v1``, or core ``v1`` when that API is not served or not
+        readable (both show the same stored Events, so only one is read)."""
+        try:
+            items = (await self._kube.list(EVENTS, namespace=namespace)).items
+        except (Forbidden, NotFound):
+            items = await self.objects(CORE_EVENTS, namespace)
+        return [EventRecord.from_event(e) for e in items]
+
+
+async def gather(
+    kube: KubeClient,
+    *,
+    namespace: str | None,
+    name: str | None = None,
+    now: dt.datetime | None = None,
+) -> list[Snapshot]:
+    """Snapshots of the AutoscalingRunnerSet ``namespace/name``, or of every one in ``namespace`` (every
+    namespace when ``namespace`` is None), sorted by namespace and name.
+
+    Raises :class:`LookupError` when ``name`` does not exist, :class:`KubeError` when the scale sets cannot be
+    read at all.
+    """
+    if name is not None:
+        if namespace is None:
+            raise ValueError("a scale set name needs its namespace")
+        try:
+            sets = [await kube.get(AUTOSCALING_RUNNER_SETS, name, namespace=namespace)]
+        except NotFound:
+            raise LookupError(f"AutoscalingRunnerSet {namespace}/{name} not found") from None
+    else:
+        sets = (await kube.list(AUTOSCALING_RUNNER_SETS, namespace=namespace)).items
+    sets.sort(key=lambda s: ObjectView(s).key)
+    reader = _Reader(kube)
+    # Listeners live in the controller namespace, which the caller may not know: one cluster-wide list.
+    listeners = await reader.objects(AUTOSCALING_LISTENERS, None) if sets else []
+    snapshots = []
+    for ars in sets:
+        snapshots.append(await _snapshot_of(reader, ars, listeners))
+    taken_at = now or dt.datetime.now(dt.UTC)
+    for snapshot in snapshots:
+        snapshot.taken_at = taken_at
+        snapshot.notes = list(reader.notes)
+    return snapshots
+
+
+async def _snapshot_of(reader: _Reader, ars: JsonObject, listeners: Sequence[JsonObject]) -> Snapshot:
+    view = ObjectView(ars)
+    namespace = view.namespace
+    runner_sets = [
+        s for s in await reader.objects(EPHEMERAL_RUNNER_SETS, namespace) if ObjectView(s).is_owned_by(view.uid)
+    ]
+    set_uids = {ObjectView(s).uid for s in runner_sets}
+    runners = [
+        r
+        for r in await reader.objects(EPHEMERAL_RUNNERS, namespace)
+        if any(ObjectView(r).is_owned_by(uid) for uid in set_uids)
+    ]
+    runner_uids = {ObjectView(r).uid for r in runners}
+    pods = await reader.objects(PODS, namespace)
+    runner_pods = [p for p in pods if any(ObjectView(p).is_owned_by(uid) for uid in runner_uids)]
+    listener = next(
+        (
+            al
+            for al in listeners
+            if AutoscalingListenerView(al).scale_set_namespace == namespace
+            and AutoscalingListenerView(al).scale_set_name == view.name
+        ),
+        None,
+    )
+    listener_pod = None
+    if listener is not None:
+        al_view = ObjectView(listener)
+        listener_pod = next(
+            (p for p in await reader.objects(PODS, al_view.namespace) if ObjectView(p).is_owned_by(al_view.uid)), None
+        )
+    objects = [ars, *runner_sets, *runners, *runner_pods, *([listener] if listener else []),
+               *([listener_pod] if listener_pod else [])]  # fmt: skip
+    wanted = {(ObjectView(o).kind, ObjectView(o).namespace, ObjectView(o).name) for o in objects}
+    for pod in runner_pods + ([listener_pod] if listener_pod else []):
+        # List items carry the list's kind; a pod listed as a Pod is regarded as one.
+        wanted.add(("Pod", ObjectView(pod).namespace, ObjectView(pod).name))
+    events: list[EventRecord] = []
+    for event_namespace in sorted({n for _, n, _ in wanted}):
+        try:
+            found = await reader.events(event_namespace)
+        except KubeError as exc:
+            reader.notes.append(f"Events in namespace {event_namespace} not readable: {type(exc).__name__}")
+            continue
+        events += [e for e in found if (e.kind, e.namespace or event_namespace, e.name) in wanted]
+    return Snapshot(
+        taken_at=dt.datetime.now(dt.UTC),
+        scale_set=ars,
+        runner_sets=runner_sets,
+        runners=runners,
+        runner_pods=runner_pods,
+        listener=listener,
+        listener_pod=listener_pod,
+        events=events,
+    )
+
+
+def current_runner_set_view(snapshot: Snapshot) -> EphemeralRunnerSetView | None:
+    current = snapshot.current_runner_set
+    return EphemeralRunnerSetView(current) if current is not None else None

@@ -1,0 +1,145 @@
+"""The ``status`` document of one scale set: a pure function of a :class:`~.snapshot.Snapshot`.
+
+The same document is printed as JSON or YAML (``-o json|yaml``) and rendered as text; its keys are camelCase
+like the objects it comes from. Free text taken from objects (condition messages, Event notes) is masked with
+the log redaction (:func:`arc_scaleset.observability.logging.redact`): it is written by controllers that
+already mask it, and a second mask costs nothing. No Secret is read, and the listener's session ID is left
+out (``status`` output is pasted into issues).
+"""
+
+from __future__ import annotations
+
+import collections
+from collections.abc import Mapping
+from typing import Any, Final
+
+from arc_scaleset.api.keys import (
+    ANNOTATION_RUNNER_GROUP_NAME,
+    ANNOTATION_RUNNER_SCALE_SET_ID,
+    ANNOTATION_RUNNER_SCALE_SET_NAME,
+    EphemeralRunnerPhase,
+)
+from arc_scaleset.api.views import EphemeralRunnerSetView, EphemeralRunnerView
+from arc_scaleset.diagnose.snapshot import Snapshot
+from arc_scaleset.kube.conditions import format_time
+from arc_scaleset.kube.views import ObjectView, PodView, integer, parse_int, sequence, string
+from arc_scaleset.observability.logging import redact
+
+EVENT_LIMIT: Final = 20
+"""Events kept in the document, newest first."""
+
+DEFAULT_RUNNER_GROUP: Final = "Default"
+
+
+def runner_phase(runner: Mapping[str, Any]) -> str:
+    """The runner's phase, ``Pending`` before its first status write; ``Deleting`` while it goes away."""
+    view = EphemeralRunnerView(runner)
+    if view.is_deleting:
+        return "Deleting"
+    return view.phase or EphemeralRunnerPhase.PENDING
+
+
+def runners_page(config_url: str) -> str:
+    """Where the scale set's runners are listed on GitHub: the settings page under the configuration URL
+    (organization, repository or ``enterprises/<name>``)."""
+    return f"{config_url.rstrip('/')}/settings/actions/runners" if config_url else ""
+
+
+def _conditions(obj: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+    out = []
+    for condition in sequence(ObjectView(obj or {}).status.get("conditions")):
+        if not isinstance(condition, Mapping):
+            continue
+        out.append(
+            {
+                "type": string(condition.get("type")),
+                "status": string(condition.get("status")),
+                "reason": string(condition.get("reason")),
+                "message": redact(string(condition.get("message"))),
+                "lastTransitionTime": string(condition.get("lastTransitionTime")) or None,
+            }
+        )
+    return out
+
+
+def summarize(snapshot: Snapshot) -> dict[str, Any]:
+    """The status document (see the module docstring): identity, bounds, desired and actual runners, revision,
+    listener, conditions and the newest Events."""
+    ars = ObjectView(snapshot.scale_set)
+    spec = ars.spec
+    current = snapshot.current_runner_set
+    ers = EphemeralRunnerSetView(current) if current is not None else None
+    by_phase: collections.Counter[str] = collections.Counter()
+    by_revision: collections.Counter[int] = collections.Counter()
+    busy = 0
+    for runner in snapshot.runners:
+        view = EphemeralRunnerView(runner)
+        by_phase[runner_phase(runner)] += 1
+        by_revision[view.revision] += 1
+        busy += view.has_job and not view.is_done
+    config_url = string(spec.get("githubConfigUrl"))
+    scale_set_id = parse_int(ars.annotation(ANNOTATION_RUNNER_SCALE_SET_ID)) or None
+    state = snapshot.listener_state
+    listener_pod = PodView(snapshot.listener_pod) if snapshot.listener_pod is not None else None
+    listener: dict[str, Any] | None = None
+    if snapshot.listener is not None or state is not None:
+        al = ObjectView(snapshot.listener or {})
+        listener = {
+            "name": al.name or None,
+            "namespace": al.namespace or None,
+            "pod": listener_pod.name if listener_pod else None,
+            "podPhase": listener_pod.phase if listener_pod else None,
+            "session": state.state.value if state else None,
+            "sessionOwner": state.owner if state else None,
+            "since": format_time(state.since) if state else None,
+            "lastSuccessfulPoll": format_time(state.last_successful_poll)
+            if state and state.last_successful_poll
+            else None,
+            "lastError": state.last_error_class if state else None,
+            "conditions": _conditions(snapshot.listener),
+        }
+    return {
+        "namespace": ars.namespace,
+        "name": ars.name,
+        "phase": string(ars.status.get("phase")) or None,
+        "generation": ars.generation,
+        "observedGeneration": integer(ars.status.get("observedGeneration")),
+        "github": {
+            "configUrl": config_url,
+            "scaleSetId": scale_set_id,
+            "scaleSetName": ars.annotation(ANNOTATION_RUNNER_SCALE_SET_NAME)
+            or string(spec.get("runnerScaleSetName"))
+            or ars.name,
+            "runnerGroup": ars.annotation(ANNOTATION_RUNNER_GROUP_NAME)
+            or string(spec.get("runnerGroup"))
+            or DEFAULT_RUNNER_GROUP,
+            "runnersPage": runners_page(config_url),
+        },
+        "minRunners": integer(spec.get("minRunners")),
+        "maxRunners": integer(spec.get("maxRunners")) if spec.get("maxRunners") is not None else None,
+        "desiredRunners": ers.replicas if ers else None,
+        "runners": {
+            "total": len(snapshot.runners),
+            "busy": busy,
+            "byPhase": dict(sorted(by_phase.items())),
+            "byRevision": {str(revision): count for revision, count in sorted(by_revision.items())},
+        },
+        "runnerSet": {
+            "name": ers.name,
+            "phase": ers.phase or None,
+            "replicas": ers.replicas,
+            "patchId": ers.patch_id,
+            "desiredRevision": ers.actionable_revision,
+            "appliedRevision": ers.applied_actionable_revision,
+            "others": len(snapshot.runner_sets) - 1,
+        }
+        if ers
+        else None,
+        "listener": listener,
+        "conditions": _conditions(snapshot.scale_set),
+        "events": [
+            {**event.to_json(), "note": redact(event.note)} for event in snapshot.events_newest_first()[:EVENT_LIMIT]
+        ],
+        "notes": list(snapshot.notes),
+        "takenAt": format_time(snapshot.taken_at),
+    }

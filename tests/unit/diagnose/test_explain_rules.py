@@ -1,0 +1,160 @@
+"""``arc-scaleset explain``'s rules on recorded snapshots (tests/unit/diagnose/snapshots/*.json): each finds
+its case, says it in one line with the evidence, and stays silent on a healthy set."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+
+import pytest
+
+from arc_scaleset.diagnose.rules import Finding, Severity, explain, format_age
+from arc_scaleset.diagnose.snapshot import EventRecord, Snapshot
+
+SNAPSHOTS = Path(__file__).parent / "snapshots"
+
+
+def recorded(name: str) -> Snapshot:
+    return Snapshot.from_json(json.loads((SNAPSHOTS / f"{name}.json").read_text()))
+
+
+def lines(name: str) -> list[str]:
+    return [finding.line for finding in explain(recorded(name))]
+
+
+def only(name: str) -> Finding:
+    findings = explain(recorded(name))
+    assert len(findings) == 1, findings
+    return findings[0]
+
+
+def test_a_healthy_set_gets_one_no_problem_line_with_its_numbers() -> None:
+    finding = only("healthy")
+    assert finding.rule == "healthy"
+    assert finding.line == "no problem found: 1 runner (0 busy), 1 desired, listener Polling since 30m"
+
+
+def test_unschedulable_runners_are_counted_with_their_age_and_the_schedulers_message() -> None:
+    finding = only("unschedulable")
+    assert finding.severity is Severity.ERROR
+    assert finding.line.startswith("3 runners Pending for 6m: pod unschedulable (0/3 nodes are available: 3 node(s)")
+    assert len(finding.objects) == 3
+
+
+def test_an_image_that_cannot_be_pulled_is_named_at_once() -> None:
+    assert lines("image_pull") == [
+        "1 runner Pending for 3m: image cannot be pulled: ImagePullBackOff "
+        '(Back-off pulling image "ghcr.io/actions/actions-runner:nope")'
+    ]
+
+
+def test_a_listener_kept_out_by_another_session_says_409_and_how_long() -> None:
+    assert lines("session_conflict") == [
+        "listener has held no session for 4m: GitHub answered 409 (session held by another listener; an old "
+        "controller may still run)"
+    ]
+
+
+def test_a_listener_whose_polls_fail_says_since_when_and_why() -> None:
+    assert lines("listener_failing") == [
+        "listener's polls failing for 3m: GitHub's Actions service failed (5xx or timeout)"
+    ]
+
+
+def test_a_revision_held_back_by_busy_runners_names_their_jobs() -> None:
+    finding = only("revision_rolling")
+    assert finding.severity is Severity.INFO
+    assert finding.line == "revision 4 not applied: 2 busy runners of revision 3 are finishing jobs 81234, 81240"
+
+
+def test_an_applied_revision_with_an_old_runner_still_busy_says_so() -> None:
+    assert lines("revision_applied_busy_old") == [
+        "revision 4 applied; 1 busy runner of revision 3 is finishing jobs 81234"
+    ]
+
+
+def test_rejected_credentials_without_a_runner_set_name_the_secret() -> None:
+    finding = only("bad_credentials")
+    assert finding.severity is Severity.ERROR
+    assert finding.line == (
+        "no EphemeralRunnerSet: credentials rejected (Secret arc-runners/github: bad or expired token)"
+    )
+
+
+def test_a_scale_set_without_status_asks_whether_the_controller_runs() -> None:
+    assert lines("no_status") == [
+        "no EphemeralRunnerSet: the scale set has no status (is the controller running, and does it watch "
+        "namespace arc-runners?)"
+    ]
+
+
+def test_a_set_at_max_runners_with_every_runner_busy_says_jobs_wait() -> None:
+    finding = only("at_max")
+    assert finding.line.startswith("scale set at maxRunners (3) with all 3 runners busy (jobs 81201, 81202, 81203)")
+
+
+def test_failed_runners_are_grouped_by_reason_with_the_message() -> None:
+    assert lines("failed_runner") == [
+        "1 runner Failed: InvalidPod (Failed to create the pod: spec.containers[0].image: Required value)"
+    ]
+
+
+def test_a_pod_pending_briefly_for_no_stated_reason_is_not_reported() -> None:
+    snapshot = recorded("image_pull")
+    snapshot.runner_pods[0]["status"] = {"phase": "Pending"}
+    snapshot.taken_at -= dt.timedelta(minutes=2)  # the runner was created a minute ago
+    assert [f.rule for f in explain(snapshot)] == ["healthy"]
+    snapshot.taken_at += dt.timedelta(minutes=5)
+    assert lines_of(snapshot) == ["1 runner Pending for 6m: pod Pending"]
+
+
+def lines_of(snapshot: Snapshot) -> list[str]:
+    return [finding.line for finding in explain(snapshot)]
+
+
+def test_secret_shaped_text_in_a_condition_is_masked() -> None:
+    snapshot = recorded("bad_credentials")
+    condition = snapshot.scale_set["status"]["conditions"][2]
+    condition["message"] = "token ghp_abcdefghijklmnopqrstuvwxyz0123456789 refused"
+    (line,) = lines_of(snapshot)
+    assert "ghp_abcdefghijklmnopqrstuvwxyz0123456789" not in line
+    assert "[REDACTED]" in line
+
+
+@pytest.mark.parametrize("name", sorted(p.stem for p in SNAPSHOTS.glob("*.json")))
+def test_a_snapshot_survives_its_json_round_trip(name: str) -> None:
+    snapshot = recorded(name)
+    assert Snapshot.from_json(json.loads(json.dumps(snapshot.to_json()))) == snapshot
+
+
+def test_events_from_either_api_read_alike() -> None:
+    new = EventRecord.from_event(
+        {
+            "regarding": {"kind": "Pod", "namespace": "ns", "name": "p"},
+            "type": "Warning",
+            "reason": "FailedScheduling",
+            "note": "0/1 nodes",
+            "eventTime": "2026-03-01T11:58:00.000000Z",
+            "series": {"count": 4, "lastObservedTime": "2026-03-01T11:59:00.000000Z"},
+        }
+    )
+    old = EventRecord.from_event(
+        {
+            "involvedObject": {"kind": "Pod", "namespace": "ns", "name": "p"},
+            "type": "Warning",
+            "reason": "FailedScheduling",
+            "message": "0/1 nodes",
+            "count": 4,
+            "lastTimestamp": "2026-03-01T11:59:00Z",
+        }
+    )
+    assert new == old
+    assert new.time == dt.datetime(2026, 3, 1, 11, 59, tzinfo=dt.UTC)
+
+
+@pytest.mark.parametrize(
+    ("seconds", "text"), [(45, "45s"), (119, "119s"), (360, "6m"), (7500, "2h5m"), (7200, "2h"), (280800, "3d6h")]
+)
+def test_ages_read_like_kubectls(seconds: int, text: str) -> None:
+    assert format_age(dt.timedelta(seconds=seconds)) == text
