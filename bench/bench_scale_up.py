@@ -1,8 +1,9 @@
 """Scale-up of N runners (default 200) by the EphemeralRunnerSet + EphemeralRunner controllers, against the
-API server's own create throughput measured in the same run.
+API server's own create throughput measured in the same run; then the scale-down of those N runners to 0.
 
     .venv/bin/python bench/bench_scale_up.py [--runners 200] [--concurrency 20] [--rounds 5] [--warmup 1]
-                                             [--reuse DIR] [--profile FILE] [--trace]
+                                             [--credentials pat|app] [--no-limit] [--reuse DIR]
+                                             [--profile FILE] [--profile-down FILE] [--trace]
 
 Starts a fresh local control plane (or reuses ``--reuse``), installs the CRDs, starts the simulated GitHub,
 and in one scratch namespace per phase:
@@ -13,7 +14,10 @@ and in one scratch namespace per phase:
   runner pods, exist (every runner registered with the sim, its JIT Secret written, its pod created). The
   objects are counted in the controller's own informer caches, as the API server's watch events arrive.
   API writes per runner are counted on the controller's client (including the status write that mirrors
-  "Running", 2 s after).
+  "Running", 2 s after). Then **scale-down**: the set goes from N to 0 replicas (patch ID 0, as a listener
+  with no jobs asks); timed from the patch until no EphemeralRunner, then no runner pod, is left in the
+  caches, with the CPU seconds of the same window and the API writes per runner. Every runner is idle, so
+  each one is removed from GitHub and deleted.
 * **limit**: a plain client creates the same objects per runner -- an EphemeralRunner, a Secret and a Pod,
   one after the other -- with the same concurrency and nothing else: what the API server can take with
   that concurrency. Timed on the same basis, until a watch has seen every pod (the time until the last
@@ -24,11 +28,16 @@ runner (those include the scheduler's bindings and kwok's pod status writes), an
 process of the control plane and this one (``bench``: controllers and simulated GitHub) used in the timed
 window. On two cores every process competes for the same CPU: the figures show where it went.
 
+``--credentials app`` gives the controllers a GitHub App (ID, installation ID, private key) instead of a PAT:
+what most installations use, and what costs an RSA key load wherever credentials are built anew.
+``--no-limit`` skips the limit runs (when only the controllers' figures are wanted).
+
 Runs alternate in order, after ``--warmup`` rounds that are not counted (a fresh API server's first
 requests of a kind are slower: caches, CEL programs, watch caches). Figures are medians over ``--rounds``
 (best-of shown too); single rounds on a 2-core machine vary by +-30%. The ratio is median limit time /
 median controllers time (target: at least 0.70). ``--profile FILE`` writes a cProfile of the first
-counted controllers run (a measurement aid only).
+counted controllers run (a measurement aid only); ``--profile-down FILE`` the same of its scale-down. The
+controllers and the simulated GitHub share this process, so ``bench`` CPU seconds include the simulator's.
 """
 
 from __future__ import annotations
@@ -66,6 +75,7 @@ from arc_scaleset_lab.sim import SimConfig, SimulatedGitHub
 
 REPO = Path(__file__).resolve().parents[1]
 PAT = "ghp_bench_scale_up_0123456789"
+APP_ID, INSTALLATION_ID = 4242, 4343
 TEMPLATE = {"spec": {"containers": [{"name": "runner", "image": "ghcr.io/actions/actions-runner:latest"}]}}
 WRITE_VERBS = ("create", "update", "patch", "delete")
 APISERVER_WRITE_VERBS = frozenset({"POST", "PUT", "PATCH", "DELETE", "APPLY"})
@@ -101,10 +111,24 @@ class ControllersRun:
     writes_by_kind: dict[str, float]
     reads_per_runner: float
     server_writes: dict[str, float]
+    down: DownRun
 
     @property
     def server_writes_per_runner(self) -> float:
         return sum(self.server_writes.values())
+
+
+@dataclass
+class DownRun:
+    """The scale-down from N runners to 0."""
+
+    ers_seconds: float
+    """Until no EphemeralRunner was left in the controller's cache."""
+    pods_seconds: float
+    """Until no runner pod was left."""
+    cpu: dict[str, float]
+    writes_per_runner: float
+    writes_by_kind: dict[str, float]
 
 
 @dataclass
@@ -181,6 +205,37 @@ async def wait_counts(manager: Manager, namespace: str, runners: int, start: flo
         await asyncio.sleep(POLL)
 
 
+async def wait_empty(manager: Manager, start: float, *, trace: bool) -> tuple[float, float]:
+    """Seconds until no ER, then no pod, is left in the controller's caches."""
+    runner_cache, pod_cache = manager.cache(EPHEMERAL_RUNNERS), manager.cache(PODS)
+    ers_done: float | None = None
+    next_trace = 0.0
+    while True:
+        now = time.perf_counter() - start
+        ers, pods = len(runner_cache), len(pod_cache)
+        if trace and now >= next_trace:
+            queues = " ".join(f"{c.name}={len(c.queue)}" for c in manager.controllers)
+            print(f"    t={now:5.2f}s ERs={ers:4d} pods={pods:4d} queues: {queues}", file=sys.stderr)
+            next_trace = now + 0.25
+        if ers_done is None and ers == 0:
+            ers_done = now
+        if ers_done is not None and pods == 0:
+            return ers_done, now
+        await asyncio.sleep(POLL)
+
+
+def github_secret_data(credentials: str, sim: SimulatedGitHub) -> dict[str, str]:
+    """The GitHub config Secret's ``data`` for ``--credentials``: the PAT, or a GitHub App the sim knows."""
+    if credentials == "pat":
+        fields = {"github_token": PAT}
+    else:
+        app = sim.credentials.add_app(app_id=APP_ID, installation_ids=[INSTALLATION_ID])
+        assert app.private_key_pem is not None
+        fields = {"github_app_id": str(APP_ID), "github_app_installation_id": str(INSTALLATION_ID),
+                  "github_app_private_key": app.private_key_pem}  # fmt: skip
+    return {key: base64.b64encode(value.encode()).decode() for key, value in fields.items()}
+
+
 def _writes(kube: KubeClient) -> collections.Counter[str]:
     counts: collections.Counter[str] = collections.Counter()
     for (verb, path), n in kube.request_counts.items():
@@ -198,11 +253,12 @@ def _kind_of(path: str) -> str:
 
 
 async def controllers_run(kube_config: Path, kube: KubeClient, sim: SimulatedGitHub, scale_set_id: int, *,
-                          runners: int, concurrency: int, pids: dict[str, int],
-                          profile: cProfile.Profile | None, trace: bool) -> ControllersRun:  # fmt: skip
+                          runners: int, concurrency: int, pids: dict[str, int], credentials: str,
+                          profile: cProfile.Profile | None, profile_down: cProfile.Profile | None,
+                          trace: bool) -> ControllersRun:  # fmt: skip
     namespace = await new_namespace(kube, "bench-ctl")
     await kube.create(SECRETS, {"metadata": {"name": "gh", "namespace": namespace},
-                                "data": {"github_token": base64.b64encode(PAT.encode()).decode()}})  # fmt: skip
+                                "data": github_secret_data(credentials, sim)})  # fmt: skip
     controller_kube = KubeClient.from_kubeconfig(kube_config)
     manager = Manager(controller_kube, namespaces={namespace}, metrics_address=None)
     settings = ControllerSettings(controller_namespace=namespace, controller_image="bench",
@@ -240,6 +296,8 @@ async def controllers_run(kube_config: Path, kube: KubeClient, sim: SimulatedGit
         writes = _writes(controller_kube)
         writes.subtract(writes_before)
         reads = sum(n for (verb, _), n in controller_kube.request_counts.items() if verb == "get") - reads_before
+        down = await scale_down(manager, kube, controller_kube, namespace, runners=runners, pids=pids,
+                                profile=profile_down, trace=trace)  # fmt: skip
     finally:
         manager.request_stop()
         with contextlib.suppress(Exception):
@@ -255,6 +313,32 @@ async def controllers_run(kube_config: Path, kube: KubeClient, sim: SimulatedGit
         writes_by_kind={kind: n / runners for kind, n in sorted(writes.items()) if n},
         reads_per_runner=reads / runners,
         server_writes=_per_runner(server_after, server_before, runners, minus="PATCH ephemeralrunnersets"),
+        down=down,
+    )
+
+
+async def scale_down(manager: Manager, kube: KubeClient, controller_kube: KubeClient, namespace: str, *,
+                     runners: int, pids: dict[str, int], profile: cProfile.Profile | None,
+                     trace: bool) -> DownRun:  # fmt: skip
+    """The set from ``runners`` idle runners to 0 (patch ID 0: the listener's "no jobs")."""
+    writes_before = _writes(controller_kube)
+    if profile is not None:
+        profile.enable()
+    cpu_before = cpu_seconds(pids)
+    start = time.perf_counter()
+    await kube.patch(EPHEMERAL_RUNNER_SETS, "bench", {"spec": {"replicas": 0, "patchID": 0}}, namespace=namespace)
+    ers_seconds, pods_seconds = await wait_empty(manager, start, trace=trace)
+    cpu = cpu_used(cpu_seconds(pids), cpu_before)
+    if profile is not None:
+        profile.disable()
+    writes = _writes(controller_kube)
+    writes.subtract(writes_before)
+    return DownRun(
+        ers_seconds=ers_seconds,
+        pods_seconds=pods_seconds,
+        cpu=cpu,
+        writes_per_runner=sum(writes.values()) / runners,
+        writes_by_kind={kind: n / runners for kind, n in sorted(writes.items()) if n > 0},
     )
 
 
@@ -328,31 +412,39 @@ async def main(args: argparse.Namespace) -> None:
         client = ActionsClient(parse_config_url(sim.config_url("org"), environ={}), PersonalAccessToken(PAT),
                                system_info=SystemInfo(subsystem="bench"))  # fmt: skip
         profile = cProfile.Profile() if args.profile else None
+        profile_down = cProfile.Profile() if args.profile_down else None
         try:
             ctl: list[ControllersRun] = []
             lim: list[LimitRun] = []
             for round_ in range(-args.warmup, args.rounds):
                 scale_set = await client.create_runner_scale_set(name=f"bench-{round_}", runner_group_id=1)
-                order = ("ctl", "limit") if round_ % 2 == 0 else ("limit", "ctl")
+                order: tuple[str, ...] = ("ctl", "limit") if round_ % 2 == 0 else ("limit", "ctl")
+                if args.no_limit:
+                    order = ("ctl",)
                 for which in order:
                     if which == "ctl":
                         ctl.append(await controllers_run(
                             cluster.kubeconfig, kube, sim, scale_set.id, runners=args.runners,
-                            concurrency=args.concurrency, pids=cluster.pids,
+                            concurrency=args.concurrency, pids=cluster.pids, credentials=args.credentials,
                             profile=profile if round_ == 0 else None,
+                            profile_down=profile_down if round_ == 0 else None,
                             trace=args.trace,
                         ))  # fmt: skip
                     else:
                         lim.append(await limit_run(kube, runners=args.runners, concurrency=args.concurrency,
                                                    pids=cluster.pids))  # fmt: skip
                 label = f"round {round_ + 1}" if round_ >= 0 else "warm-up (not counted)"
+                limit_text = f"; limit {lim[-1].watched_seconds:.2f}s" if lim else ""
                 print(f"{label}: controllers: all ERs {ctl[-1].ers_seconds:.2f}s, all pods {ctl[-1].pods_seconds:.2f}s;"
-                      f" limit {lim[-1].watched_seconds:.2f}s", file=sys.stderr)  # fmt: skip
+                      f" down: no ER {ctl[-1].down.ers_seconds:.2f}s, no pod {ctl[-1].down.pods_seconds:.2f}s,"
+                      f" bench CPU {ctl[-1].down.cpu.get('bench', 0.0):.2f}s{limit_text}", file=sys.stderr)  # fmt: skip
                 if round_ < 0:
                     ctl.clear()
                     lim.clear()
             if profile is not None:
                 profile.dump_stats(args.profile)
+            if profile_down is not None:
+                profile_down.dump_stats(args.profile_down)
             report(args, ctl, lim)
         finally:
             await client.aclose()
@@ -364,15 +456,19 @@ def report(args: argparse.Namespace, ctl: list[ControllersRun], lim: list[LimitR
     median = statistics.median
     ers = median(r.ers_seconds for r in ctl)
     pods = median(r.pods_seconds for r in ctl)
-    limit = median(r.watched_seconds for r in lim)
-    best_pods, best_limit = min(r.pods_seconds for r in ctl), min(r.watched_seconds for r in lim)
     kinds = sorted({kind for r in ctl for kind in r.writes_by_kind})
     by_kind = ", ".join(f"{kind} {median(r.writes_by_kind.get(kind, 0.0) for r in ctl):.2f}" for kind in kinds)
-    print(f"runners: {args.runners}, concurrency: {args.concurrency}, rounds: {args.rounds} (medians)")
+    print(f"runners: {args.runners}, concurrency: {args.concurrency}, rounds: {args.rounds} (medians),"
+          f" credentials: {args.credentials}")  # fmt: skip
     print(
         f"controllers: all EphemeralRunners after {ers:.2f} s, all runner pods after {pods:.2f} s"
         f" ({args.runners / pods:.1f} runners/s; rounds: {', '.join(f'{r.pods_seconds:.2f}' for r in ctl)})"
     )
+    report_down(ctl)
+    if not lim:
+        return
+    limit = median(r.watched_seconds for r in lim)
+    best_pods, best_limit = min(r.pods_seconds for r in ctl), min(r.watched_seconds for r in lim)
     print(f"API limit:   {limit:.2f} s until a watch saw every pod of ER + Secret + Pod creates"
           f" ({args.runners / limit:.1f} runners/s; rounds: {', '.join(f'{r.watched_seconds:.2f}' for r in lim)});"
           f" the creates themselves returned after {median(r.seconds for r in lim):.2f} s")  # fmt: skip
@@ -393,6 +489,22 @@ def report(args: argparse.Namespace, ctl: list[ControllersRun], lim: list[LimitR
           f" best-of {best_limit / best_pods:.2f}; target >= 0.70)")  # fmt: skip
 
 
+def report_down(ctl: list[ControllersRun]) -> None:
+    median = statistics.median
+    down = [r.down for r in ctl]
+    kinds = sorted({kind for r in down for kind in r.writes_by_kind})
+    by_kind = ", ".join(f"{kind} {median(r.writes_by_kind.get(kind, 0.0) for r in down):.2f}" for kind in kinds)
+    rounds = ", ".join(f"{r.pods_seconds:.2f}" for r in down)
+    print(f"scale-down to 0: no EphemeralRunner after {median(r.ers_seconds for r in down):.2f} s, no runner pod"
+          f" after {median(r.pods_seconds for r in down):.2f} s (rounds: {rounds});"
+          f" API writes per runner {median(r.writes_per_runner for r in down):.2f} [{by_kind}]")  # fmt: skip
+    names = sorted({name for r in down for name in r.cpu})
+    bench_rounds = ", ".join(f"{r.cpu.get('bench', 0.0):.2f}" for r in down)
+    print("  CPU seconds, scale-down window: " + ", ".join(
+        f"{name} {median(r.cpu.get(name, 0.0) for r in down):.2f}" for name in names)
+        + f" (bench rounds: {bench_rounds})")  # fmt: skip
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--runners", type=int, default=200)
@@ -400,7 +512,11 @@ if __name__ == "__main__":
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--warmup", type=int, default=1, help="rounds run first and not counted (default 1)")
     parser.add_argument("--reuse", help="work directory of a running cluster (arc-scaleset cluster up --dir)")
+    parser.add_argument("--credentials", choices=("pat", "app"), default="pat",
+                        help="the controllers' GitHub credentials: a PAT (default) or a GitHub App")  # fmt: skip
+    parser.add_argument("--no-limit", action="store_true", help="skip the limit runs (controllers' figures only)")
     parser.add_argument("--profile", help="write a cProfile of the first controllers run to this file")
+    parser.add_argument("--profile-down", help="write a cProfile of the first counted scale-down to this file")
     parser.add_argument("--trace", action="store_true", help="print object counts and queue lengths while waiting")
     arguments = parser.parse_args()
     freeze_startup_objects()  # as `arc-scaleset controller` does before it starts

@@ -45,9 +45,9 @@ from arc_scaleset.api.credentials import APP_KEYS, TOKEN_KEY, AppConfig
 
 __all__ = [
     "CONFIG_PATH_ENV",
-    "PROBE_ADDR_ENV",
     "LOG_FORMATS",
     "LOG_LEVELS",
+    "PROBE_ADDR_ENV",
     "ListenerConfig",
     "ListenerConfigError",
 ]

@@ -14,7 +14,8 @@ unchanged.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from typing import TypeVar
 
 from cryptography import x509
 
@@ -38,10 +39,13 @@ from arc_scaleset.github import (
     InvalidCredentials,
     ProxySettings,
     credentials_from_fields,
+    fingerprint_of_fields,
     parse_config_url,
 )
 from arc_scaleset.kube.client import KubeClient
 from arc_scaleset.observability.logging import register_secret
+
+_T = TypeVar("_T")
 
 
 class GitHubAccess:
@@ -81,14 +85,18 @@ class GitHubAccess:
         propagate.
         """
         config = self.parse_url(config_url)
-        credentials = await self.credentials(namespace=namespace, secret_name=secret_name, vault=vault)
+        app_config = await self.app_config(namespace=namespace, secret_name=secret_name, vault=vault)
+        # The pool is asked by fingerprint and builds the credentials only for a new client: building a GitHub
+        # App parses its RSA key, milliseconds of CPU that every runner deletion paid (docs/github.md).
+        fingerprint = self._checked(lambda: fingerprint_of_fields(app_config), namespace, secret_name)
         root_ca = await self.root_ca_pem(namespace=namespace, tls=tls)
         proxy_settings = await self.proxy_settings(namespace=namespace, proxy=proxy)
         try:
             return await self.pool.get(
                 config,
                 namespace=namespace,
-                credentials=credentials,
+                credentials=lambda: self._checked(lambda: credentials_from_fields(app_config), namespace, secret_name),
+                fingerprint=fingerprint,
                 root_ca_pem=root_ca,
                 proxy=proxy_settings,
                 # Named by reference: a rotated Secret (CA, proxy) gives this source a new key, and the pool
@@ -101,9 +109,15 @@ class GitHubAccess:
     async def credentials(self, *, namespace: str, secret_name: str, vault: VaultConfig | None = None) -> Credentials:
         """The credentials in Secret ``namespace/secret_name`` (ARC's keys and rule, docs/github.md)."""
         app_config = await self.app_config(namespace=namespace, secret_name=secret_name, vault=vault)
+        return self._checked(lambda: credentials_from_fields(app_config), namespace, secret_name)
+
+    @staticmethod
+    def _checked(build: Callable[[], _T], namespace: str, secret_name: str) -> _T:
+        """``build()``, its :class:`InvalidCredentials` (a malformed App: installation ID, private key) reported
+        as :class:`InvalidSecret` on the Secret."""
         try:
-            return credentials_from_fields(app_config)
-        except InvalidCredentials as exc:  # a malformed App: the installation ID or the private key
+            return build()
+        except InvalidCredentials as exc:
             raise InvalidSecret(
                 f"Secret {namespace}/{secret_name} (githubConfigSecret) cannot be used: {exc}"
             ) from None

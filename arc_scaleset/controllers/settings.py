@@ -69,7 +69,8 @@ class ControllerSettings:
       a listener pod that keeps failing (per listener, doubling).
     - ``scale_set_verify_interval``: seconds between checks that a registered scale set still exists on
       GitHub (re-registered when it is definitively gone; also checked on every spec change), and between
-      re-reads of a listener's GitHub Secret (a rotated credential reaches its config within this time).
+      re-reads of a listener's GitHub Secret (the fallback where its watch is refused: a rotated credential
+      otherwise reaches the config within seconds, :mod:`arc_scaleset.controllers.referenced_objects`).
     """
 
     controller_namespace: str

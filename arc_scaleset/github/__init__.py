@@ -16,6 +16,7 @@ from arc_scaleset.github.credentials import (
     InvalidCredentials,
     PersonalAccessToken,
     credentials_from_fields,
+    fingerprint_of_fields,
 )
 from arc_scaleset.github.errors import (
     ActionsError,
@@ -99,6 +100,7 @@ __all__ = [
     "TransientError",
     "Unauthorized",
     "credentials_from_fields",
+    "fingerprint_of_fields",
     "is_transient",
     "parse_config_url",
 ]

@@ -53,7 +53,7 @@ class PersonalAccessToken:
 
     def fingerprint(self) -> str:
         """A sha256 hex digest identifying this token; equal tokens give equal fingerprints."""
-        return _digest("pat", self.token)
+        return _pat_fingerprint(self.token)
 
     def secret_values(self) -> tuple[str, ...]:
         """The values that must never be shown (for log redaction)."""
@@ -86,7 +86,7 @@ class GitHubApp:
 
     def fingerprint(self) -> str:
         """A sha256 hex digest over the App ID, installation ID and private key."""
-        return _digest("app", self.app_id, str(self.installation_id), self.private_key.strip())
+        return _app_fingerprint(self.app_id, self.installation_id, self.private_key)
 
     def secret_values(self) -> tuple[str, ...]:
         """The values that must never be shown (for log redaction)."""
@@ -134,6 +134,33 @@ def credentials_from_fields(fields: CredentialFields) -> Credentials:
     if not has_app_field:
         raise InvalidCredentials("no credentials given")
     return GitHubApp(fields.github_app_id, fields.github_app_installation_id, fields.github_app_private_key)
+
+
+def fingerprint_of_fields(fields: CredentialFields) -> str:
+    """The :meth:`fingerprint` of ``credentials_from_fields(fields)``, without building the credentials.
+
+    Building a :class:`GitHubApp` parses its RSA key, which costs milliseconds of CPU; a caller that only
+    needs to find the pooled client for these fields (every runner deletion does, docs/github.md "Client
+    pool") asks for this instead and builds the credentials only when no client has them yet. Fields the
+    credential rule did not choose (a token beside App fields, or nothing) raise :class:`InvalidCredentials`
+    as :func:`credentials_from_fields` does; a malformed key is found only when the credentials are built.
+    """
+    has_app_field = bool(fields.github_app_id or fields.github_app_installation_id or fields.github_app_private_key)
+    if fields.github_token:
+        if has_app_field:
+            raise InvalidCredentials("both a token and GitHub App fields given: apply the credential rule first")
+        return _pat_fingerprint(fields.github_token)
+    if not has_app_field:
+        raise InvalidCredentials("no credentials given")
+    return _app_fingerprint(fields.github_app_id, fields.github_app_installation_id, fields.github_app_private_key)
+
+
+def _pat_fingerprint(token: str) -> str:
+    return _digest("pat", token)
+
+
+def _app_fingerprint(app_id: str, installation_id: int, private_key: str) -> str:
+    return _digest("app", app_id, str(installation_id), private_key.strip())
 
 
 def _load_rsa_key(pem: str) -> RSAPrivateKey:

@@ -99,15 +99,21 @@ class ActionsClientPool:
         config: GitHubConfig,
         *,
         namespace: str,
-        credentials: Credentials,
+        credentials: Credentials | None = None,
         root_ca_pem: str | None = None,
         proxy: ProxySettings | None = None,
+        fingerprint: str | None = None,
     ) -> ClientKey:
+        """The key of a client: ``credentials``, or their ``fingerprint`` (``credentials.fingerprint()``)."""
+        if fingerprint is None:
+            if credentials is None:
+                raise TypeError("key_for needs credentials or their fingerprint")
+            fingerprint = credentials.fingerprint()
         proxy_text = "" if proxy is None else f"{proxy.http_proxy}\n{proxy.https_proxy}\n{proxy.no_proxy}\n{proxy.cgi}"
         return ClientKey(
             config_url=config.url,
             namespace=namespace,
-            credentials_fingerprint=credentials.fingerprint(),
+            credentials_fingerprint=fingerprint,
             root_ca_fingerprint=_sha256((root_ca_pem or "").strip()),
             proxy_fingerprint=_sha256(proxy_text),
         )
@@ -117,38 +123,49 @@ class ActionsClientPool:
         config: GitHubConfig,
         *,
         namespace: str,
-        credentials: Credentials,
+        credentials: Credentials | Callable[[], Credentials],
         root_ca_pem: str | None = None,
         proxy: ProxySettings | None = None,
         source: str = "",
+        fingerprint: str | None = None,
     ) -> ActionsClient:
         """The pooled client for these inputs, built on first use. Raises ``ValueError`` for a bad CA PEM.
+
+        ``credentials`` may be a function that builds them, with their ``fingerprint`` given: it is called only
+        when no pooled client has that fingerprint yet, so a GitHub App's key is parsed once per client, not
+        once per call (docs/github.md, "Client pool"); whatever it raises propagates and leaves the pool as it
+        was.
 
         ``source`` names where ``credentials``, ``root_ca_pem`` and ``proxy`` were read from (e.g. the Secret's
         and ConfigMap's names; never their values). When the same source in the same namespace and config URL
         gives another key than last time, the old key's client is evicted unless another source still gives it.
         """
-        key = self.key_for(config, namespace=namespace, credentials=credentials, root_ca_pem=root_ca_pem, proxy=proxy)
+        if callable(credentials) and fingerprint is None:
+            raise TypeError("credentials given as a function need their fingerprint")
+        given = None if callable(credentials) else credentials
+        key = self.key_for(config, namespace=namespace, credentials=given, root_ca_pem=root_ca_pem, proxy=proxy,
+                           fingerprint=fingerprint)  # fmt: skip
         origin = _Source(namespace=namespace, config_url=config.url, source_digest=_sha256(source))
         async with self._lock:
             await self._close_retired()
+            client = self._clients.get(key)
+            if client is None:
+                # Built before the source moves to the new key: inputs that fail to build (a bad key, a bad
+                # CA) evict nothing.
+                client = self._factory(
+                    config,
+                    credentials() if callable(credentials) else credentials,
+                    system_info=self._system_info,
+                    root_ca_pem=root_ca_pem,
+                    proxy=proxy,
+                    clock=self._clock,
+                    **self._options,
+                )
+                self._clients[key] = client
             previous = self._sources.get(origin)
             self._sources[origin] = key
             if previous is not None and previous != key:
                 self._evict_if_unused(previous)
-            client = self._clients.get(key)
-            if client is not None:
-                return client
-            client = self._factory(
-                config,
-                credentials,
-                system_info=self._system_info,
-                root_ca_pem=root_ca_pem,
-                proxy=proxy,
-                clock=self._clock,
-                **self._options,
-            )
-            self._clients[key] = client
             return client
 
     async def scale_set_deleted(self, *, namespace: str, config_url: str) -> None:

@@ -100,6 +100,7 @@ class Source(Protocol):
 
     async def stop(self) -> None: ...
 
+
 InformerSource = Callable[[Resource], Sequence[Informer]]
 """Gives the shared informers (one per watched namespace) of a resource; provided by the manager."""
 

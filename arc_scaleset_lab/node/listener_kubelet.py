@@ -10,7 +10,10 @@ creates would never listen. :class:`ListenerKubelet` watches the pods labelled
   ServiceAccount token from TokenRequest in a kubeconfig) and ``python -m arc_scaleset.cli listener`` is
   started with that environment -- whatever image and command the container names, since there is no
   container runtime. Pods of one node share one network namespace here, so a listener config whose
-  ``metrics_addr`` is set gets a free loopback port instead (:attr:`ListenerProcess.metrics_port`).
+  ``metrics_addr`` is set gets a free loopback port instead (:attr:`ListenerProcess.metrics_port`), and so
+  does a ``LISTENER_PROBE_ADDR`` in the pod's env (:attr:`ListenerProcess.probe_port`).
+- **Probes.** Liveness and readiness probes are not run (a real kubelet would restart a listener whose
+  ``/healthz`` keeps failing); the listener serves them on the ports above, where a test can ask.
   Output goes to ``<log_dir>/<pod name>.log`` (appended; one header line per start).
 - **Stop.** When the pod is deleted or gets a deletionTimestamp (or is replaced by a pod of the same name
   and another UID): SIGTERM, then SIGKILL after the pod's grace period (``deletionGracePeriodSeconds``,
@@ -43,7 +46,7 @@ from typing import Any, Final
 import orjson
 
 from arc_scaleset.api.keys import COMPONENT_LISTENER, LABEL_COMPONENT, LISTENER_CONTAINER_NAME
-from arc_scaleset.api.listener_config import CONFIG_PATH_ENV
+from arc_scaleset.api.listener_config import CONFIG_PATH_ENV, PROBE_ADDR_ENV
 from arc_scaleset.kube.client import KubeClient, PatchType
 from arc_scaleset.kube.errors import KubeError, NotFound
 from arc_scaleset.kube.informer import Informer, Object
@@ -83,6 +86,7 @@ class ListenerProcess:
     """``service account <ns>/<name>`` (TokenRequest) or ``admin kubeconfig`` (the fallback)."""
     metrics_port: int | None
     returncode: int | None
+    probe_port: int | None = None
 
 
 @dataclass(eq=False)
@@ -98,6 +102,7 @@ class _PodWorker:
     process: asyncio.subprocess.Process | None = None
     sandbox: Sandbox | None = None
     metrics_port: int | None = None
+    probe_port: int | None = None
     stop_requested: asyncio.Event = field(default_factory=asyncio.Event)
     stopped: asyncio.Event = field(default_factory=asyncio.Event)
 
@@ -115,6 +120,7 @@ class _PodWorker:
             credentials=self.sandbox.credentials if self.sandbox else "",
             metrics_port=self.metrics_port,
             returncode=self.process.returncode if self.process else None,
+            probe_port=self.probe_port,
         )
 
 
@@ -348,6 +354,7 @@ class ListenerKubelet:
         env["PYTHONUNBUFFERED"] = "1"
         env.update(worker.sandbox.env)
         worker.metrics_port = give_metrics_a_free_port(env.get(CONFIG_PATH_ENV), worker.sandbox.root)
+        worker.probe_port = give_probes_a_free_port(env)
         return env
 
     async def _spawn(self, worker: _PodWorker, env: dict[str, str]) -> asyncio.subprocess.Process:
@@ -529,6 +536,16 @@ def give_metrics_a_free_port(config_path: str | None, sandbox_root: Path) -> int
     port = free_port()
     document["metrics_addr"] = f"{LOOPBACK}:{port}"
     path.write_bytes(orjson.dumps(document))
+    return port
+
+
+def give_probes_a_free_port(env: dict[str, str]) -> int | None:
+    """Point a probe address in the listener's ``env`` (``LISTENER_PROBE_ADDR``, the port of its liveness probe)
+    at a free loopback port; that port, or ``None`` when the pod asks for no probe address."""
+    if env.get(PROBE_ADDR_ENV, "").strip() in ("", "0"):
+        return None
+    port = free_port()
+    env[PROBE_ADDR_ENV] = f"{LOOPBACK}:{port}"
     return port
 
 

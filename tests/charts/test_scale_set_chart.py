@@ -189,3 +189,20 @@ async def test_github_server_tls_is_mounted_into_runners_and_referenced_by_the_s
     assert volume["configMap"]["name"] == "ca"
     role = only(objects, "Role")
     assert {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]} in role["rules"]
+    watched = {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["list", "watch"], "resourceNames": ["ca"]}
+    assert watched in role["rules"], "the CA ConfigMap is watched by name, and no other"
+
+
+async def test_the_controller_may_watch_exactly_the_secrets_a_listener_is_built_from(helm: Helm) -> None:
+    proxy = {"http": {"url": "http://proxy:3128", "credentialSecretRef": "proxy-auth"},
+             "https": {"url": "http://proxy:3128"}}  # fmt: skip
+    role = only(await render(helm, proxy=proxy), "Role")
+    watched = [rule for rule in role["rules"] if "watch" in rule["verbs"]]
+    assert watched == [
+        {
+            "apiGroups": [""],
+            "resources": ["secrets"],
+            "verbs": ["watch"],
+            "resourceNames": ["my-set-gha-rs-github-secret", "proxy-auth"],
+        }
+    ]

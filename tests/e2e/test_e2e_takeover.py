@@ -437,7 +437,7 @@ async def test_kubectl_get_shows_arcs_columns_with_current_values_after_a_scale_
 
     found = await handle.wait_until(current, timeout=60, what="the printer columns to show the scale-up")
     for plural, columns in ARC_COLUMNS.items():
-        assert found[plural][0] == columns, plural
+        assert found[plural][0] == ["Name", *columns], plural
     runners = found["ephemeralrunners"][1]
     assert len(runners) == 4
     assert all(row["Status"] == "Running" and row["RunnerId"] for row in runners)

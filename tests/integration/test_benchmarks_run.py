@@ -43,6 +43,19 @@ def test_scale_up_benchmark_prints_its_ratio_and_costs_four_api_writes_per_runne
     assert float(writes.group(1)) <= 4.5, out
 
 
+@pytest.mark.usefixtures("crds_installed")
+def test_scale_up_benchmark_with_a_github_app_measures_the_scale_down_to_zero(cluster: TestCluster) -> None:
+    out = run_bench(
+        "bench_scale_up.py", "--reuse", str(cluster.workdir), "--credentials", "app", "--no-limit",
+        "--runners", "10", "--concurrency", "5", "--rounds", "1", "--warmup", "0",
+    )  # fmt: skip
+    assert "credentials: app" in out, out
+    down = re.search(r"^scale-down to 0: no EphemeralRunner after [\d.]+ s, no runner pod after [\d.]+ s", out, re.M)
+    assert down, out
+    assert re.search(r"^  CPU seconds, scale-down window: bench \d+\.\d\d", out, re.MULTILINE), out
+    assert "ratio:" not in out, out  # no limit runs asked for
+
+
 def test_informer_benchmark_prints_the_ingest_ratio(cluster: TestCluster) -> None:
     out = run_bench("bench_informer.py", str(cluster.kubeconfig), "--objects", "100", "--rounds", "1")
     assert re.search(r"^informer / list:\s+\d+\.\d\d$", out, re.MULTILINE), out

@@ -49,6 +49,7 @@ _ERROR_WORDS: Final[Mapping[str, str]] = {
     "TransientError": "the Actions service failed",
     "TimeoutError": "the Actions service did not answer in time",
     "MessageQueueTokenExpired": "the message queue refused the session's token",
+    "SessionNotFound": "the Actions service no longer knows the session",
     "NotFound": "the Actions service no longer knows the session",
 }
 

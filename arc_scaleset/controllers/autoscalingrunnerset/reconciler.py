@@ -12,7 +12,8 @@ Phases (docs/controllers.md; the revision design: docs/revisions.md):
 3. the finalizer;
 4. the config URL (and the URL labels); the scale set registered or reused by name in the runner group;
 5. the scale set verified on GitHub by ID on a spec change, when the listener is missing, when a registration
-   annotation (runner group, scale-set name) is missing or stale, and every ``scale_set_verify_interval``: a
+   annotation (runner group, scale-set name) is missing or stale, at once when the listener reports that GitHub
+   no longer knows the scale set (:mod:`.listener_report`), and every ``scale_set_verify_interval``: a
    definitive 404 re-registers it (the new ID flows to the runner set as a revision bump); any other error
    is retried, never a re-registration; a found set has its group, name and labels brought in line;
 6. the EphemeralRunnerSet: the scale set's sets are found by owner reference, whatever their names
@@ -22,7 +23,8 @@ Phases (docs/controllers.md; the revision design: docs/revisions.md):
    bump on semantic drift, its metadata merged, or torn down when Outdated at its current revision;
 7. the AutoscalingListener, pointed at the current set: stale ones (another name) deleted, created when
    missing, deleted and recreated when a listener-relevant field changed or ARC's controller made it;
-8. done: ``Running``, ``observedGeneration`` = generation.
+8. done: ``Running``, ``observedGeneration`` = generation; ``Ready`` and ``Degraded`` also say what the
+   listener's own conditions say (a listener without a session makes the scale set not ``Ready``).
 
 Bad input (secret, URL, TLS, runner group, vault) ends the pass with a ``Degraded`` condition and a Warning
 Event, and the key is retried with the workqueue's backoff; nothing is deleted because of it.
@@ -32,6 +34,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import datetime as dt
 import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -42,6 +45,7 @@ from arc_scaleset.api.autoscalinglistener import AUTOSCALING_LISTENERS
 from arc_scaleset.api.autoscalingrunnerset import AUTOSCALING_RUNNER_SETS, AutoscalingRunnerSet
 from arc_scaleset.api.ephemeralrunnerset import EPHEMERAL_RUNNER_SETS
 from arc_scaleset.api.keys import (
+    ANNOTATION_RUNNER_SPEC_HASH,
     AUTOSCALING_RUNNER_SET_FINALIZER,
     LABEL_SCALE_SET_NAME,
     LABEL_SCALE_SET_NAMESPACE,
@@ -64,6 +68,7 @@ from arc_scaleset.controllers.autoscalingrunnerset.desired import (
     listener_name_of,
     scale_set_id_of,
 )
+from arc_scaleset.controllers.autoscalingrunnerset.listener_report import listener_problems, scale_set_gone_report
 from arc_scaleset.controllers.autoscalingrunnerset.registration import (
     register_scale_set,
     registration_patch,
@@ -116,6 +121,8 @@ class _Pass:
     verified: bool = False
     runner_set_name: str = ""
     """The scale set's current EphemeralRunnerSet, once the pass found it in line (the listener's target)."""
+    gone_report: dt.datetime | None = None
+    """When the listener reported the scale set gone on GitHub, if that report is why this pass verifies it."""
 
 
 class AutoscalingRunnerSetReconciler:
@@ -128,6 +135,8 @@ class AutoscalingRunnerSetReconciler:
         self.listeners = ctx.cache(AUTOSCALING_LISTENERS)
         # When each scale set was last confirmed on GitHub: (monotonic time, scale set ID).
         self._verified: dict[tuple[str, str], tuple[float, int]] = {}
+        # The listener's latest "scale set not found" report each scale set was verified for (its time).
+        self._gone_reports: dict[tuple[str, str], dt.datetime] = {}
 
     def controller(self, *, rate_limiter: RateLimiter | None = None) -> Controller:
         """The controller running this reconciler; ``rate_limiter``: its workqueue's (``None``: the default)."""
@@ -147,10 +156,12 @@ class AutoscalingRunnerSetReconciler:
         obj = self.scale_sets.get(request.namespace, request.name)
         if obj is None:
             self._verified.pop((request.namespace, request.name), None)
+            self._gone_reports.pop((request.namespace, request.name), None)
             return Result()
         view = AutoscalingRunnerSetView(obj)
         if view.is_deleting:
             self._verified.pop((request.namespace, request.name), None)
+            self._gone_reports.pop((request.namespace, request.name), None)
             return await deletion.reconcile_deletion(self.ctx, obj)
 
         report = ReconcileReport(
@@ -219,6 +230,7 @@ class AutoscalingRunnerSetReconciler:
         revision, applied = revisions_of(ers)
         report.complete = True
         report.runner_set_problem = runner_set_problem(ers)
+        report.listener_not_ready, report.listener_degraded = listener_problems(live_listener)
         report.ready_message = (
             f"scale set {scale_set_id} registered; EphemeralRunnerSet {scope.runner_set_name} at runner spec"
             f" revision {revision} (applied {applied}); listener {listener_name}"
@@ -269,7 +281,14 @@ class AutoscalingRunnerSetReconciler:
         return Result()
 
     def _verification_due(self, scope: _Pass, scale_set_id: int, *, listener_missing: bool) -> bool:
-        last = self._verified.get((scope.ars.namespace, scope.ars.name))
+        key = (scope.ars.namespace, scope.ars.name)
+        # The listener found the scale set gone: verify (and register it again) now, not at the next interval.
+        # Once per report: a verification that finds the scale set keeps it, and the report is not acted on again.
+        gone = scale_set_gone_report(self._runner_sets_of(scope.obj).all(), scale_set_id)
+        if gone is not None and self._gone_reports.get(key) != gone.since:
+            scope.gone_report = gone.since
+            return True
+        last = self._verified.get(key)
         if last is None or last[1] != scale_set_id or listener_missing or scope.report.spec_changed:
             return True
         # A removed or edited registration annotation is restored on this pass, as ARC does.
@@ -293,7 +312,10 @@ class AutoscalingRunnerSetReconciler:
         except NotFound:
             # Definitively gone (deleted on GitHub). Transient errors propagate and are retried: a 5xx must
             # never make a second scale set.
-            return await self._register(scope, url_labels, replacing=scale_set_id)
+            result = await self._register(scope, url_labels, replacing=scale_set_id)
+            self._acted_on_gone_report(scope)
+            return result
+        self._acted_on_gone_report(scope)
         changes = await sync_scale_set(client, ars, scale_set)
         if changes:
             scale_set = await client.get_runner_scale_set_by_id(scale_set_id)
@@ -307,6 +329,10 @@ class AutoscalingRunnerSetReconciler:
             scope.report.progress = ("UpdatingScaleSet", "recording the scale set's name and runner group")
             return Result()
         return None
+
+    def _acted_on_gone_report(self, scope: _Pass) -> None:
+        if scope.gone_report is not None:
+            self._gone_reports[(scope.ars.namespace, scope.ars.name)] = scope.gone_report
 
     async def _ephemeral_runner_set(
         self, scope: _Pass, scale_set_id: int, url_labels: Mapping[str, str]
@@ -456,10 +482,16 @@ class AutoscalingRunnerSetReconciler:
             if not listener.is_deleting:
                 await self._delete_listener(name)
                 if keep is not None:
+                    # ARC 0.9.0 to 0.13.0 named the listener after the namespace alone (docs/migration.md).
+                    why = (
+                        "made by ARC's controller"
+                        if listener.annotation(ANNOTATION_RUNNER_SPEC_HASH)
+                        else "the runner group or URL changed"
+                    )
                     await self._event(
                         scope.obj,
                         "ListenerRemoved",
-                        f"deleted AutoscalingListener {name}: the runner group or URL changed",
+                        f"deleted AutoscalingListener {name} ({why}): the scale set's listener is {keep}",
                         action="Delete",
                     )
         return gone

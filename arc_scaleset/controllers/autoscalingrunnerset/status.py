@@ -12,7 +12,10 @@ the phase is ``Pending``; when a pass finds every child in line with the spec th
 
 Every condition carries ``observedGeneration``; ``lastTransitionTime`` moves only when a status flips. A
 ``Degraded`` condition of the scale set's EphemeralRunnerSet (a runner template the API server refuses...)
-makes the scale set ``Degraded`` and not ``Ready`` too (:func:`runner_set_problem`).
+makes the scale set ``Degraded`` and not ``Ready`` too (:func:`runner_set_problem`). So does its listener: a
+listener that is not ``Ready`` (no message session, failing polls, starting, restarting) makes the scale set not
+``Ready``, and one in an outage or a crash loop (its ``Degraded``) makes it ``Degraded``, each with the listener's
+reason (:func:`.listener_report.listener_problems`).
 
 A status is written from one consistent read (the reconciler's ``_write_status``): the patch is the diff
 against the object the pass read (:func:`status_patch`, with ``phase`` and ``observedGeneration`` always
@@ -79,6 +82,10 @@ class ReconcileReport:
     runner_set_problem: tuple[str, str] | None = None
     """(reason, message) of the current EphemeralRunnerSet's ``Degraded`` condition while it is true
     (:func:`runner_set_problem`): the spec reached the set, and the set cannot keep its runners."""
+    listener_not_ready: tuple[str, str] | None = None
+    """(reason, message) of the listener's ``Ready`` condition while it is false."""
+    listener_degraded: tuple[str, str] | None = None
+    """(reason, message) of the listener's ``Degraded`` condition while it is true (an outage, a crash loop)."""
 
     @property
     def spec_changed(self) -> bool:
@@ -126,6 +133,15 @@ def condition_verdicts(report: ReconcileReport) -> list[Verdict]:
                 (CONDITION_READY, "False", reason, message),
                 UP_TO_DATE[0],
                 (CONDITION_DEGRADED, "True", reason, message),
+            ]
+        if report.listener_not_ready is not None or report.listener_degraded is not None:
+            # The spec is applied, but the listener is what brings the jobs: no listener, no runners.
+            reason, message = report.listener_not_ready or report.listener_degraded or ("", "")
+            degraded = report.listener_degraded
+            return [
+                (CONDITION_READY, "False", reason, message),
+                UP_TO_DATE[0],
+                (CONDITION_DEGRADED, "True", *degraded) if degraded is not None else UP_TO_DATE[1],
             ]
         ready = report.ready_message or "the scale set is registered and up to date"
         return [(CONDITION_READY, "True", "Running", ready), *UP_TO_DATE]

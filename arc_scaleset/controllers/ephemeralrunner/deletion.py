@@ -30,7 +30,12 @@ from arc_scaleset.api.views import EphemeralRunnerView
 from arc_scaleset.controllers.context import ControllerContext
 from arc_scaleset.controllers.ephemeralrunner.builders import secret_runner_id
 from arc_scaleset.controllers.errors import ConfigurationError
-from arc_scaleset.controllers.runner_github import Removal, client_for_runner_spec, remove_registration
+from arc_scaleset.controllers.runner_github import (
+    Removal,
+    RunnerClients,
+    client_for_runner_spec,
+    remove_registration,
+)
 from arc_scaleset.kube.client import KubeClient
 from arc_scaleset.kube.controller import Result
 from arc_scaleset.kube.errors import NotFound
@@ -75,8 +80,9 @@ async def _registered_runner_id(kube: KubeClient, er: Object) -> int:
     return secret_runner_id(secret) or 0
 
 
-async def finalize_runner(ctx: ControllerContext, er: Object) -> Result:
-    """One pass of the deletion path; see the module docstring."""
+async def finalize_runner(ctx: ControllerContext, er: Object, *, clients: RunnerClients | None = None) -> Result:
+    """One pass of the deletion path; see the module docstring. ``clients``: the reconciler's
+    :class:`RunnerClients`, so the runners of a scale-down share one read of their GitHub Secret."""
     view = EphemeralRunnerView(er)
     finalizers = view.finalizers
     if not any(f in finalizers for f in _FINALIZERS):
@@ -86,7 +92,10 @@ async def finalize_runner(ctx: ControllerContext, er: Object) -> Result:
         runner_id = await _registered_runner_id(ctx.kube, er)
         if runner_id:
             try:
-                client = await client_for_runner_spec(ctx.github, namespace=namespace, spec=view.spec)
+                if clients is not None:
+                    client = await clients.client_for(namespace=namespace, spec=view.spec)
+                else:
+                    client = await client_for_runner_spec(ctx.github, namespace=namespace, spec=view.spec)
             except ConfigurationError as exc:
                 await ctx.events.event(
                     er, type="Warning", reason=exc.reason, action="RemoveRunner",

@@ -5,8 +5,11 @@
 
 1. the ``runner`` container terminated: exit 0 -> ``SUCCEEDED``; exit 7 -> ``OUTDATED`` (runner version
    deprecated); reason ``OOMKilled`` -> ``LOST``; any other code -> a pod failure (below);
-2. pod phase ``Failed``: evicted, node lost or shut down (``status.reason``), or a ``DisruptionTarget``
-   condition -> ``LOST``; otherwise a pod failure;
+2. the pod ended although the ``runner`` container's exit is not reported. Phase ``Failed``: evicted, node
+   lost or shut down (``status.reason``), or a ``DisruptionTarget`` condition -> ``LOST``; the EphemeralRunner
+   had seen its runner run -> ``LOST`` too (the pod ended under a running runner); otherwise a pod failure.
+   Phase ``Succeeded`` -> ``SUCCEEDED``: Kubernetes marks a pod Succeeded only when every container exited 0,
+   the runner's included;
 3. an init container terminated non-zero -> a pod failure;
 4. the pod is being deleted although the runner never finished, and the EphemeralRunner had seen it run
    -> ``LOST`` (drained, evicted through the API, or its node vanished and the pod was garbage-collected);
@@ -17,6 +20,12 @@
    ``PendingTimeout``. A slow start (a node being provisioned) is only a wait: the timeout is long (15
    minutes by default, as Buildkite's agent stack), and until it passes the outcome says when to look again;
 7. no status for the ``runner`` container yet -> ``WAIT``; otherwise ``MIRROR`` the pod phase and readiness.
+
+A pod never moves its runner's phase backwards: a pod that has ended (``Succeeded``, ``Failed``) is judged by
+rules 1 and 2 and never mirrored, and a pod phase that says nothing (``Unknown``: its node stopped reporting)
+leaves a ``Running`` runner ``Running``. Mirroring such pods as ``Pending`` patched a runner from ``Running``
+back to ``Pending`` (issue 15), after which a missing pod reads as "not started yet" instead of "lost". Only a
+retry sets ``Pending`` again, for the new pod it makes.
 
 A pod failure is ``DELETE_RUNNER`` when the runner has a job (the job is lost with the pod; ARC's rule)
 and ``RETRY`` otherwise (delete the pod, record the failure, recreate it after the backoff).
@@ -126,7 +135,23 @@ def pod_outcome(
             return Outcome(
                 Verdict.LOST, reason=pod_reason or "DisruptionTarget", message=message or "the pod was taken away"
             )
+        if runner_phase == EphemeralRunnerPhase.RUNNING:
+            # The runner ran and its pod ended without its exit being reported: whatever it was doing is
+            # lost with the pod, and its one-shot registration must not be started again on a new pod.
+            return Outcome(
+                Verdict.LOST,
+                reason=pod_reason or "PodFailed",
+                message="the runner pod failed while the runner ran, and the runner's exit was never reported"
+                + (f": {message}" if message else ""),
+            )
         return _failure(has_job, pod_reason or "PodFailed", message or "the runner pod failed")
+
+    if phase == "Succeeded":
+        return Outcome(
+            Verdict.SUCCEEDED,
+            reason="Succeeded",
+            message="the runner pod succeeded (every container exited 0; the runner's exit was not reported)",
+        )
 
     for init in view.init_container_statuses:
         init_terminated = (init.get("state") or {}).get("terminated")
@@ -168,7 +193,12 @@ def pod_outcome(
 
     if runner is None:
         return Outcome(Verdict.WAIT, recheck_after=recheck_after)
-    mirrored = phase if phase in (EphemeralRunnerPhase.PENDING, EphemeralRunnerPhase.RUNNING) else "Pending"
+    if phase in (EphemeralRunnerPhase.PENDING, EphemeralRunnerPhase.RUNNING):
+        mirrored = phase
+    elif runner_phase == EphemeralRunnerPhase.RUNNING:
+        mirrored = EphemeralRunnerPhase.RUNNING  # Unknown or no phase says nothing new: never back to Pending
+    else:
+        mirrored = EphemeralRunnerPhase.PENDING
     return Outcome(
         Verdict.MIRROR,
         phase=mirrored,

@@ -70,6 +70,7 @@ from arc_scaleset.controllers.ephemeralrunner.outcome import (
     pod_outcome,
 )
 from arc_scaleset.controllers.errors import ConfigurationError
+from arc_scaleset.controllers.metrics import DeletedReason, runner_set_labels
 from arc_scaleset.controllers.runner_github import RunnerClients, remove_registration
 from arc_scaleset.github import ActionsClient, GitHubError, RunnerExists
 from arc_scaleset.kube.client import PatchType
@@ -110,6 +111,10 @@ class EphemeralRunnerReconciler:
         """Runner UID -> UID of the pod this process deleted to retry it. Our caches may show the pod gone
         before they show our own status write (two watch streams), so "the pod vanished while Running" must
         not be mistaken for a lost pod when we deleted it ourselves."""
+        self.finalized: dict[str, str] = {}
+        """Key -> UID of a runner whose deletion path this process completed (our finalizers removed). Its pod's
+        and Secret's deletion events arrive before the cache shows the runner gone; without this, each of them
+        ran the whole path again: a GitHub call, two deletes and a read per event (issue 20)."""
 
     def controller(self, *, rate_limiter: RateLimiter | None = None) -> Controller:
         return Controller(
@@ -127,12 +132,18 @@ class EphemeralRunnerReconciler:
         key = str(request)
         if er is None:
             self.memory.forget(key)
+            self.finalized.pop(key, None)
             return Result()
         view = EphemeralRunnerView(er)
         if view.is_deleting:
             self.retrying.pop(view.uid, None)
             self.memory.forget(key)
-            return await finalize_runner(self._ctx, er)
+            if self.finalized.get(key) == view.uid:
+                return Result()
+            result = await finalize_runner(self._ctx, er, clients=self.clients)
+            if result.requeue_after is None:
+                self.finalized[key] = view.uid
+            return result
         status = self.memory.status(key, view.uid, view.resource_version, view.status)
         if status.get("phase") in DONE_PHASES:
             self.memory.forget(key)
@@ -214,7 +225,7 @@ class _RunnerPass:
 
         if failure_count(self._er) > MAX_FAILURES:
             await self._event("Warning", "TooManyFailures", f"the runner pod failed {failure_count(self._er)} times")
-            await self._delete_runner()
+            await self._delete_runner(DeletedReason.FAILED)
             return Result()
 
         if self._pod is None:
@@ -290,7 +301,7 @@ class _RunnerPass:
                     phase=EphemeralRunnerPhase.SUCCEEDED, ready=False, reason=outcome.reason, message=outcome.message
                 )
                 await self._flush()
-                await self._delete_runner()
+                await self._delete_runner(DeletedReason.SUCCEEDED)
             case Verdict.OUTDATED:
                 await self._mark_done(EphemeralRunnerPhase.OUTDATED, "Outdated", outcome.message, runner_id)
             case Verdict.CANNOT_START:
@@ -300,7 +311,7 @@ class _RunnerPass:
                 await self._retry_pod(pod, outcome)
             case Verdict.DELETE_RUNNER:
                 await self._event("Warning", "RunnerPodFailed", f"{outcome.message}; the job it ran is lost")
-                await self._delete_runner()
+                await self._delete_runner(DeletedReason.POD_FAILED)
                 await self._best_effort_remove(runner_id)
             case Verdict.LOST:
                 await self._lost(outcome)
@@ -411,7 +422,7 @@ class _RunnerPass:
             f"a runner named {self._name} is registered in another scale set ({existing.runner_scale_set_id});"
             " deleting this EphemeralRunner",
         )
-        await self._delete_runner()
+        await self._delete_runner(DeletedReason.NAME_TAKEN)
         return Result()
 
     async def _github(self) -> ActionsClient:
@@ -457,13 +468,13 @@ class _RunnerPass:
 
     async def _lost(self, outcome: Outcome) -> None:
         await self._event("Warning", outcome.reason or "RunnerLost", f"{outcome.message}; deleting the runner")
-        await self._delete_runner()
+        await self._delete_runner(DeletedReason.LOST)
 
     async def _quota_exceeded(self, message: str) -> Result:
         created = self._view.creation_timestamp
         if created is not None and self._ctx.clock.now() - created > QUOTA_GIVE_UP_AFTER:
             await self._event("Warning", "QuotaExceeded", f"{message}; giving up after 10 minutes")
-            await self._delete_runner()
+            await self._delete_runner(DeletedReason.QUOTA)
             return Result()
         await self._event("Warning", "QuotaExceeded", message)
         await self._flush()
@@ -476,8 +487,10 @@ class _RunnerPass:
             log.info("could not remove runner %s of %s/%s now (the finalizer retries): %s", runner_id,
                      self._namespace, self._name, exc)  # fmt: skip
 
-    async def _delete_runner(self) -> None:
+    async def _delete_runner(self, reason: str) -> None:
+        """Delete the runner; counted in ``gha_controller_ephemeral_runners_deleted_total`` with ``reason``."""
         await self._kube.delete(EPHEMERAL_RUNNERS, self._name, namespace=self._namespace, missing_ok=True)
+        self._ctx.metrics.count_deleted(runner_set_labels(self._er), reason)
 
     async def _event(self, type_: str, reason: str, note: str) -> None:
         await self._ctx.events.event(self._er, type="Warning" if type_ == "Warning" else "Normal",
@@ -502,6 +515,9 @@ class _RunnerPass:
             )
             self._memory.wrote_status(self._key, self._uid, self._resource_version, changes)
             self._memory.deferred_written(self._key, self._uid)
+            if "phase" in changes and changes["phase"] != self._view.phase:
+                # Counted where the transition is written: once per runner (a done runner is not rewritten).
+                self._ctx.metrics.count_done(str(changes["phase"]), runner_set_labels(self._er))
 
 
 def setup_ephemeral_runner_controller(ctx: ControllerContext, *, rate_limiter: RateLimiter | None = None) -> Controller:

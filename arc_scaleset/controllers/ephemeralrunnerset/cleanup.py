@@ -8,11 +8,13 @@ and GitHub.
   and the runner is skipped. A runner without a runner ID has nothing to remove and is deleted directly
   (its deletion path still unregisters it if the JIT Secret shows it registered meanwhile).
 
-With ``remove_limit`` (scale-down) the candidates are tried in order, one at a time, until that many are
-gone; without it (revision cleanup, outdated hold, the set's deletion) removals run concurrently, bounded
-by ``concurrency``. Every runner is attempted; errors are collected and raised together at the end
-(:class:`CleanupFailedError`) so the caller's pass fails and is retried -- for revision cleanup this keeps
-``appliedActionableRevision`` behind until one pass succeeds.
+With ``remove_limit`` (scale-down) the candidates are tried in order, ``concurrency`` at a time, until that
+many are gone: a candidate is started only while fewer than ``remove_limit`` are gone or under way, so no
+more than ``remove_limit`` are ever removed, and one that GitHub keeps (busy) or that fails leaves its slot
+to the next candidate. Without it (revision cleanup, outdated hold, the set's deletion) removals run
+concurrently, bounded by ``concurrency``. Every runner is attempted; errors are collected and raised
+together at the end (:class:`CleanupFailedError`) so the caller's pass fails and is retried -- for
+revision cleanup this keeps ``appliedActionableRevision`` behind until one pass succeeds.
 """
 
 from __future__ import annotations
@@ -57,9 +59,11 @@ async def execute_cleanup(
     *,
     client: ClientSource,
     concurrency: int = 10,
+    on_deleted: Callable[[str], None] | None = None,
 ) -> CleanupResult:
     """Carry out ``plan``; see the module docstring. ``client`` is called at most once, and only when a
-    registered runner must be removed (a missing GitHub secret does not stop deleting done runners)."""
+    registered runner must be removed (a missing GitHub secret does not stop deleting done runners).
+    ``on_deleted`` is told the name of each runner as soon as its delete returned, also in a pass that fails."""
     result = CleanupResult(deleted=[], removed=[], busy=[])
     errors: list[BaseException] = []
     limit = asyncio.Semaphore(max(1, concurrency))
@@ -76,6 +80,8 @@ async def execute_cleanup(
         async with limit:
             await kube.delete(EPHEMERAL_RUNNERS, runner.name, namespace=runner.namespace, missing_ok=True)
         result.deleted.append(runner.name)
+        if on_deleted is not None:
+            on_deleted(runner.name)
 
     async def remove(runner: RunnerView) -> bool:
         """True when the runner is gone (removed or nothing to remove, then deleted)."""
@@ -96,14 +102,7 @@ async def execute_cleanup(
         removals = await asyncio.gather(*(remove(runner) for runner in plan.remove), return_exceptions=True)
         errors.extend(outcome for outcome in removals if isinstance(outcome, BaseException))
     else:
-        gone = 0
-        for runner in plan.remove:
-            if gone >= plan.remove_limit:
-                break
-            try:
-                gone += 1 if await remove(runner) else 0
-            except Exception as exc:  # keep trying the other candidates; report at the end
-                errors.append(exc)
+        errors.extend(await _remove_up_to(plan.remove, plan.remove_limit, remove, concurrency=concurrency))
     for error in errors:
         if isinstance(error, asyncio.CancelledError):
             raise error
@@ -115,3 +114,41 @@ async def execute_cleanup(
     if result.busy:
         log.info("runners kept because GitHub says they run a job: %s", ", ".join(result.busy))
     return result
+
+
+async def _remove_up_to(
+    candidates: list[RunnerView],
+    limit: int,
+    remove: Callable[[RunnerView], Awaitable[bool]],
+    *,
+    concurrency: int,
+) -> list[Exception]:
+    """Remove candidates in order until ``limit`` are gone (``remove`` answers True), at most ``concurrency``
+    at once and never more than ``limit`` gone or under way; the errors of the failed ones.
+
+    Concurrent like the creations of a scale-up: one removal after the other (as ARC does) made a scale-down
+    of 200 idle runners wait on 200 GitHub round trips in a row (bench/README.md). A worker stops once
+    enough are gone or under way; one whose removal came back busy or failed takes the next candidate.
+    """
+    pending = iter(candidates)
+    errors: list[Exception] = []
+    gone = under_way = 0
+
+    async def worker() -> None:
+        nonlocal gone, under_way
+        while gone + under_way < limit:
+            runner = next(pending, None)
+            if runner is None:
+                return
+            under_way += 1
+            try:
+                # Awaited before `gone` is read: `gone += await ...` would add to a value read before the wait.
+                done = await remove(runner)
+                gone += 1 if done else 0
+            except Exception as exc:  # keep trying the other candidates; report at the end
+                errors.append(exc)
+            finally:
+                under_way -= 1
+
+    await asyncio.gather(*(worker() for _ in range(max(1, min(concurrency, limit)))))
+    return errors

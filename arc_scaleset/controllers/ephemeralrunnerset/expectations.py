@@ -1,4 +1,5 @@
-"""Creation expectations: do not decide on a cache that has not yet seen the runners we just created.
+"""Creation and deletion expectations: do not decide on a cache that has not yet seen the runners we just
+created (:class:`CreationExpectations`) or deleted (:class:`DeletionExpectations`).
 
 A scale-up creates runners and returns; their watch events arrive over the next moments and each one
 re-queues the set. A pass that ran on a cache missing some of them would count too few runners and create
@@ -13,10 +14,12 @@ runs, so everything created before the restart is visible and nothing needs reme
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from arc_scaleset.clock import REAL_CLOCK, Clock
+from arc_scaleset.controllers.runner_classification import RunnerView
 
 DEFAULT_EXPECTATION_TIMEOUT = 30.0
 
@@ -54,6 +57,46 @@ class CreationExpectations:
             del self._pending[key]
             return 0
         return len(pending.names)
+
+    def forget(self, key: str) -> None:
+        self._pending.pop(key, None)
+
+
+class DeletionExpectations:
+    """Names deleted per key (``namespace/name`` of the set), until the cache shows them deleting or gone.
+
+    The other half of the problem above: a runner the set just deleted stays in the cache, not yet deleting,
+    until its watch event arrives, while the events of the runners deleted with it already re-queue the set.
+    A pass on that cache would remove such a runner again (a second ``RemoveRunner`` and a second delete for
+    each: a scale-down of 200 made hundreds of needless calls). :meth:`mark` shows the pass those runners as
+    deleting, which is what they are; a name is forgotten once the cache agrees, or after ``timeout``.
+    """
+
+    def __init__(self, *, clock: Clock = REAL_CLOCK, timeout: float = DEFAULT_EXPECTATION_TIMEOUT) -> None:
+        self._clock = clock
+        self._timeout = timeout
+        self._pending: dict[str, _Pending] = {}
+
+    def expect(self, key: str, name: str) -> None:
+        """Remember that runner ``name`` of ``key`` was deleted."""
+        pending = self._pending.setdefault(key, _Pending())
+        pending.names.add(name)
+        pending.deadline = self._clock.monotonic() + self._timeout
+
+    def mark(self, key: str, runners: list[RunnerView]) -> list[RunnerView]:
+        """``runners`` (as the cache has them), those we deleted shown as deleting."""
+        pending = self._pending.get(key)
+        if pending is None:
+            return runners
+        if self._clock.monotonic() >= pending.deadline:
+            del self._pending[key]
+            return runners
+        still = {runner.name for runner in runners if runner.name in pending.names and not runner.deleting}
+        pending.names = still
+        if not still:
+            del self._pending[key]
+            return runners
+        return [dataclasses.replace(runner, deleting=True) if runner.name in still else runner for runner in runners]
 
     def forget(self, key: str) -> None:
         self._pending.pop(key, None)

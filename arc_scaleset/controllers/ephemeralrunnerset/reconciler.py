@@ -37,6 +37,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from arc_scaleset.api.ephemeralrunner import EPHEMERAL_RUNNERS
@@ -44,9 +45,6 @@ from arc_scaleset.api.ephemeralrunnerset import EPHEMERAL_RUNNER_SETS
 from arc_scaleset.api.keys import (
     EPHEMERAL_RUNNER_SET_FINALIZER,
     EPHEMERAL_RUNNER_SET_FINALIZERS,
-    LABEL_SCALE_SET_NAME,
-    LABEL_SCALE_SET_NAMESPACE,
-    EphemeralRunnerPhase,
 )
 from arc_scaleset.api.views import EphemeralRunnerSetView
 from arc_scaleset.controllers.context import ControllerContext
@@ -59,7 +57,7 @@ from arc_scaleset.controllers.ephemeralrunnerset.counts import (
     runner_counts,
     status_changes,
 )
-from arc_scaleset.controllers.ephemeralrunnerset.expectations import CreationExpectations
+from arc_scaleset.controllers.ephemeralrunnerset.expectations import CreationExpectations, DeletionExpectations
 from arc_scaleset.controllers.ephemeralrunnerset.proxy import (
     delete_runner_proxy_secret,
     reconcile_runner_proxy_secret,
@@ -88,12 +86,18 @@ from arc_scaleset.controllers.ephemeralrunnerset.template_check import (
     try_runner_pod,
 )
 from arc_scaleset.controllers.errors import ConfigurationError
-from arc_scaleset.controllers.metrics import scale_set_labels
+from arc_scaleset.controllers.metrics import (
+    DeletedReason,
+    ScaleSetState,
+    deleted_reason_of_done,
+    runner_set_labels,
+    scale_set_states,
+)
 from arc_scaleset.controllers.runner_classification import RunnerStates, RunnerView, RunnerViewCache, classify
 from arc_scaleset.controllers.runner_github import client_for_runner_spec
 from arc_scaleset.controllers.runner_sets import is_superseded, scale_set_uid_of
 from arc_scaleset.github import ActionsClient
-from arc_scaleset.kube.controller import Controller, Request, Result
+from arc_scaleset.kube.controller import Controller, Request, Result, Watch
 from arc_scaleset.kube.finalizers import add_finalizer, has_finalizer, remove_finalizer
 from arc_scaleset.kube.informer import Object
 from arc_scaleset.kube.workqueue import RateLimiter
@@ -130,9 +134,11 @@ class EphemeralRunnerSetReconciler:
         self._runners = ctx.cache(EPHEMERAL_RUNNERS)
         self._failed_runner_min_age = failed_runner_min_age
         self.expectations = CreationExpectations(clock=ctx.clock)
+        self.deletions = DeletionExpectations(clock=ctx.clock)
         self.templates = TemplateChecks(clock=ctx.clock)
         self._pacer = StatusPacer(clock=ctx.clock, interval=counts_interval)
         self._views: dict[str, RunnerViewCache] = {}
+        ctx.metrics.observe_scale_sets(self._scale_set_states)
 
     def controller(self, *, rate_limiter: RateLimiter | None = None) -> Controller:
         return Controller(
@@ -140,9 +146,23 @@ class EphemeralRunnerSetReconciler:
             EPHEMERAL_RUNNER_SETS,
             self.reconcile,
             owns=[EPHEMERAL_RUNNERS],
+            # A set that appears, or starts being deleted, may supersede a sibling or make it current again.
+            watches=[Watch(EPHEMERAL_RUNNER_SETS, self._siblings_of, on_update_if=_deletion_started)],
             rate_limiter=rate_limiter,
             clock=self._ctx.clock,
         )
+
+    def _siblings_of(self, ers: Object) -> list[Request]:
+        """The other sets of the same scale set (usually none)."""
+        scale_set_uid = scale_set_uid_of(ers)
+        if not scale_set_uid:
+            return []
+        view = EphemeralRunnerSetView(ers)
+        return [
+            Request(sibling.namespace, sibling.name)
+            for sibling in map(EphemeralRunnerSetView, self._sets.by_owner(scale_set_uid))
+            if sibling.uid != view.uid
+        ]
 
     # -- the pass ---------------------------------------------------------------------------------------
 
@@ -150,6 +170,7 @@ class EphemeralRunnerSetReconciler:
         ers = self._sets.get(request.namespace, request.name)
         if ers is None:
             self.expectations.forget(str(request))
+            self.deletions.forget(str(request))
             self.templates.forget(str(request))
             self._views.pop(str(request), None)
             self._pacer.forget(str(request))
@@ -175,7 +196,6 @@ class EphemeralRunnerSetReconciler:
 
         await reconcile_runner_proxy_secret(self._kube, ers)
         states = classify(runners, applied_revision=view.applied_actionable_revision)
-        self._publish_metrics(ers, states)
 
         key = str(request)
         waiting = self.expectations.outstanding(
@@ -265,9 +285,11 @@ class EphemeralRunnerSetReconciler:
     async def _apply_revision(self, ers: Object, runners: list[RunnerView], target: int) -> None:
         view = EphemeralRunnerSetView(ers)
         states = classify(runners, applied_revision=view.applied_actionable_revision)
+        cleanup = revision_cleanup(states)
         result = await execute_cleanup(
-            self._kube, revision_cleanup(states), client=self._client_source(ers),
+            self._kube, cleanup, client=self._client_source(ers),
             concurrency=self._ctx.settings.runner_create_concurrency,
+            on_deleted=self._deleted(ers, cleanup, removal=DeletedReason.REVISION),
         )  # fmt: skip
         await reconcile_runner_proxy_secret(self._kube, ers)
         await patch_applied_actionable_revision(
@@ -292,6 +314,7 @@ class EphemeralRunnerSetReconciler:
             await execute_cleanup(
                 self._kube, plan.cleanup, client=self._client_source(ers),
                 concurrency=self._ctx.settings.runner_create_concurrency,
+                on_deleted=self._deleted(ers, plan.cleanup, removal=DeletedReason.SCALE_DOWN),
             )  # fmt: skip
         if plan.create > 0:
             patch_id = view.patch_id
@@ -330,6 +353,7 @@ class EphemeralRunnerSetReconciler:
                     break
         finally:
             self.expectations.expect(key, names)
+            self._ctx.metrics.count_created(runner_set_labels(ers), len(names))
         log.info("%s: created %d of %d runners", key, len(names), count)
         if errors:
             raise CreateFailedError(
@@ -351,8 +375,11 @@ class EphemeralRunnerSetReconciler:
             plan = revision_cleanup(states)
             if not plan.empty:
                 try:
-                    await execute_cleanup(self._kube, plan, client=self._client_source(ers),
-                                          concurrency=self._ctx.settings.runner_create_concurrency)  # fmt: skip
+                    await execute_cleanup(
+                        self._kube, plan, client=self._client_source(ers),
+                        concurrency=self._ctx.settings.runner_create_concurrency,
+                        on_deleted=self._deleted(ers, plan, removal=DeletedReason.SET_DELETED),
+                    )  # fmt: skip
                 except ConfigurationError as exc:
                     await self._ctx.events.event(ers, type="Warning", reason=exc.reason, note=exc.message,
                                                  action="Delete")  # fmt: skip
@@ -363,10 +390,13 @@ class EphemeralRunnerSetReconciler:
         for finalizer in held:
             await remove_finalizer(self._kube, EPHEMERAL_RUNNER_SETS, ers, finalizer)
         self.expectations.forget(str(request))
+        self.deletions.forget(str(request))
         self.templates.forget(str(request))
         self._views.pop(str(request), None)
         self._pacer.forget(str(request))
-        self._ctx.metrics.forget(self._metric_labels(ers))
+        if not self._has_siblings(ers):
+            # The scale set's last set is gone: its counters go too (the state gauges follow the cache).
+            self._ctx.metrics.forget(runner_set_labels(ers))
         return Result()
 
     # -- helpers ----------------------------------------------------------------------------------------
@@ -375,8 +405,38 @@ class EphemeralRunnerSetReconciler:
         view = EphemeralRunnerSetView(ers)
         if not view.uid:
             return []
-        cache = self._views.setdefault(f"{view.namespace}/{view.name}", RunnerViewCache())
-        return cache.views(self._runners.by_owner(view.uid))
+        key = f"{view.namespace}/{view.name}"
+        cache = self._views.setdefault(key, RunnerViewCache())
+        # Runners this set deleted whose deletion the cache has not seen yet are deleting: never removed twice.
+        return self.deletions.mark(key, cache.views(self._runners.by_owner(view.uid)))
+
+    def _deleted(self, ers: Object, plan: CleanupPlan, *, removal: str) -> Callable[[str], None]:
+        """Records a runner of ``ers`` as deleted (:class:`.expectations.DeletionExpectations`) and counts it
+        (``gha_controller_ephemeral_runners_deleted_total``): a done runner of ``plan.delete`` by its phase, a
+        live one of ``plan.remove`` with the reason ``removal``."""
+        view = EphemeralRunnerSetView(ers)
+        key = f"{view.namespace}/{view.name}"
+        labels = runner_set_labels(ers)
+        reasons = {runner.name: deleted_reason_of_done(runner) for runner in plan.delete}
+
+        def deleted(name: str) -> None:
+            self.deletions.expect(key, name)
+            self._ctx.metrics.count_deleted(labels, reasons.get(name, removal))
+
+        return deleted
+
+    def _scale_set_states(self) -> list[ScaleSetState]:
+        """The state gauges' source (read at scrape time): every cached set with its cached runners."""
+
+        def runners_of(runner_set: Mapping[str, Any]) -> list[RunnerView]:
+            uid = EphemeralRunnerSetView(runner_set).uid
+            return [RunnerView.of(runner) for runner in self._runners.by_owner(uid)] if uid else []
+
+        return scale_set_states(self._sets.list(), runners_of)
+
+    def _has_siblings(self, ers: Object) -> bool:
+        """Whether another EphemeralRunnerSet of the same scale set exists (a migration, docs/migration.md)."""
+        return bool(self._siblings_of(ers))
 
     def _client_source(self, ers: Object) -> Any:
         view = EphemeralRunnerSetView(ers)
@@ -387,27 +447,9 @@ class EphemeralRunnerSetReconciler:
 
         return source
 
-    def _metric_labels(self, ers: Object) -> dict[str, str]:
-        view = EphemeralRunnerSetView(ers)
-        labels = view.labels
-        return scale_set_labels(
-            labels.get(LABEL_SCALE_SET_NAME) or view.name,
-            labels.get(LABEL_SCALE_SET_NAMESPACE) or view.namespace,
-            labels,
-        )
 
-    def _publish_metrics(self, ers: Object, states: RunnerStates) -> None:
-        """Per-phase gauges, set from this pass's classification (level-based: exact after any restart or
-        missed transition, which +1/-1 counting on phase transitions is not)."""
-        labels = self._metric_labels(ers)
-        metrics = self._ctx.metrics
-        metrics.set_runner_count(EphemeralRunnerPhase.PENDING, labels, len(states.pending))
-        metrics.set_runner_count(EphemeralRunnerPhase.RUNNING, labels, len(states.running))
-        metrics.set_runner_count(EphemeralRunnerPhase.FAILED, labels, len(states.failed))
-        metrics.set_runner_count(EphemeralRunnerPhase.SUCCEEDED, labels, len(states.finished))
-        metrics.set_runner_count(
-            EphemeralRunnerPhase.OUTDATED, labels, len(states.outdated) + len(states.stale_outdated)
-        )
+def _deletion_started(old: Object, new: Object) -> bool:
+    return EphemeralRunnerSetView(old).is_deleting != EphemeralRunnerSetView(new).is_deleting
 
 
 def _sooner(first: float | None, second: float | None) -> float | None:

@@ -288,19 +288,35 @@ RUNNER_SPEC = {
 }
 
 
+def _set_counts() -> dict[str, int]:
+    return {
+        "currentReplicas": 3,
+        "pendingEphemeralRunners": 1,
+        "runningEphemeralRunners": 2,
+        "failedEphemeralRunners": 0,
+        "finishedEphemeralRunners": 1,
+        "deletingEphemeralRunners": 0,
+    }
+
+
+def _ars_counts() -> dict[str, int]:
+    counts = _set_counts()
+    return {"currentRunners": counts.pop("currentReplicas"), **counts}
+
+
 def _objects(namespace: str) -> list[tuple[Resource, dict[str, Any], dict[str, Any]]]:
     """(resource, object, status) for one object of each kind, with every printed field set."""
     ars = ars_manifest(namespace)
     ars["metadata"]["annotations"]["runner-scale-set-id"] = "7"
     return [
-        (AUTOSCALING_RUNNER_SETS, ars, {"phase": "Running", "observedGeneration": 1}),
+        (AUTOSCALING_RUNNER_SETS, ars, {"phase": "Running", "observedGeneration": 1, **_ars_counts()}),
         (
             EPHEMERAL_RUNNER_SETS,
             {
                 "metadata": {"name": "arc-runners", "namespace": namespace},
                 "spec": {"replicas": 3, "patchID": 12, "actionableRevision": 2, "ephemeralRunnerSpec": RUNNER_SPEC},
             },
-            {"phase": "Running", "appliedActionableRevision": 2, "finishedRunnerCleanupPatchID": 11},
+            {"phase": "Running", "appliedActionableRevision": 2, "finishedRunnerCleanupPatchID": 11, **_set_counts()},
         ),
         (
             EPHEMERAL_RUNNERS,

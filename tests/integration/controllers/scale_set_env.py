@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import datetime as dt
 import uuid
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -25,6 +26,8 @@ import pytest
 from arc_scaleset.api.autoscalinglistener import AUTOSCALING_LISTENERS
 from arc_scaleset.api.autoscalingrunnerset import AUTOSCALING_RUNNER_SETS
 from arc_scaleset.api.ephemeralrunnerset import EPHEMERAL_RUNNER_SETS
+from arc_scaleset.api.keys import ANNOTATION_LISTENER_STATE
+from arc_scaleset.api.listener_state import ListenerPhase, ListenerState
 from arc_scaleset.clock import REAL_CLOCK
 from arc_scaleset.controllers.autoscalinglistener.reconciler import AutoscalingListenerReconciler
 from arc_scaleset.controllers.autoscalingrunnerset.reconciler import AutoscalingRunnerSetReconciler
@@ -122,6 +125,32 @@ class ScaleSetEnv:
 
     async def event_reasons(self, *, regarding: str, namespace: str | None = None) -> set[str]:
         return {e.get("reason", "") for e in await self.events(regarding=regarding, namespace=namespace)}
+
+    async def report_listener_state(
+        self,
+        phase: ListenerPhase,
+        *,
+        error: str = "",
+        session: str | None = "session-1",
+        runner_set: str = "arc-runners",
+    ) -> ListenerState:
+        """Write on the EphemeralRunnerSet what a listener writes about itself (no listener process runs here)."""
+        ers = await self.ers(runner_set)
+        assert ers is not None, f"EphemeralRunnerSet {runner_set} does not exist"
+        scale_set_id = int(ers["spec"]["ephemeralRunnerSpec"]["runnerScaleSetId"])
+        now = dt.datetime.now(dt.UTC)
+        state = ListenerState(
+            scale_set_id=scale_set_id,
+            owner="listener-pod",
+            session_id=session,
+            state=phase,
+            since=now,
+            last_successful_poll=now if phase is ListenerPhase.POLLING else None,
+            last_error_class=error,
+        )
+        patch = {"metadata": {"annotations": {ANNOTATION_LISTENER_STATE: state.to_annotation()}}}
+        await self.kube.patch(EPHEMERAL_RUNNER_SETS, runner_set, patch, namespace=self.namespace)
+        return state
 
     def listener_name(self, ars: dict[str, Any]) -> str:
         from arc_scaleset.api.autoscalingrunnerset import AutoscalingRunnerSet

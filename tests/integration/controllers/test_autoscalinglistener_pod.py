@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from arc_scaleset.api.autoscalinglistener import AUTOSCALING_LISTENERS
+from arc_scaleset.api.listener_state import ListenerPhase
 from arc_scaleset.kube import resources
 from arc_scaleset.kube.conditions import get_condition
 from arc_scaleset_lab.harness.waiting import eventually
@@ -100,7 +101,8 @@ async def test_a_removed_metrics_port_recreates_the_listener_pod(start_env: EnvF
     # The controller restarts with listener metrics turned off: the port must go, so must the pod.
     async with start_env(secret=False, listener_metrics_addr="0") as env:
         new_pod = await eventually(lambda: replaced(env, name, pod["metadata"]["uid"]), "a pod without the port")
-        assert not new_pod["spec"]["containers"][0].get("ports")
+        # Only the liveness probe's own port remains (the listener serves /healthz without metrics too).
+        assert [port["name"] for port in new_pod["spec"]["containers"][0].get("ports") or []] == ["probes"]
 
 
 async def listener_condition(env: ScaleSetEnv, name: str, type: str) -> dict[str, Any]:
@@ -118,6 +120,8 @@ async def test_a_failing_listener_is_recreated_with_growing_backoff(start_env: E
             degraded = await listener_condition(env, name, "Degraded")
             return ready.get("status") == "True" and degraded.get("status") == "False"
 
+        # No listener process runs here: report for it that it polls (what makes a running listener Ready).
+        await env.report_listener_state(ListenerPhase.POLLING, session="first")
         await eventually(ready_and_healthy, "Ready=True and Degraded=False on the running listener")
         for failures in ("failed once;", "failed 2 times in a row;", "failed 3 times in a row;"):
             patch = terminated_status(pod, exit_code=1, now=dt.datetime.now(dt.UTC))
@@ -135,6 +139,7 @@ async def test_a_failing_listener_is_recreated_with_growing_backoff(start_env: E
             pod = await eventually(lambda uid=pod["metadata"]["uid"]: replaced(env, name, uid), "a replacement pod")
         # The third failure waits 4s; its restart is announced in the message.
         assert "restarted after 4s" in condition["message"] or "next restart in 4s" in condition["message"], condition
+        await env.report_listener_state(ListenerPhase.POLLING, session="replacement")
         await eventually(ready_and_healthy, "Degraded to clear once the replacement runs")
         recovered = await listener_condition(env, name, "Degraded")
         assert recovered["reason"] == "ListenerHealthy"

@@ -80,7 +80,8 @@ async def test_a_runner_template_the_runner_set_cannot_use_shows_on_the_scale_se
         # here: this test is about the scale set's side).
         refused = {"type": "Degraded", "status": "True", "reason": "InvalidRunnerTemplate",
                    "lastTransitionTime": "2026-01-01T00:00:00Z",
-                   "message": "the API server refuses the runner pod: spec.containers[0].volumeMounts[0].name"}  # fmt: skip
+                   "message": "the API server refuses the runner pod: spec.containers[0].volumeMounts[0].name: Not"
+                              " found"}  # fmt: skip
         await env.kube.patch(EPHEMERAL_RUNNER_SETS, "arc-runners", {"status": {"conditions": [refused]}},
                              namespace=env.namespace, subresource="status")  # fmt: skip
         degraded = await eventually(
@@ -92,7 +93,8 @@ async def test_a_runner_template_the_runner_set_cannot_use_shows_on_the_scale_se
         await env.kube.patch(EPHEMERAL_RUNNER_SETS, "arc-runners",
                              {"status": {"conditions": [{**refused, "status": "False", "reason": "AsExpected"}]}},
                              namespace=env.namespace, subresource="status")  # fmt: skip
-        await eventually(lambda: condition(env, "Ready", status="True", reason="Running"), "Ready again")
+        await eventually(lambda: condition(env, "Degraded", status="False", reason="AsExpected"), "not Degraded")
+        assert not await condition(env, "Ready", status="False", reason="InvalidRunnerTemplate")
 
 
 async def test_a_watch_across_template_changes_never_sees_pending_at_the_observed_generation(
@@ -118,7 +120,7 @@ async def test_a_watch_across_template_changes_never_sees_pending_at_the_observe
                 updated = await env.kube.patch(AUTOSCALING_RUNNER_SETS, "arc-runners", {"spec": {"template": template}},
                                                namespace=env.namespace)  # fmt: skip
                 generation = updated["metadata"]["generation"]
-                await eventually(lambda g=generation: _watched(seen, g), f"the watch to see generation {generation} done")
+                await eventually(lambda g=generation: _watched(seen, g), f"generation {generation} applied")
         finally:
             await watch.stop()
     never_true = [state for state in seen if state[0] == state[1] and state[2] == "Pending"]

@@ -98,9 +98,7 @@ def test_defaults_are_arcs() -> None:
     ("argv", "expected"),
     [([], False), (["--accept-any-version-label"], True), (["--accept-any-version-label=false"], False)],
 )
-def test_accept_any_version_label_turns_the_version_gate_off_only_when_given(
-    argv: list[str], expected: bool
-) -> None:
+def test_accept_any_version_label_turns_the_version_gate_off_only_when_given(argv: list[str], expected: bool) -> None:
     assert settings_from_args(parse(*argv), ENV).accept_any_version_label is expected
 
 

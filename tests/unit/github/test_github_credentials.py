@@ -16,6 +16,7 @@ from arc_scaleset.github.credentials import (
     InvalidCredentials,
     PersonalAccessToken,
     credentials_from_fields,
+    fingerprint_of_fields,
 )
 
 SECRET_TOKEN = "ghp_SUPERSECRETTOKENVALUE123"
@@ -99,3 +100,13 @@ def test_app_jwt_claims_are_backdated_and_short_lived(rsa_pem: str, rsa_private_
     now = int(clock.now().timestamp())
     assert claims == {"iat": now - 60, "exp": now - 60 + 540, "iss": "Iv1.abc"}
     assert jwt.get_unverified_header(token)["alg"] == "RS256"
+
+
+def test_the_fingerprint_of_fields_is_that_of_their_credentials_without_parsing_the_key(rsa_pem: str) -> None:
+    app = AppConfig(github_app_id="123", github_app_installation_id=456, github_app_private_key=rsa_pem)
+    token = AppConfig(github_token=SECRET_TOKEN)
+    assert fingerprint_of_fields(app) == credentials_from_fields(app).fingerprint()
+    assert fingerprint_of_fields(token) == credentials_from_fields(token).fingerprint()
+    # Not parsed: a key that would be refused still has a fingerprint (it is refused when the client is built).
+    broken = AppConfig(github_app_id="123", github_app_installation_id=456, github_app_private_key="-----BEGIN x")
+    assert fingerprint_of_fields(broken) != fingerprint_of_fields(app)

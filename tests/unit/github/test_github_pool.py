@@ -5,14 +5,19 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
+from arc_scaleset.api.credentials import AppConfig
 from arc_scaleset.clock import FakeClock
 from arc_scaleset.github import (
     ActionsClient,
     ActionsClientPool,
     GitHubConfig,
+    InvalidCredentials,
     PersonalAccessToken,
     ProxySettings,
     SystemInfo,
+    fingerprint_of_fields,
     parse_config_url,
 )
 from arc_scaleset.github.pool import DEFAULT_RETIRE_GRACE
@@ -156,3 +161,40 @@ def test_keys_hold_digests_not_secrets() -> None:
     )
     assert "SECRET" not in repr(key)
     assert key != ActionsClientPool.key_for(CONFIG, namespace="ns", credentials=PersonalAccessToken(SECRET))
+
+
+async def test_credentials_given_as_a_function_are_built_only_for_a_new_client() -> None:
+    """A caller with only the Secret's fields (a GitHub App's key not parsed yet) finds the pooled client by
+    fingerprint; the credentials are built once, when the client is."""
+    pool = recording_pool(FakeClock())
+    builds: list[str] = []
+
+    def build(token: str) -> PersonalAccessToken:
+        builds.append(token)
+        return PersonalAccessToken(token)
+
+    fields = AppConfig(github_token=SECRET)
+    fingerprint = fingerprint_of_fields(fields)
+    clients = [
+        await pool.get(CONFIG, namespace="ns", credentials=lambda: build(SECRET), fingerprint=fingerprint, source="s")
+        for _ in range(5)
+    ]
+    assert builds == [SECRET]
+    assert all(client is clients[0] for client in clients)
+    # The same client as for the built credentials: the fingerprint of the fields is theirs.
+    assert await get(pool, SECRET, source="s") is clients[0]
+    await pool.aclose()
+
+
+async def test_credentials_that_fail_to_build_leave_the_pooled_client_in_place() -> None:
+    pool = recording_pool(FakeClock())
+    old = await get(pool, SECRET, source="s")
+
+    def refuse() -> PersonalAccessToken:
+        raise InvalidCredentials("github_app_private_key could not be parsed")
+
+    with pytest.raises(InvalidCredentials):
+        await pool.get(CONFIG, namespace="ns", credentials=refuse, fingerprint="another", source="s")
+    assert await get(pool, SECRET, source="s") is old
+    assert not closed(old)
+    await pool.aclose()

@@ -39,7 +39,6 @@ def terminated(code: int, reason: str = "Error") -> dict[str, Any]:
         (pod("Failed", runner=terminated(1)), True, Verdict.DELETE_RUNNER),
         (pod("Failed", runner=terminated(137, "OOMKilled")), False, Verdict.LOST),
         (pod("Failed", reason="Evicted", message="low memory"), False, Verdict.LOST),
-        (pod("Failed", reason="OutOfcpu"), False, Verdict.RETRY),
         (pod("Pending", runner={"waiting": {"reason": "InvalidImageName", "message": "bad ref"}}), False,
          Verdict.CANNOT_START),
         (pod("Pending", runner={"waiting": {"reason": "ErrImageNeverPull"}}), False, Verdict.CANNOT_START),
@@ -95,6 +94,32 @@ def test_pod_deleted_under_a_running_runner_is_lost_but_our_own_retry_deletion_i
     the_pod["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
     assert pod_outcome(the_pod, has_job=True, runner_phase="Running").verdict is Verdict.LOST
     assert pod_outcome(the_pod, has_job=False, runner_phase="Pending").verdict is Verdict.MIRROR
+
+
+@pytest.mark.parametrize("has_job", [False, True])
+@pytest.mark.parametrize("runner_state", [None, {"running": {}}, {"waiting": {"reason": "ContainerCreating"}}])
+@pytest.mark.parametrize("pod_phase", ["Succeeded", "Failed"])
+def test_a_pod_that_ended_without_the_runners_exit_never_moves_a_running_runner_back_to_pending(
+    pod_phase: str, runner_state: dict[str, Any] | None, has_job: bool
+) -> None:
+    outcome = pod_outcome(pod(pod_phase, runner=runner_state), has_job=has_job, runner_phase="Running")
+    # Neither mirrored as Pending nor retried (a retry sets Pending for the next pod): the runner is done.
+    expected = Verdict.SUCCEEDED if pod_phase == "Succeeded" else Verdict.LOST
+    assert outcome.verdict is expected
+    assert outcome.phase != "Pending"
+
+
+def test_a_failed_pod_whose_runner_never_ran_is_still_retried() -> None:
+    assert pod_outcome(pod("Failed"), has_job=False, runner_phase="Pending").verdict is Verdict.RETRY
+    # A node's admission refusal: the pod never ran (so its runner was never seen running), a retry may fit.
+    refused = pod("Failed", reason="OutOfcpu")
+    assert pod_outcome(refused, has_job=False, runner_phase="Pending").verdict is Verdict.RETRY
+
+
+def test_a_pod_phase_that_says_nothing_keeps_a_running_runner_running() -> None:
+    unknown = pod("Unknown", runner={"running": {}})
+    assert pod_outcome(unknown, has_job=True, runner_phase="Running").phase == "Running"
+    assert pod_outcome(unknown, has_job=False, runner_phase="Pending").phase == "Pending"
 
 
 def test_mirror_reads_readiness_from_the_latest_ready_condition() -> None:

@@ -16,6 +16,7 @@ from arc_scaleset.kube.kubeconfig import load_kubeconfig
 from arc_scaleset_lab.node.listener_kubelet import (
     exit_code_of,
     give_metrics_a_free_port,
+    give_probes_a_free_port,
     grace_seconds,
     ready_to_start,
     terminated_status_patch,
@@ -138,6 +139,23 @@ def test_disabled_metrics_stay_disabled(tmp_path: Path, addr: str) -> None:
     config.write_bytes(orjson.dumps({"metrics_addr": addr}))
     assert give_metrics_a_free_port(str(config), tmp_path) is None
     assert orjson.loads(config.read_bytes()) == {"metrics_addr": addr}
+
+
+def test_a_probe_address_in_the_pods_env_gets_a_free_loopback_port_so_listeners_never_collide() -> None:
+    first, second = {"LISTENER_PROBE_ADDR": ":8081"}, {"LISTENER_PROBE_ADDR": ":8081"}
+    ports = give_probes_a_free_port(first), give_probes_a_free_port(second)
+    assert None not in ports
+    assert (first, second) == (
+        {"LISTENER_PROBE_ADDR": f"127.0.0.1:{ports[0]}"},
+        {"LISTENER_PROBE_ADDR": f"127.0.0.1:{ports[1]}"},
+    )
+
+
+@pytest.mark.parametrize("env", [{}, {"LISTENER_PROBE_ADDR": ""}, {"LISTENER_PROBE_ADDR": "0"}])
+def test_no_probe_address_asks_for_no_port(env: dict[str, str]) -> None:
+    before = dict(env)
+    assert give_probes_a_free_port(env) is None
+    assert env == before
 
 
 def test_a_config_outside_the_sandbox_is_never_rewritten(tmp_path: Path) -> None:

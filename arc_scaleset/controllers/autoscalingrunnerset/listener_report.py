@@ -1,0 +1,62 @@
+"""What the AutoscalingRunnerSet learns from its listener, as pure functions (docs/controllers.md).
+
+- :func:`scale_set_gone_report`: the listener reported that GitHub no longer knows the scale set (it stopped
+  with ``lastErrorClass`` :data:`~arc_scaleset.api.listener_state.SCALE_SET_NOT_FOUND`, on the EphemeralRunnerSet
+  this controller owns and so watches). The scale set is then verified, and registered again, at once rather
+  than at the next periodic verification (issue 15: jobs waited up to 5 minutes).
+- :func:`listener_problems`: the AutoscalingListener's ``Ready`` and ``Degraded`` conditions, as the scale set's
+  own: a scale set whose listener holds no session, fails its polls or keeps crashing is not ``Ready``, and it is
+  ``Degraded`` during the listener's outages (the listener's reason, with the listener named in the message).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from arc_scaleset.api.keys import ANNOTATION_LISTENER_STATE
+from arc_scaleset.api.listener_state import SCALE_SET_NOT_FOUND, ListenerState
+from arc_scaleset.api.views import AutoscalingListenerView
+from arc_scaleset.kube.conditions import get_condition
+from arc_scaleset.kube.views import ObjectView
+
+LISTENER_READY = "Ready"
+LISTENER_DEGRADED = "Degraded"
+
+
+def scale_set_gone_report(runner_sets: Iterable[Mapping[str, Any]], scale_set_id: int) -> ListenerState | None:
+    """The latest listener report, on any of the scale set's EphemeralRunnerSets, that scale set ``scale_set_id``
+    does not exist on GitHub; ``None`` when there is none (a report about an earlier ID does not count: that
+    scale set was registered again already)."""
+    found: ListenerState | None = None
+    for runner_set in runner_sets:
+        state = ListenerState.from_annotation(ObjectView(runner_set).annotation(ANNOTATION_LISTENER_STATE))
+        if state is None or state.scale_set_id != scale_set_id or state.last_error_class != SCALE_SET_NOT_FOUND:
+            continue
+        if found is None or state.since > found.since:
+            found = state
+    return found
+
+
+def listener_problems(
+    listener: Mapping[str, Any] | None,
+) -> tuple[tuple[str, str] | None, tuple[str, str] | None]:
+    """``(not ready, degraded)``: (reason, message) of the listener's ``Ready`` condition when it is ``False`` and
+    of its ``Degraded`` condition when it is ``True``; ``None`` for each that does not hold (or is unknown)."""
+    if listener is None:
+        return None, None
+    view = AutoscalingListenerView(listener)
+    where = f"listener {view.namespace}/{view.name}"
+    ready = get_condition(view.conditions, LISTENER_READY)
+    degraded = get_condition(view.conditions, LISTENER_DEGRADED)
+    not_ready = (
+        (str(ready.get("reason") or "ListenerNotReady"), f"{where}: {ready.get('message') or 'not ready'}")
+        if ready is not None and ready.get("status") == "False"
+        else None
+    )
+    failing = (
+        (str(degraded.get("reason") or "ListenerDegraded"), f"{where}: {degraded.get('message') or 'degraded'}")
+        if degraded is not None and degraded.get("status") == "True"
+        else None
+    )
+    return not_ready, failing

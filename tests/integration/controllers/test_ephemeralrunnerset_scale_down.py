@@ -1,0 +1,103 @@
+"""A scale-down of many idle runners with GitHub App credentials, against the real control plane, the simulated
+GitHub and kwok pods (issue 20): the runners are removed from GitHub several at a time, every one is gone in
+the end, each is removed once by the set and once by its own deletion path (not again on every event), and the
+App's private key was parsed once for the whole scale-up and scale-down."""
+
+from __future__ import annotations
+
+import base64
+import collections
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from cryptography.hazmat.primitives.serialization import load_pem_private_key
+
+import arc_scaleset.controllers.ephemeralrunner.deletion as deletion_module
+import arc_scaleset.controllers.ephemeralrunnerset.cleanup as cleanup_module
+import arc_scaleset.github.credentials as credentials_module
+from arc_scaleset.controllers.runner_github import Removal, remove_registration
+from arc_scaleset.github import ActionsClient
+from arc_scaleset.kube.client import KubeClient
+from arc_scaleset.kube.resources import SECRETS
+from tests.integration.controllers.runner_harness import Harness, harness
+
+pytestmark = [pytest.mark.cluster, pytest.mark.timeout(180)]
+
+APP_SECRET = "github-app"
+RUNNERS = 12
+CONCURRENCY = 4
+
+
+class Spies:
+    """Counts App key parses, how many scale-down removals of the set are under way at once, and the removals
+    each runner's own deletion path asks for."""
+
+    def __init__(self) -> None:
+        self.key_loads = 0
+        self.removals = self.under_way = self.most_at_once = 0
+        self.runner_removals: collections.Counter[int] = collections.Counter()
+
+    def load_key(self, data: bytes, password: bytes | None, *args: Any, **kwargs: Any) -> Any:
+        self.key_loads += 1
+        return load_pem_private_key(data, password, *args, **kwargs)
+
+    async def remove(self, client: ActionsClient, runner_id: int) -> Removal:
+        self.removals += 1
+        self.under_way += 1
+        self.most_at_once = max(self.most_at_once, self.under_way)
+        try:
+            return await remove_registration(client, runner_id)
+        finally:
+            self.under_way -= 1
+
+    async def remove_by_runner(self, client: ActionsClient, runner_id: int) -> Removal:
+        self.runner_removals[runner_id] += 1
+        return await remove_registration(client, runner_id)
+
+
+@pytest.fixture
+def spies(monkeypatch: pytest.MonkeyPatch) -> Spies:
+    spied = Spies()
+    monkeypatch.setattr(credentials_module, "load_pem_private_key", spied.load_key)
+    monkeypatch.setattr(cleanup_module, "remove_registration", spied.remove)
+    monkeypatch.setattr(deletion_module, "remove_registration", spied.remove_by_runner)
+    return spied
+
+
+@pytest.fixture
+async def h(kube: KubeClient, namespace: str, crds_installed: list[str]) -> AsyncIterator[Harness]:
+    async with harness(kube, namespace) as running:
+        app = running.sim.credentials.add_app(app_id=77, installation_ids=[78])
+        assert app.private_key_pem is not None
+        fields = {
+            "github_app_id": "77",
+            "github_app_installation_id": "78",
+            "github_app_private_key": app.private_key_pem,
+        }
+        await kube.create(SECRETS, {
+            "metadata": {"name": APP_SECRET, "namespace": namespace},
+            "data": {key: base64.b64encode(value.encode()).decode() for key, value in fields.items()},
+        })  # fmt: skip
+        await running.start(create_concurrency=CONCURRENCY)
+        yield running
+
+
+async def test_a_scale_down_of_idle_runners_removes_them_concurrently_and_parses_the_app_key_once(
+    h: Harness, spies: Spies
+) -> None:
+    await h.create_ers(replicas=RUNNERS, patch_id=0, secret=APP_SECRET)
+    runners = await h.wait_running(RUNNERS)
+    assert h.registered() == {r["metadata"]["name"] for r in runners}
+
+    await h.patch_ers(replicas=0, patchID=0)
+
+    await h.wait_runners(lambda rs: rs == [], what="every runner deleted")
+    assert h.registered() == set()
+    assert spies.removals == RUNNERS
+    assert 1 < spies.most_at_once <= CONCURRENCY
+    # Each runner's deletion path asked GitHub once (ARC's double removal), not once per event of its pod.
+    assert len(spies.runner_removals) == RUNNERS
+    assert set(spies.runner_removals.values()) == {1}
+    # One client for the set and its runners: registrations and both removals (set, then runner) reuse it.
+    assert spies.key_loads == 1

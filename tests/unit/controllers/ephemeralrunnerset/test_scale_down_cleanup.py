@@ -1,0 +1,171 @@
+"""A scale-down removes idle runners concurrently, bounded like a scale-up's creations, and never more than it
+was asked to, and a runner one pass deleted is not removed again by the next (issue 20): carried out by
+``execute_cleanup`` against a fake API server and a fake Actions service that count how many removals are
+under way at once."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from arc_scaleset.clock import FakeClock
+from arc_scaleset.controllers.ephemeralrunnerset.cleanup import CleanupFailedError, execute_cleanup
+from arc_scaleset.controllers.ephemeralrunnerset.expectations import DeletionExpectations
+from arc_scaleset.controllers.ephemeralrunnerset.scaling import CleanupPlan, scale_down_candidates
+from arc_scaleset.controllers.runner_classification import RunnerView, classify
+from arc_scaleset.github import ActionsClient, JobStillRunning, TransientError
+
+
+class FakeKube:
+    def __init__(self) -> None:
+        self.deleted: list[str] = []
+
+    async def delete(self, resource: Any, name: str, **_: Any) -> None:
+        self.deleted.append(name)
+
+
+class FakeActions:
+    """Removes runners after a few turns of the loop, so concurrent removals overlap; ``busy`` runner IDs answer
+    JobStillRunning, ``failing`` ones a transient error."""
+
+    def __init__(self, *, busy: frozenset[int] = frozenset(), failing: frozenset[int] = frozenset()) -> None:
+        self.busy, self.failing = busy, failing
+        self.removed: list[int] = []
+        self.under_way = self.most_at_once = 0
+
+    async def remove_runner(self, runner_id: int) -> None:
+        self.under_way += 1
+        self.most_at_once = max(self.most_at_once, self.under_way)
+        try:
+            for _ in range(3):
+                await asyncio.sleep(0)  # a turn of the loop: lets the other removals start (no timing involved)
+            if runner_id in self.busy:
+                raise JobStillRunning(method="DELETE", url=f"https://x/agents/{runner_id}", status=400)
+            if runner_id in self.failing:
+                raise TransientError(method="DELETE", url=f"https://x/agents/{runner_id}", status=503)
+            self.removed.append(runner_id)
+        finally:
+            self.under_way -= 1
+
+
+def idle_runners(count: int) -> list[RunnerView]:
+    return [RunnerView(name=f"r-{i:03d}", namespace="ns", phase="Running", runner_id=i + 1) for i in range(count)]
+
+
+async def scale_down(actions: FakeActions, kube: FakeKube, *, candidates: int, limit: int, concurrency: int) -> Any:
+    async def client() -> ActionsClient:
+        return actions  # type: ignore[return-value]  # the one method a removal calls
+
+    plan = CleanupPlan(remove=idle_runners(candidates), remove_limit=limit)
+    return await execute_cleanup(kube, plan, client=client, concurrency=concurrency)  # type: ignore[arg-type]
+
+
+async def test_a_scale_down_of_many_idle_runners_removes_them_concurrently_up_to_the_concurrency() -> None:
+    actions, kube = FakeActions(), FakeKube()
+
+    result = await scale_down(actions, kube, candidates=60, limit=60, concurrency=10)
+
+    assert sorted(actions.removed) == list(range(1, 61))
+    assert sorted(kube.deleted) == [f"r-{i:03d}" for i in range(60)]
+    assert len(result.removed) == 60
+    assert actions.most_at_once == 10
+
+
+async def test_a_scale_down_removes_no_more_runners_than_asked_and_prefers_the_first_candidates() -> None:
+    actions, kube = FakeActions(), FakeKube()
+
+    await scale_down(actions, kube, candidates=30, limit=7, concurrency=10)
+
+    assert sorted(actions.removed) == list(range(1, 8))
+    assert sorted(kube.deleted) == [f"r-{i:03d}" for i in range(7)]
+    assert actions.most_at_once == 7
+
+
+async def test_a_runner_that_took_a_job_meanwhile_is_kept_and_the_next_candidate_goes_instead() -> None:
+    actions, kube = FakeActions(busy=frozenset({1, 2, 3})), FakeKube()
+
+    result = await scale_down(actions, kube, candidates=10, limit=5, concurrency=4)
+
+    assert sorted(actions.removed) == [4, 5, 6, 7, 8]
+    assert sorted(result.busy) == ["r-000", "r-001", "r-002"]
+    assert sorted(kube.deleted) == ["r-003", "r-004", "r-005", "r-006", "r-007"]
+
+
+async def test_a_failed_removal_leaves_its_slot_to_the_next_candidate_and_fails_the_pass() -> None:
+    actions, kube = FakeActions(failing=frozenset({2})), FakeKube()
+
+    with pytest.raises(CleanupFailedError, match="1 runner cleanup step"):
+        await scale_down(actions, kube, candidates=10, limit=4, concurrency=3)
+
+    assert sorted(actions.removed) == [1, 3, 4, 5]
+    assert "r-001" not in kube.deleted
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    candidates=st.integers(0, 40),
+    limit=st.integers(1, 40),
+    concurrency=st.integers(1, 12),
+    busy=st.frozensets(st.integers(1, 40), max_size=15),
+)
+def test_a_scale_down_removes_exactly_what_it_can_up_to_the_limit_never_above_the_concurrency(
+    candidates: int, limit: int, concurrency: int, busy: frozenset[int]
+) -> None:
+    actions, kube = FakeActions(busy=busy), FakeKube()
+
+    asyncio.run(scale_down(actions, kube, candidates=candidates, limit=limit, concurrency=concurrency))
+
+    removable = [runner_id for runner_id in range(1, candidates + 1) if runner_id not in busy]
+    assert sorted(actions.removed) == removable[:limit]
+    assert actions.most_at_once <= concurrency
+
+
+# -- a runner deleted by one pass is not removed again by the next ------------------------------------------
+
+
+def test_runners_the_set_deleted_count_as_deleting_until_the_cache_shows_it() -> None:
+    clock = FakeClock()
+    deletions = DeletionExpectations(clock=clock)
+    runners = idle_runners(4)
+    deletions.expect("ns/arc", "r-000")
+    deletions.expect("ns/arc", "r-001")
+
+    marked = deletions.mark("ns/arc", runners)
+    states = classify(marked, applied_revision=0)
+    assert [r.name for r in states.deleting] == ["r-000", "r-001"]
+    assert scale_down_candidates(states) == runners[2:]
+    assert deletions.mark("ns/other", runners) == runners
+
+    # The cache caught up: r-000 shows its deletion, r-001 is gone; nothing is remembered any more.
+    caught_up = [dataclasses.replace(runners[0], deleting=True), *runners[2:]]
+    assert deletions.mark("ns/arc", caught_up) == caught_up
+    assert deletions.mark("ns/arc", runners) == runners
+
+
+async def test_a_deletion_the_cache_never_shows_is_forgotten_after_the_timeout() -> None:
+    clock = FakeClock()
+    deletions = DeletionExpectations(clock=clock, timeout=30)
+    runners = idle_runners(2)
+    deletions.expect("ns/arc", "r-000")
+    await clock.advance(29)
+    assert deletions.mark("ns/arc", runners)[0].deleting
+    await clock.advance(1)
+    assert deletions.mark("ns/arc", runners) == runners
+
+
+async def test_every_deleted_runner_is_reported_even_when_the_pass_fails() -> None:
+    actions, kube = FakeActions(failing=frozenset({2})), FakeKube()
+    reported: list[str] = []
+
+    async def client() -> ActionsClient:
+        return actions  # type: ignore[return-value]
+
+    plan = CleanupPlan(remove=idle_runners(4), remove_limit=4)
+    with pytest.raises(CleanupFailedError):
+        await execute_cleanup(kube, plan, client=client, concurrency=2, on_deleted=reported.append)  # type: ignore[arg-type]
+    assert sorted(reported) == ["r-000", "r-002", "r-003"]

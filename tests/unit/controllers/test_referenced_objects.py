@@ -1,0 +1,47 @@
+"""Which Secrets and ConfigMaps a listener is built from, and that each is watched once while referenced (issue 15,
+item 8: a rotated credentials Secret reached the listener only after about 5 minutes)."""
+
+from __future__ import annotations
+
+from arc_scaleset.controllers.referenced_objects import Reference, ReferencedObjectWatch, listener_references
+from arc_scaleset.kube.client import KubeClient
+from arc_scaleset.kube.controller import Request
+from arc_scaleset.kube.credentials import ConnectionConfig
+from tests.unit.controllers.listener_factory import listener_object, parsed_listener
+
+PROXY = {
+    "http": {"url": "http://proxy:3128", "credentialSecretRef": "proxy-creds"},
+    "https": {"url": "http://proxy:3128", "credentialSecretRef": "proxy-creds-tls"},
+}
+TLS = {"certificateFrom": {"configMapKeyRef": {"name": "github-ca", "key": "ca.crt"}}}
+
+
+def test_a_listener_is_built_from_its_credentials_secret_its_proxy_secrets_and_its_ca_config_map() -> None:
+    listener = parsed_listener(listener_object(proxy=PROXY, githubServerTLS=TLS))
+    assert listener_references(listener) == {
+        Reference("Secret", "team", "gh-secret"),
+        Reference("Secret", "team", "proxy-creds"),
+        Reference("Secret", "team", "proxy-creds-tls"),
+        Reference("ConfigMap", "team", "github-ca"),
+    }
+
+
+def test_a_vault_lookup_key_is_no_secret_of_the_cluster() -> None:
+    listener = parsed_listener(listener_object(vaultConfig={"type": "azure_key_vault"}))
+    assert listener_references(listener) == set()
+
+
+def test_an_object_shared_by_listeners_is_watched_once_and_until_the_last_one_lets_go() -> None:
+    watch = ReferencedObjectWatch(KubeClient(ConnectionConfig(server="http://127.0.0.1:1")))
+    first, second = Request("arc-system", "a-listener"), Request("arc-system", "b-listener")
+    shared, own = Reference("Secret", "team", "gh-secret"), Reference("ConfigMap", "team", "github-ca")
+    watch.track(first, {shared, own})
+    watch.track(second, {shared})
+    assert watch.watched == {shared, own}
+
+    watch.track(first, {shared})  # the CA was removed from the scale set
+    assert watch.watched == {shared}
+    watch.forget(first)
+    assert watch.watched == {shared}, "still referenced by the second listener"
+    watch.forget(second)
+    assert watch.watched == set()
