@@ -4,7 +4,8 @@
   saying what each is; the label, never the value, is what a report shows.
 - :class:`JitConfigCollector` watches Secrets and records every ``jitToken`` the controller writes, plus
   the credential material inside it, as the run goes.
-- :func:`find_leaks` searches log files for every recorded value.
+- :func:`find_leaks` searches log files for every recorded value; :func:`find_leaks_in_objects` searches
+  what the API server shows a user: Events, and the status and annotations of objects.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import base64
 import binascii
 import contextlib
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -108,6 +109,50 @@ def find_leaks(paths: Iterable[Path], ledger: SecretLedger) -> list[Leak]:
             for value, what in needles:
                 if value in line:
                     leaks.append(Leak(path, number, what))
+    return leaks
+
+
+@dataclass(frozen=True)
+class ObjectLeak:
+    """A recorded secret in an object's text: which object, which field, what the secret was."""
+
+    kind: str
+    namespace: str
+    name: str
+    field: str
+    what: str
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.namespace}/{self.name} {self.field}: {self.what}"
+
+
+def _object_text_fields(obj: Mapping[str, Any]) -> Iterable[tuple[str, str]]:
+    """(field, text) pairs a user reads: an Event's every field; otherwise status and annotations."""
+    if obj.get("kind") == "Event":
+        yield from (("event", leaf) for leaf in _string_leaves(dict(obj)))
+        return
+    yield from (("status", leaf) for leaf in _string_leaves(obj.get("status") or {}))
+    annotations = (obj.get("metadata") or {}).get("annotations") or {}
+    yield from (("annotations", leaf) for leaf in _string_leaves(dict(annotations)))
+
+
+def find_leaks_in_objects(objects: Iterable[Mapping[str, Any]], ledger: SecretLedger) -> list[ObjectLeak]:
+    """Every object field (Event text, status, annotations) where a recorded secret occurs."""
+    leaks: list[ObjectLeak] = []
+    for obj in objects:
+        meta = obj.get("metadata") or {}
+        for field, text in _object_text_fields(obj):
+            for value, what in ledger.values.items():
+                if value in text:
+                    leaks.append(
+                        ObjectLeak(
+                            str(obj.get("kind", "?")),
+                            str(meta.get("namespace", "")),
+                            str(meta.get("name", "?")),
+                            field,
+                            what,
+                        )
+                    )
     return leaks
 
 

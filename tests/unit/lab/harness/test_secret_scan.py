@@ -7,7 +7,7 @@ from pathlib import Path
 
 import orjson
 
-from arc_scaleset_lab.harness.secret_scan import SecretLedger, find_leaks
+from arc_scaleset_lab.harness.secret_scan import SecretLedger, find_leaks, find_leaks_in_objects
 
 PAT = "ghp_0123456789abcdef0123456789abcdef"
 KEY = (
@@ -58,3 +58,24 @@ def test_clean_logs_and_short_values_give_no_leak(tmp_path: Path) -> None:
     log.write_text("short lines only; token=***\n")
     assert find_leaks([log], ledger) == []
     assert len(ledger) == 1
+
+
+def test_a_secret_in_an_event_note_a_status_condition_or_an_annotation_is_found_and_named() -> None:
+    ledger = SecretLedger()
+    ledger.add(PAT, "PAT")
+    event = {"kind": "Event", "metadata": {"namespace": "a", "name": "e1"}, "note": f"bad token {PAT}"}
+    ars = {
+        "kind": "AutoscalingRunnerSet",
+        "metadata": {"namespace": "a", "name": "set", "annotations": {"x": "clean"}},
+        "status": {"conditions": [{"type": "Degraded", "message": f"GitHub said: {PAT}"}]},
+        "spec": {"note": PAT},  # a spec is the user's own input, not what the controller shows
+    }
+    clean = {"kind": "EphemeralRunner", "metadata": {"namespace": "a", "name": "r"}, "status": {"phase": "Running"}}
+
+    leaks = find_leaks_in_objects([event, ars, clean], ledger)
+
+    assert [str(leak) for leak in leaks] == [
+        "Event a/e1 event: PAT",
+        "AutoscalingRunnerSet a/set status: PAT",
+    ]
+    assert all(PAT not in str(leak) for leak in leaks)
