@@ -11,6 +11,7 @@ import pytest
 
 from arc_scaleset.api.autoscalingrunnerset import AUTOSCALING_RUNNER_SETS
 from arc_scaleset.api.ephemeralrunnerset import EPHEMERAL_RUNNER_SETS
+from arc_scaleset.api.listener_state import ListenerPhase
 from arc_scaleset_lab.harness.waiting import eventually
 from arc_scaleset_lab.sim import FaultRule
 from tests.integration.controllers.scale_set_env import (  # noqa: F401 - fixtures
@@ -225,6 +226,22 @@ async def test_listener_scaling_the_runner_set_never_rewrites_the_scale_set(star
     async with start_env() as env:
         await env.create_ars()
         await eventually(env.running, "Running")
+
+        # No listener process runs here: say what a polling listener says, so the scale set's Ready condition
+        # settles (it follows the listener's health) before the writes are counted.
+        async def listener_pod() -> dict[str, Any] | None:
+            listeners = await env.listeners()
+            return await env.listener_pod(listeners[0]["metadata"]["name"]) if listeners else None
+
+        await eventually(listener_pod, "the listener pod")
+        await env.report_listener_state(ListenerPhase.POLLING)
+
+        async def ready() -> dict[str, Any] | None:
+            obj = await env.ars()
+            conditions = (obj.get("status") or {}).get("conditions") or []
+            return obj if any(c["type"] == "Ready" and c["status"] == "True" for c in conditions) else None
+
+        await eventually(ready, "the scale set Ready with a polling listener")
         settled = await env.ars()
         for patch_id in range(1, 6):
             before = reconciles(env)

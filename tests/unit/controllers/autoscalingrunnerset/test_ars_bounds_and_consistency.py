@@ -5,6 +5,7 @@ are only ever written together."""
 from __future__ import annotations
 
 import datetime as dt
+from typing import Any
 
 import pytest
 
@@ -31,7 +32,7 @@ NOW = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
     ],
 )
 def test_a_scale_set_above_the_ceiling_is_refused_naming_the_field_and_the_flag(
-    bounds: dict[str, int], named: str
+    bounds: dict[str, Any], named: str
 ) -> None:
     with pytest.raises(RunnersAboveCeiling) as refused:
         check_runner_bounds(parsed(ars_object(**bounds)), ceiling=10_000)
@@ -41,7 +42,7 @@ def test_a_scale_set_above_the_ceiling_is_refused_naming_the_field_and_the_flag(
 
 
 @pytest.mark.parametrize("bounds", [{}, {"minRunners": 10_000, "maxRunners": 10_000}, {"minRunners": 3}])
-def test_a_scale_set_within_the_ceiling_or_without_a_maximum_is_accepted(bounds: dict[str, int]) -> None:
+def test_a_scale_set_within_the_ceiling_or_without_a_maximum_is_accepted(bounds: dict[str, Any]) -> None:
     check_runner_bounds(parsed(ars_object(**bounds)), ceiling=10_000)
 
 
