@@ -64,12 +64,17 @@ def render_status(doc: Mapping[str, Any]) -> str:
     else:
         where = f"{listener['namespace']}/{listener['name']}" if listener["name"] else "(AutoscalingListener unseen)"
         row("Listener", f"{where}, pod {listener['podPhase'] or 'missing'}")
-        if listener["session"]:
+        if listener["pollingSince"]:
+            # Only state changes are recorded (docs/listener.md): "polling since" is true, a "last poll" time is not.
+            row("", f"session Polling since {_ago(listener['pollingSince'], now)}, no failed poll reported since")
+        elif listener["session"]:
             error = f", last error {listener['lastError']}" if listener["lastError"] else ""
+            polled = _ago(listener["lastSuccessfulPoll"], now, "")
             row(
                 "",
                 f"session {listener['session']} for {_ago(listener['since'], now).removesuffix(' ago')}, "
-                f"last successful poll {_ago(listener['lastSuccessfulPoll'], now, 'not recorded')}{error}",
+                + (f"last successful poll {polled}" if polled else "no successful poll before it")
+                + error,
             )
         else:
             row("", "session: not reported yet")

@@ -54,6 +54,8 @@ Rule = Callable[[Snapshot], list[Finding]]
 
 CREDENTIAL_REASONS: Final = frozenset({"InvalidSecret", "GitHubAuthenticationFailed"})
 """Conditions of the scale set that mean GitHub (or the Secret's shape) refused the credentials."""
+LISTENER_OFFLINE: Final = "ListenerOffline"
+"""The scale set's ``Degraded`` reason repeating its listener's outage (docs/controllers.md)."""
 PULL_FAILURES: Final = frozenset({"ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull"})
 START_FAILURES: Final = frozenset({"CreateContainerConfigError", "CreateContainerError", "RunContainerError"})
 PENDING_GRACE: Final = dt.timedelta(minutes=2)
@@ -143,6 +145,8 @@ def scale_set_conditions(snapshot: Snapshot) -> list[Finding]:
             ]
         return []
     reason, message = string(problem.get("reason")), redact(string(problem.get("message")))
+    if reason == LISTENER_OFFLINE and listener(snapshot):
+        return []  # the controller repeating the listener's outage: the listener rule says it, with its cause
     secret = f"{ars.namespace}/{string(ars.spec.get('githubConfigSecret'))}"
     if reason in CREDENTIAL_REASONS:
         line = f"{prefix}: credentials rejected (Secret {secret}: {message})"
@@ -302,9 +306,12 @@ def revision_rollout(snapshot: Snapshot) -> list[Finding]:
     jobs = _listed(sorted(_job_of(r) for r in busy))
     objects = (_ref(current), *(_ref(r.raw) for r in busy))
     if ers.revision_pending:
+        # Busy runners do not hold ``applied`` back: the controller raises it once the old revision's idle runners
+        # are removed (docs/revisions.md), so the line says both facts without making one the cause of the other.
         if busy:
             line = (
-                f"revision {desired} not applied: {_plural(len(busy), 'busy runner')} of {of_revision} "
+                f"revision {desired} not applied yet (applied: {ers.applied_actionable_revision}); "
+                f"{_plural(len(busy), 'busy runner')} of {of_revision} "
                 f"{'is' if len(busy) == 1 else 'are'} finishing jobs {jobs}"
             )
         else:

@@ -19,6 +19,7 @@ from arc_scaleset.api.keys import (
     ANNOTATION_RUNNER_SCALE_SET_NAME,
     EphemeralRunnerPhase,
 )
+from arc_scaleset.api.listener_state import ListenerPhase
 from arc_scaleset.api.views import EphemeralRunnerSetView, EphemeralRunnerView
 from arc_scaleset.diagnose.snapshot import Snapshot
 from arc_scaleset.kube.conditions import format_time
@@ -92,6 +93,10 @@ def summarize(snapshot: Snapshot) -> dict[str, Any]:
             "session": state.state.value if state else None,
             "sessionOwner": state.owner if state else None,
             "since": format_time(state.since) if state else None,
+            # The listener writes its state when it changes, never per poll (docs/listener.md): ``Polling`` since
+            # a time is the true statement (every poll since has succeeded, or it would be ``Failing``), and
+            # ``lastSuccessfulPoll`` is the last success *before* the state was entered, not the latest poll.
+            "pollingSince": format_time(state.since) if state and state.state is ListenerPhase.POLLING else None,
             "lastSuccessfulPoll": format_time(state.last_successful_poll)
             if state and state.last_successful_poll
             else None,

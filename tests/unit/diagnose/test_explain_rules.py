@@ -50,6 +50,7 @@ def test_an_image_that_cannot_be_pulled_is_named_at_once() -> None:
 
 
 def test_a_listener_kept_out_by_another_session_says_409_and_how_long() -> None:
+    # The scale set's Degraded=True ListenerOffline repeats the outage: one line says it, with its cause.
     assert lines("session_conflict") == [
         "listener has held no session for 4m: GitHub answered 409 (session held by another listener; an old "
         "controller may still run)"
@@ -65,7 +66,9 @@ def test_a_listener_whose_polls_fail_says_since_when_and_why() -> None:
 def test_a_revision_held_back_by_busy_runners_names_their_jobs() -> None:
     finding = only("revision_rolling")
     assert finding.severity is Severity.INFO
-    assert finding.line == "revision 4 not applied: 2 busy runners of revision 3 are finishing jobs 81234, 81240"
+    assert finding.line == (
+        "revision 4 not applied yet (applied: 3); 2 busy runners of revision 3 are finishing jobs 81234, 81240"
+    )
 
 
 def test_an_applied_revision_with_an_old_runner_still_busy_says_so() -> None:

@@ -26,6 +26,7 @@ def test_status_shows_github_bounds_runners_revisions_and_listener() -> None:
     assert doc["runnerSet"]["appliedRevision"] == 3
     assert doc["runnerSet"]["patchId"] == 3
     assert doc["listener"]["session"] == "Polling"
+    assert doc["listener"]["pollingSince"] == doc["listener"]["since"]
     assert doc["listener"]["lastSuccessfulPoll"] == "2026-03-01T12:00:00Z"
     assert [c["type"] for c in doc["conditions"]] == ["Ready", "Progressing", "Degraded"]
 
@@ -51,7 +52,7 @@ def test_status_text_is_one_screen_with_every_section() -> None:
         "min 1, max 10, desired 3; 3 exist, 2 busy",
         "by phase: Running 3; by revision: 3 2, 4 1",
         "revision desired 4 applied 3 (rolling out)",
-        "session Polling for 30m, last successful poll 0s ago",
+        "session Polling since 30m ago, no failed poll reported since",
         "Ready=True Running",
     ):
         assert expected in text, text
@@ -77,3 +78,18 @@ def test_kubectl_arc_is_installed_as_the_same_command_for_kubectls_plugin_conven
 
     scripts = tomllib.loads((Path(__file__).parents[3] / "pyproject.toml").read_text())["project"]["scripts"]
     assert scripts["kubectl-arc"] == scripts["arc-scaleset"]
+
+
+def test_status_says_since_when_the_listener_polls_not_a_last_poll_it_does_not_record() -> None:
+    # The listener records state changes, not polls (docs/listener.md): a Polling listener is shown "polling since".
+    text = render_status(summarize(recorded("healthy")))
+    assert "session Polling since 30m ago, no failed poll reported since" in text
+    assert "last successful poll" not in text
+    assert "not recorded" not in text
+
+
+def test_status_of_a_listener_without_a_session_shows_its_last_success_before_that_or_none() -> None:
+    doc = summarize(recorded("session_conflict"))
+    assert doc["listener"]["pollingSince"] is None
+    text = render_status(doc)
+    assert "session WaitingForSession for 4m, no successful poll before it, last error SessionConflict" in text
