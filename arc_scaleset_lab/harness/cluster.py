@@ -9,10 +9,11 @@ from __future__ import annotations
 import atexit
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from arc_scaleset.api.crds import custom_resource_definitions
 from arc_scaleset.kube import resources
@@ -73,14 +74,16 @@ def start_test_cluster(*, reuse: Path | None = None) -> Iterator[TestCluster]:
         shutil.rmtree(workdir, ignore_errors=True)
 
 
-async def install_crds(kube: KubeClient, *, timeout: float = 60) -> list[str]:
-    """Server-side apply this version's CRDs and wait until each is Established and served.
+async def install_crds(
+    kube: KubeClient, crds: Iterable[Mapping[str, Any]] | None = None, *, timeout: float = 60
+) -> list[str]:
+    """Server-side apply ``crds`` (default: this version's) and wait until each is Established and served.
 
-    The CRDs are generated in process (:func:`arc_scaleset.api.crds.custom_resource_definitions`, what
-    ``arc-scaleset crds`` prints and ``config/crd/`` holds), so the lab needs no checkout.
+    This version's CRDs are generated in process (:func:`arc_scaleset.api.crds.custom_resource_definitions`,
+    what ``arc-scaleset crds`` prints and ``config/crd/`` holds), so the lab needs no checkout.
     """
     names: list[str] = []
-    for doc in custom_resource_definitions():
+    for doc in custom_resource_definitions() if crds is None else crds:
         name = doc["metadata"]["name"]
         await kube.patch(
             resources.CUSTOM_RESOURCE_DEFINITIONS,

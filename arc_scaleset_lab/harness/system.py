@@ -83,6 +83,11 @@ class SystemOptions:
     - ``controller_args``: extra flags for ``arc-scaleset controller``.
     - ``controller_kubeconfig``: the controller's own credentials (e.g. a chart's ServiceAccount), instead
       of the admin kubeconfig the rest of the system uses.
+    - ``sim_host``: the address or host name the sim listens on and puts in its URLs. A name that is not
+      ``localhost`` (e.g. this machine's host name) makes clients send GitHub traffic through a configured
+      proxy: loopback addresses are never proxied (docs/github.md).
+    - ``sim_tls``: serve the sim over HTTPS with a CA of its own (:attr:`System.sim_ca_pem`), which no
+      client trusts unless given it (``githubServerTLS``).
     """
 
     controller_namespace: str = CONTROLLER_NAMESPACE
@@ -96,6 +101,8 @@ class SystemOptions:
     controller_args: tuple[str, ...] = ()
     controller_kubeconfig: Path | None = None
     ready_timeout: float = 90.0
+    sim_host: str = "127.0.0.1"
+    sim_tls: bool = False
 
 
 @dataclass
@@ -125,6 +132,7 @@ class System:
         self.pat = "ghp_" + secrets.token_hex(18)
         self.ledger.add(self.pat, "PAT")
         self.sim_url = ""
+        self.sim_ca_file: str | None = None  # the CA's PEM file when the sim serves HTTPS
         self.controller_metrics_url = ""
         self.controller_health_url = ""
         self._sim: ManagedProcess | None = None
@@ -150,6 +158,11 @@ class System:
     @property
     def controller_namespace(self) -> str:
         return self.options.controller_namespace
+
+    @property
+    def sim_ca_pem(self) -> str | None:
+        """The PEM of the CA the sim's certificate chains to (``sim_tls``), else None."""
+        return Path(self.sim_ca_file).read_text() if self.sim_ca_file else None
 
     def config_url(self, org: str = ORG) -> str:
         """A GitHub config URL (organisation scope) served by the sim."""
@@ -240,8 +253,9 @@ class System:
             "sim",
             arc_scaleset_command(
                 "sim",
-                "--host=127.0.0.1",
+                f"--host={self.options.sim_host}",
                 "--port=0",
+                *(["--tls"] if self.options.sim_tls else []),
                 f"--state-file={state_file}",
                 f"--token-file={token_file}",
                 f"--long-poll-seconds={self.options.long_poll_seconds:g}",
@@ -254,8 +268,10 @@ class System:
             return state_file.is_file()
 
         await self._wait(sim, state_written, "the simulated GitHub to listen")
-        self.sim_url = json.loads(state_file.read_text())["url"]
-        self._sim_admin = SimAdminClient(self.sim_url)
+        state = json.loads(state_file.read_text())
+        self.sim_url = state["url"]
+        self.sim_ca_file = state.get("caFile") or None
+        self._sim_admin = SimAdminClient(self.sim_url, ca_file=self.sim_ca_file)
         self._write_state()
 
     async def start_controller(self) -> None:
@@ -332,6 +348,7 @@ class System:
                 "arc_scaleset_lab.node.agent",
                 f"--kubeconfig={self.kubeconfig}",
                 f"--sim-url={self.sim_url}",
+                *([f"--sim-ca-file={self.sim_ca_file}"] if self.sim_ca_file else []),
                 f"--listener-namespace={self.controller_namespace}",
                 f"--log-dir={self.log_dir}",
                 f"--work-dir={self.workdir / 'pods'}",

@@ -36,6 +36,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="node_agent", description=__doc__.splitlines()[0])
     parser.add_argument("--kubeconfig", required=True, type=Path, help="admin kubeconfig of the cluster")
     parser.add_argument("--sim-url", required=True, help="base URL of the simulated GitHub")
+    parser.add_argument("--sim-ca-file", default=None, help="PEM of the CA of a sim served over TLS")
     parser.add_argument("--listener-namespace", required=True, help="where listener pods live")
     parser.add_argument("--log-dir", required=True, type=Path, help="listener process logs go here")
     parser.add_argument("--work-dir", required=True, type=Path, help="private directories of listener pods")
@@ -56,7 +57,7 @@ async def _serve(args: argparse.Namespace) -> int:
     )
     async with (
         KubeClient.from_kubeconfig(args.kubeconfig) as kube,
-        SimAdminClient(args.sim_url, timeout=30.0) as sim,
+        SimAdminClient(args.sim_url, timeout=30.0, ca_file=args.sim_ca_file) as sim,
     ):
         player = PodPlayer(kube, sim, namespace=None, poll_timeout=10.0)
         tasks: list[asyncio.Task[Any]] = [

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ssl
 from collections.abc import Sequence
 from types import TracebackType
 from typing import Any
@@ -19,9 +20,11 @@ class SimAdminError(Exception):
 class SimAdminClient:
     """``SimAdminClient("http://127.0.0.1:PORT")``; use ``async with`` or call :meth:`close`."""
 
-    def __init__(self, url: str, *, timeout: float = 10.0) -> None:
+    def __init__(self, url: str, *, timeout: float = 10.0, ca_file: str | None = None) -> None:
+        """``ca_file``: the PEM of the CA a sim started with ``--tls`` generated (its state file's ``caFile``)."""
         self.url = url.rstrip("/")
         self._timeout = timeout
+        self._ssl: ssl.SSLContext | bool = ssl.create_default_context(cafile=ca_file) if ca_file else True
         self._session: aiohttp.ClientSession | None = None
 
     async def __aenter__(self) -> SimAdminClient:
@@ -41,7 +44,8 @@ class SimAdminClient:
         self, method: str, path: str, *, json: Any = None, params: dict[str, str] | None = None, hold: float = 0
     ) -> Any:
         if self._session is None:
-            self._session = aiohttp.ClientSession()
+            # trust_env stays off: the lab's own calls never go through a proxy the environment names.
+            self._session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=self._ssl))
         client_timeout = aiohttp.ClientTimeout(total=hold + self._timeout)
         async with self._session.request(
             method, self.url + path, json=json, params=params, timeout=client_timeout

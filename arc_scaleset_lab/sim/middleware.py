@@ -34,6 +34,9 @@ class RequestRecord:
     user_agent: str | None
     max_capacity: str | None  # the X-ScaleSetMaxCapacity header a listener sends with its polls
     fault: bool
+    # The TCP peer's address: through a proxy, the proxy's outgoing address. The proxy tests tell proxied
+    # requests from direct ones by it (arc_scaleset_lab/harness/proxy.py binds its outgoing side apart).
+    peer: str | None = None
 
 
 RequestLog = collections.deque[RequestRecord]
@@ -89,6 +92,7 @@ class ProtocolMiddleware:
                 user_agent=request.headers.get("User-Agent"),
                 max_capacity=request.headers.get("X-ScaleSetMaxCapacity"),
                 fault=fault,
+                peer=request.remote,
             )
         )
 

@@ -6,7 +6,7 @@ Not part of the protocol: no faults, no request log, no auth (the sim listens on
 
 from __future__ import annotations
 
-from collections.abc import Sized
+from collections.abc import Collection
 from typing import Any
 
 from aiohttp import web
@@ -16,6 +16,7 @@ from arc_scaleset_lab.sim.address import SimAddress
 from arc_scaleset_lab.sim.auth import DEFAULT_PAT_SCOPES, Credentials
 from arc_scaleset_lab.sim.faults import FaultInjector, FaultRule
 from arc_scaleset_lab.sim.http import json_response, no_content, read_json
+from arc_scaleset_lab.sim.middleware import RequestRecord
 from arc_scaleset_lab.sim.notify import ChangeNotifier
 from arc_scaleset_lab.sim.state import SimState
 
@@ -26,7 +27,7 @@ _MAX_EVENTS_WAIT = 60.0
 class AdminRoutes:
     """One method per admin endpoint; :meth:`register` adds them to an application.
 
-    ``requests`` is the protocol request log (only its length is reported).
+    ``requests`` is the protocol request log (its length and the peers it came from are reported).
     """
 
     def __init__(
@@ -37,7 +38,7 @@ class AdminRoutes:
         faults: FaultInjector,
         changes: ChangeNotifier,
         address: SimAddress,
-        requests: Sized,
+        requests: Collection[RequestRecord],
     ) -> None:
         self._state = state
         self._credentials = credentials
@@ -85,6 +86,7 @@ class AdminRoutes:
                 "sessions": len(state.sessions),
                 "scaleSets": {str(s.id): state.statistics(s.id).to_json() for s in state.scale_sets.values()},
                 "requests": len(self._requests),
+                "requestPeers": _count_peers(self._requests),
             }
         )
 
@@ -258,6 +260,15 @@ class AdminRoutes:
     async def expire_admin_tokens(self, request: web.Request) -> web.Response:
         self._credentials.expire_admin_tokens()
         return no_content()
+
+
+def _count_peers(requests: Collection[RequestRecord]) -> dict[str, int]:
+    """Protocol requests by TCP peer address (the proxy tests prove with it that nothing bypassed the proxy)."""
+    counts: dict[str, int] = {}
+    for record in list(requests):
+        peer = record.peer or ""
+        counts[peer] = counts.get(peer, 0) + 1
+    return counts
 
 
 def _fail(status: int, message: str) -> web.Response:

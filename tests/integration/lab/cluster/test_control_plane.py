@@ -6,7 +6,6 @@ import copy
 from typing import Any
 
 import pytest
-import yaml
 
 from arc_scaleset.kube import resources
 from arc_scaleset.kube.client import KubeClient
@@ -48,10 +47,8 @@ WIDGET_CRD: dict[str, Any] = {
 
 
 @pytest.fixture(scope="module")
-async def widget_crd(kube: KubeClient, tmp_path_factory: pytest.TempPathFactory) -> None:
-    path = tmp_path_factory.mktemp("crd") / "widgets.yaml"
-    path.write_text(yaml.safe_dump(WIDGET_CRD))
-    await install_crds(kube, [path])
+async def widget_crd(kube: KubeClient) -> None:
+    await install_crds(kube, [WIDGET_CRD])
 
 
 async def _create_widget(kube: KubeClient, namespace: str, **metadata: Any) -> dict[str, Any]:
