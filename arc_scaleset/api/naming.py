@@ -35,7 +35,7 @@ def hash8(text: str) -> str:
 def ephemeral_runner_set_name(autoscaling_runner_set_name: str) -> str:
     """The name this controller gives the EphemeralRunnerSet it creates for a scale set: the
     AutoscalingRunnerSet's. A set adopted from ARC keeps the name ARC's releases generated (``<ARS>-xxxxx``), so
-    a scale set's sets are found by owner reference (``controllers/runner_sets.py``), never by this name."""
+    a scale set's sets are found by owner reference (``api/runner_sets.py``), never by this name."""
     return autoscaling_runner_set_name
 
 

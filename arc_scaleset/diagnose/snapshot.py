@@ -16,7 +16,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final, cast
 
 from arc_scaleset.api.autoscalinglistener import AUTOSCALING_LISTENERS
 from arc_scaleset.api.autoscalingrunnerset import AUTOSCALING_RUNNER_SETS
@@ -24,6 +24,7 @@ from arc_scaleset.api.ephemeralrunner import EPHEMERAL_RUNNERS
 from arc_scaleset.api.ephemeralrunnerset import EPHEMERAL_RUNNER_SETS
 from arc_scaleset.api.keys import ANNOTATION_LISTENER_STATE
 from arc_scaleset.api.listener_state import ListenerState
+from arc_scaleset.api.runner_sets import sort_runner_sets
 from arc_scaleset.api.views import AutoscalingListenerView, EphemeralRunnerSetView
 from arc_scaleset.kube.client import KubeClient
 from arc_scaleset.kube.conditions import format_time
@@ -32,6 +33,7 @@ from arc_scaleset.kube.resources import CORE_EVENTS, EVENTS, PODS, Resource
 from arc_scaleset.kube.views import ObjectView, integer, mapping, parse_timestamp, string
 
 JsonObject = dict[str, Any]
+_EPOCH: Final = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 
 
 @dataclass(frozen=True)
@@ -132,11 +134,15 @@ class Snapshot:
 
     @property
     def current_runner_set(self) -> JsonObject | None:
-        """The EphemeralRunnerSet the scale set scales now: the newest one not being deleted (else the newest)."""
-        if not self.runner_sets:
+        """The EphemeralRunnerSet the scale set scales now, by the controllers' own rule (api/runner_sets.py);
+        when every set is being deleted, the newest of them."""
+        sorted_sets = sort_runner_sets(self.runner_sets)
+        if sorted_sets.current is not None:
+            return cast(JsonObject, sorted_sets.current)
+        if not sorted_sets.draining:
             return None
-        live = [s for s in self.runner_sets if not ObjectView(s).is_deleting] or self.runner_sets
-        return max(live, key=lambda s: ObjectView(s).creation_timestamp or dt.datetime.min.replace(tzinfo=dt.UTC))
+        newest = max(sorted_sets.draining, key=lambda s: ObjectView(s).creation_timestamp or _EPOCH)
+        return cast(JsonObject, newest)
 
     @property
     def listener_state(self) -> ListenerState | None:

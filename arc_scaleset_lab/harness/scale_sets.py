@@ -21,13 +21,13 @@ from arc_scaleset.api.autoscalingrunnerset import AUTOSCALING_RUNNER_SETS
 from arc_scaleset.api.common import API_VERSION
 from arc_scaleset.api.ephemeralrunner import EPHEMERAL_RUNNERS
 from arc_scaleset.api.ephemeralrunnerset import EPHEMERAL_RUNNER_SETS
+from arc_scaleset.api.runner_sets import sort_runner_sets
 from arc_scaleset.api.views import (
     AutoscalingListenerView,
     AutoscalingRunnerSetView,
     EphemeralRunnerSetView,
     EphemeralRunnerView,
 )
-from arc_scaleset.controllers.runner_sets import sort_runner_sets
 from arc_scaleset.kube import resources
 from arc_scaleset.kube.client import KubeClient
 from arc_scaleset.kube.errors import NotFound

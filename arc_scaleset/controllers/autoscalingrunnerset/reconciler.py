@@ -17,7 +17,7 @@ Phases (docs/controllers.md; the revision design: docs/revisions.md):
    definitive 404 re-registers it (the new ID flows to the runner set as a revision bump); any other error
    is retried, never a re-registration; a found set has its group, name and labels brought in line;
 6. the EphemeralRunnerSet: the scale set's sets are found by owner reference, whatever their names
-   (:mod:`arc_scaleset.controllers.runner_sets`: a scale set moved from ARC has ARC's generated names, possibly
+   (:mod:`arc_scaleset.api.runner_sets`: a scale set moved from ARC has ARC's generated names, possibly
    several sets); sets superseded by the current one are deleted (drained: busy runners finish); the current
    one is created when there is none (the ARS's name, revision 0), its runner spec patched with a revision
    bump on semantic drift, its metadata merged, or torn down when Outdated at its current revision;
@@ -52,6 +52,7 @@ from arc_scaleset.api.keys import (
     LABEL_VERSION,
 )
 from arc_scaleset.api.labels import github_url_labels
+from arc_scaleset.api.runner_sets import ScaleSetRunnerSets, sort_runner_sets
 from arc_scaleset.api.versions import ARC_CHART_VERSIONS, accepts_version_label
 from arc_scaleset.api.views import AutoscalingListenerView, AutoscalingRunnerSetView
 from arc_scaleset.controllers.autoscalingrunnerset import deletion
@@ -86,7 +87,6 @@ from arc_scaleset.controllers.autoscalingrunnerset.status import (
 )
 from arc_scaleset.controllers.context import ControllerContext
 from arc_scaleset.controllers.errors import ConfigurationError, InvalidSpec, UnsupportedVersion
-from arc_scaleset.controllers.runner_sets import ScaleSetRunnerSets, sort_runner_sets
 from arc_scaleset.github import ActionsClient, ActionsError, NotFound, RateLimited, Unauthorized, is_transient
 from arc_scaleset.kube.controller import Controller, Request, Result
 from arc_scaleset.kube.errors import AlreadyExists, Conflict

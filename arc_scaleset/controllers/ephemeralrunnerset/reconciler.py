@@ -20,7 +20,7 @@ A pass (docs/controllers.md, docs/revisions.md; the decisions are
    :func:`.scaling.plan_scaling`: outdated hold, stale-Outdated deletion, failed-runner
    reaping, the patch gate, finished-runner reaping (marker first), scale-up (concurrent creates, bounded by
    ``runner_create_concurrency``) or scale-down. A set *superseded* by a newer set of its scale set
-   (:mod:`arc_scaleset.controllers.runner_sets`; only after a move from ARC) is planned as ``replicas`` 0 under
+   (:mod:`arc_scaleset.api.runner_sets`; only after a move from ARC) is planned as ``replicas`` 0 under
    patch ID 0: it creates nothing and removes its idle runners while the AutoscalingRunnerSet deletes it;
 6. write the phase and the runner counts where they differ, in one patch (counts alone at most every
    ``counts_interval`` seconds: :mod:`.counts`).
@@ -46,6 +46,7 @@ from arc_scaleset.api.keys import (
     EPHEMERAL_RUNNER_SET_FINALIZER,
     EPHEMERAL_RUNNER_SET_FINALIZERS,
 )
+from arc_scaleset.api.runner_sets import is_superseded, scale_set_uid_of
 from arc_scaleset.api.views import EphemeralRunnerSetView
 from arc_scaleset.controllers.context import ControllerContext
 from arc_scaleset.controllers.ephemeralrunnerset.builders import desired_ephemeral_runner
@@ -95,7 +96,6 @@ from arc_scaleset.controllers.metrics import (
 )
 from arc_scaleset.controllers.runner_classification import RunnerStates, RunnerView, RunnerViewCache, classify
 from arc_scaleset.controllers.runner_github import client_for_runner_spec
-from arc_scaleset.controllers.runner_sets import is_superseded, scale_set_uid_of
 from arc_scaleset.github import ActionsClient
 from arc_scaleset.kube.controller import Controller, Request, Result, Watch
 from arc_scaleset.kube.finalizers import add_finalizer, has_finalizer, remove_finalizer

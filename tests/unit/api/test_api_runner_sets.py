@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from arc_scaleset.controllers.runner_sets import is_superseded, scale_set_uid_of, sort_runner_sets
+from arc_scaleset.api.runner_sets import is_superseded, scale_set_uid_of, sort_runner_sets
 from arc_scaleset.kube.views import ObjectView
 
 ARS_UID = "ars-uid"
