@@ -62,7 +62,8 @@ class TinyProxy:
     """``with TinyProxy(workdir) as proxy:`` a running tinyproxy; ``proxy.url`` carries no credentials.
 
     ``user``/``password`` are the credentials it requires (a fresh password per instance: finding it in a
-    log can only mean a leak). :meth:`requests` and :meth:`tunnels` read its log.
+    log can only mean a leak); ``user``/``rotated_password`` are accepted too, so a test can rotate the
+    credentials a scale set uses without restarting the proxy. :meth:`requests` and :meth:`tunnels` read its log.
     """
 
     def __init__(self, workdir: Path, *, user: str = "arc-proxy-user") -> None:
@@ -70,6 +71,7 @@ class TinyProxy:
         self.user = user
         # tinyproxy's config syntax takes no quoting: letters and digits only.
         self.password = secrets.token_hex(12)
+        self.rotated_password = secrets.token_hex(12)
         self.port = 0
         self.log_path = workdir / "tinyproxy.log"
         self._process: subprocess.Popen[bytes] | None = None
@@ -101,6 +103,7 @@ class TinyProxy:
                     "MaxClients 200",
                     "Allow 127.0.0.1",
                     f"BasicAuth {self.user} {self.password}",
+                    f"BasicAuth {self.user} {self.rotated_password}",
                     "DisableViaHeader Yes",
                     "",
                 ]

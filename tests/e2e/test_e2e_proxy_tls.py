@@ -23,15 +23,16 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from arc_scaleset.api import AUTOSCALING_RUNNER_SETS
-from arc_scaleset.api.naming import listener_config_secret_name
+from arc_scaleset.api import AUTOSCALING_LISTENERS, AUTOSCALING_RUNNER_SETS
+from arc_scaleset.api.naming import listener_config_secret_name, listener_pod_name, listener_proxy_secret_name
 from arc_scaleset.kube import resources
+from arc_scaleset.kube.errors import NotFound
 from arc_scaleset_lab.harness import scale_sets
 from arc_scaleset_lab.harness.cluster import TestCluster
 from arc_scaleset_lab.harness.proxy import PROXY_EGRESS_ADDRESS, TinyProxy
 from arc_scaleset_lab.harness.runner_tracker import RunnerTracker
 from arc_scaleset_lab.harness.system import System, SystemOptions
-from tests.e2e.harness import ScaleSetHandle
+from tests.e2e.harness import ScaleSetHandle, describe
 
 RUN_ID = uuid.uuid4().hex[:6]
 NAMESPACE = f"e2e-proxy-{RUN_ID}"
@@ -78,7 +79,13 @@ async def tls_system(cluster: TestCluster) -> AsyncIterator[System]:
 
 
 async def _create(
-    system: System, name: str, *, proxy: TinyProxy | None, ca: bool, min_runners: int = 1
+    system: System,
+    name: str,
+    *,
+    proxy: TinyProxy | None,
+    ca: bool,
+    min_runners: int = 1,
+    no_proxy: list[str] | None = None,
 ) -> ScaleSetHandle:
     secret = await system.create_pat_secret(NAMESPACE, name=f"{name}-github-token")
     manifest = scale_sets.autoscaling_runner_set(
@@ -102,7 +109,7 @@ async def _create(
         )
         spec["proxy"] = {
             "https": {"url": proxy.url, "credentialSecretRef": f"{name}-proxy-credentials"},
-            "noProxy": NO_PROXY,
+            "noProxy": NO_PROXY if no_proxy is None else no_proxy,
         }
     if ca:
         assert system.sim_ca_pem
@@ -126,8 +133,10 @@ async def _create(
 
 
 @contextlib.asynccontextmanager
-async def _scale_set(system: System, name: str, *, proxy: TinyProxy | None, ca: bool) -> AsyncIterator[ScaleSetHandle]:
-    handle = await _create(system, name, proxy=proxy, ca=ca)
+async def _scale_set(
+    system: System, name: str, *, proxy: TinyProxy | None, ca: bool, no_proxy: list[str] | None = None
+) -> AsyncIterator[ScaleSetHandle]:
+    handle = await _create(system, name, proxy=proxy, ca=ca, no_proxy=no_proxy)
     try:
         yield handle
     finally:
@@ -191,6 +200,10 @@ async def test_behind_a_proxy_with_a_private_ca_every_github_call_goes_through_t
 
 
 async def test_without_the_private_ca_the_scale_set_reports_an_untrusted_certificate(tls_system: System) -> None:
+    """Without the CA the controller cannot register the scale set (its first GitHub call fails the TLS
+    handshake), and a listener is only ever started for a registered scale set (as ARC: the listener needs the
+    scale set's ID): so no AutoscalingListener or listener pod exists, and the scale set's condition is where a
+    user learns that the certificate is not trusted."""
     async with _scale_set(tls_system, "untrusted", proxy=None, ca=False) as runners:
 
         async def untrusted() -> str | None:
@@ -202,3 +215,114 @@ async def test_without_the_private_ca_the_scale_set_reports_an_untrusted_certifi
 
         message = await runners.wait_until(untrusted, timeout=60, what="a condition naming the certificate")
         assert "not trusted" in message or "verification failed" in message, message
+        snapshot = await runners.snapshot()
+        assert snapshot.scale_set_id is None, describe(snapshot)
+        assert snapshot.listener_name is None, describe(snapshot)
+        listeners = (await tls_system.kube.list(AUTOSCALING_LISTENERS, namespace=tls_system.controller_namespace)).items
+        assert not [item for item in listeners if item["metadata"]["name"].startswith("untrusted-")], listeners
+
+
+async def _listener_config(system: System, listener_name: str) -> dict[str, Any]:
+    secret = await system.kube.get(
+        resources.SECRETS, listener_config_secret_name(listener_name), namespace=system.controller_namespace
+    )
+    return dict(json.loads(base64.b64decode(secret["data"]["config.json"])))
+
+
+async def _recreations(system: System, listener_name: str) -> int:
+    """How many times the controller recreated the listener's pod (its ``ListenerPodRecreating`` Events)."""
+    events = (await system.kube.list(resources.EVENTS, namespace=system.controller_namespace)).items
+    return sum(
+        int((e.get("series") or {}).get("count", 1))
+        for e in events
+        if e.get("reason") == "ListenerPodRecreating" and (e.get("regarding") or {}).get("name") == listener_name
+    )
+
+
+async def _runner_https_proxy(system: System) -> str:
+    secrets_ = [
+        s
+        for s in (await system.kube.list(resources.SECRETS, namespace=NAMESPACE)).items
+        if s["metadata"]["name"].endswith("-runner-proxy")
+    ]
+    assert len(secrets_) == 1, [s["metadata"]["name"] for s in secrets_]
+    return base64.b64decode(secrets_[0]["data"]["https_proxy"]).decode()
+
+
+async def test_a_changed_ca_or_proxy_secret_recreates_the_listener_once_and_reaches_the_next_runners(
+    tls_system: System, proxy: TinyProxy
+) -> None:
+    async with _scale_set(tls_system, "rotated", proxy=proxy, ca=True) as runners:
+        ready = await runners.wait_ready(timeout=90)
+        listener = ready.listener_name
+        assert listener
+        pods = tls_system.kube
+        pod_name = listener_pod_name(listener)
+
+        async def pod_uid() -> str:
+            """The listener pod's UID; empty while it is being recreated."""
+            try:
+                pod = await pods.get(resources.PODS, pod_name, namespace=tls_system.controller_namespace)
+            except NotFound:
+                return ""
+            return str(pod["metadata"]["uid"])
+
+        # 1. The proxy credentials rotate (the proxy accepts both passwords): the listener's pod is recreated
+        # once, with the new credentials, and the next runners get them through the runner proxy Secret.
+        first_uid, recreated_before = await pod_uid(), await _recreations(tls_system, listener)
+        await tls_system.kube.patch(
+            resources.SECRETS,
+            "rotated-proxy-credentials",
+            {"stringData": {"password": proxy.rotated_password}},
+            namespace=NAMESPACE,
+        )
+
+        async def listener_proxy_rotated() -> bool:
+            secret = await tls_system.kube.get(
+                resources.SECRETS, listener_proxy_secret_name(listener), namespace=tls_system.controller_namespace
+            )
+            https = base64.b64decode(secret["data"]["https_proxy"]).decode()
+            return proxy.rotated_password in https and (await pod_uid()) not in ("", first_uid)
+
+        await runners.wait_until(listener_proxy_rotated, timeout=60, what="a new listener pod with the rotated proxy")
+        await runners.wait(lambda s: s.session_owner is not None, timeout=60, what="the new listener's session")
+        await runners.enqueue(1, duration=0.5)
+        await runners.assert_every_job_ran_once(timeout=90)
+        assert proxy.rotated_password in await _runner_https_proxy(tls_system)
+        assert await _recreations(tls_system, listener) == recreated_before + 1
+
+        # 2. The CA ConfigMap changes (a bundle: the CA twice): the config Secret's server_root_ca follows, the
+        # pod is recreated once more, and the listener still connects with it.
+        second_uid, recreated_before = await pod_uid(), await _recreations(tls_system, listener)
+        assert tls_system.sim_ca_pem
+        bundle = tls_system.sim_ca_pem + tls_system.sim_ca_pem
+        await tls_system.kube.patch(
+            resources.CONFIG_MAPS, "rotated-ca", {"data": {"ca.crt": bundle}}, namespace=NAMESPACE
+        )
+
+        async def ca_rotated() -> bool:
+            config = await _listener_config(tls_system, listener)
+            return config["server_root_ca"] == bundle and (await pod_uid()) not in ("", second_uid)
+
+        await runners.wait_until(ca_rotated, timeout=60, what="a new listener pod with the new CA bundle")
+        await runners.wait(lambda s: s.session_owner is not None, timeout=60, what="the new listener's session")
+        await runners.enqueue(1, duration=0.5)
+        await runners.assert_every_job_ran_once(timeout=90)
+        assert await _recreations(tls_system, listener) == recreated_before + 1
+
+
+async def test_a_no_proxy_host_bypasses_the_proxy_through_the_whole_system(
+    tls_system: System, proxy: TinyProxy
+) -> None:
+    sim_host = urlsplit(tls_system.sim_url).hostname
+    assert sim_host
+    tunnels_before = len(proxy.tunnels())
+    direct_before = (await tls_system.sim.stats())["requestPeers"].get("127.0.0.1", 0)
+    async with _scale_set(tls_system, "bypass", proxy=proxy, ca=True, no_proxy=[sim_host]) as runners:
+        await runners.wait_ready(timeout=90)
+        await runners.enqueue(1, duration=0.5)
+        await runners.assert_every_job_ran_once(timeout=90)
+        # The controller's and the listener's requests went straight to the sim; the proxy opened nothing.
+        direct_after = (await tls_system.sim.stats())["requestPeers"].get("127.0.0.1", 0)
+        assert direct_after > direct_before
+        assert len(proxy.tunnels()) == tunnels_before, proxy.tunnels()[tunnels_before:]

@@ -17,10 +17,11 @@ the live pod by derivation, not equality (ARC #4635; docs/controllers.md).
   as ``LISTENER_PROBE_ADDR``): with listener metrics off there is still a probe. A template's listener
   container may replace the probe by setting its own (ARC's pod has none, so nothing of ARC's changes).
 - :func:`recreation_reason`: why the live pod must be replaced, or ``None``. Checked in order: the config
-  Secret's resourceVersion annotation (a missing one on the live pod counts: a pod from before the
-  annotation existed is recreated once, so no config change slips through an upgrade unapplied); a
-  container that lost a port (invisible to derivation); ``deep_derivative(desired.spec, live.spec)``, so
-  fields the API server defaults or admission injects never cause churn.
+  Secret's (and, with a proxy, the proxy Secret's) resourceVersion annotation (a missing one on the live pod
+  counts: a pod from before the annotation existed is recreated once, so no config change slips through an
+  upgrade unapplied); a container that lost a port (invisible to derivation);
+  ``deep_derivative(desired.spec, live.spec)``, so fields the API server defaults or admission injects never
+  cause churn.
 """
 
 from __future__ import annotations
@@ -135,7 +136,8 @@ def desired_listener_pod(
     config_resource_version: str,
     probe_port: int | None = None,
 ) -> dict[str, Any]:
-    """The listener pod; ``config_resource_version`` is the config Secret's ``metadata.resourceVersion``.
+    """The listener pod; ``config_resource_version`` is the config Secret's ``metadata.resourceVersion``
+    (with a proxy, ``<config>+<proxy Secret>`` resourceVersions: the pod reads its proxy env only at start).
 
     ``probe_port``: serve the probes on this port of their own (:func:`dedicated_probe_port`); ``None``: on the
     metrics port (no probe when that is ``None`` too).

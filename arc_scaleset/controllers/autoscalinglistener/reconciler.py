@@ -256,10 +256,13 @@ class AutoscalingListenerReconciler:
             await self._service_account(obj, listener)
             await self._role(obj, listener)
             await self._role_binding(obj, listener)
-            if listener.spec.proxy is not None:
-                await self._proxy_secret(obj, listener)
+            proxy_version = await self._proxy_secret(obj, listener) if listener.spec.proxy is not None else ""
             config_version = await self._config_secret(obj, listener)
-            return await self._pod(obj, listener, config_version, report)
+            # The pod reads its proxy from the proxy Secret only when it starts (env from secretKeyRef): a
+            # rotated proxy credential reaches the listener only through a new pod, so the proxy Secret's
+            # version is part of the stamp (issue 17; ARC never updates that Secret at all).
+            stamp = f"{config_version}+{proxy_version}" if proxy_version else config_version
+            return await self._pod(obj, listener, stamp, report)
         except ConfigurationError as exc:
             report.problem = (exc.reason, exc.message)
             if isinstance(exc, REFUSALS):
@@ -433,7 +436,8 @@ class AutoscalingListenerReconciler:
         live = self.role_bindings.get(*ObjectView(desired).key)
         await self._ensure(ROLE_BINDINGS, desired, live, owner=obj, replace=("subjects",))
 
-    async def _proxy_secret(self, obj: Object, listener: AutoscalingListener) -> None:
+    async def _proxy_secret(self, obj: Object, listener: AutoscalingListener) -> str:
+        """Bring the listener's proxy Secret in line; returns its resourceVersion (part of the pod's stamp)."""
         assert listener.spec.proxy is not None
         data = await proxy_secret_data(
             self.ctx.kube, listener.spec.autoscaling_runner_set_namespace, listener.spec.proxy
@@ -441,9 +445,10 @@ class AutoscalingListenerReconciler:
         desired = desired_proxy_secret(obj, listener, data, excluded=self.ctx.settings.exclude_label_prefixes)
         live = await self._get_uncached(SECRETS, listener.namespace, ObjectView(desired).name)
         if live is not None and data_differs(live, desired):
-            await self._ensure(SECRETS, desired, live, owner=obj, replace=("data",))
+            stored = await self._ensure(SECRETS, desired, live, owner=obj, replace=("data",))
         else:
-            await self._ensure(SECRETS, desired, live, owner=obj)
+            stored = await self._ensure(SECRETS, desired, live, owner=obj)
+        return ObjectView(stored).resource_version
 
     async def _config_secret(self, obj: Object, listener: AutoscalingListener) -> str:
         """Bring the config Secret in line; returns its resourceVersion (the pod is stamped with it)."""
