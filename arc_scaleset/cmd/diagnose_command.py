@@ -23,6 +23,8 @@ from arc_scaleset.kube.errors import KubeconfigError, KubeError
 
 Document = Callable[[Snapshot], dict[str, Any]]
 Text = Callable[[Snapshot], str]
+Terminal = Callable[[list[str]], bool]
+"""Shows the plain-text screens on a terminal its own way; False when stdout is no terminal (print them)."""
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -34,11 +36,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--context", help="kubeconfig context (default: the current one)")
 
 
-def run(args: argparse.Namespace, *, document: Document, text: Text) -> int:
+def run(args: argparse.Namespace, *, document: Document, text: Text, terminal: Terminal | None = None) -> int:
     if args.all_namespaces and args.name:
         print("a NAME and --all-namespaces exclude each other", file=sys.stderr)
         return 2
-    return asyncio.run(_main(args, document=document, text=text))
+    return asyncio.run(_main(args, document=document, text=text, terminal=terminal))
 
 
 def _client(args: argparse.Namespace) -> KubeClient:
@@ -47,7 +49,7 @@ def _client(args: argparse.Namespace) -> KubeClient:
     return KubeClient.from_environment(args.kubeconfig)
 
 
-async def _main(args: argparse.Namespace, *, document: Document, text: Text) -> int:
+async def _main(args: argparse.Namespace, *, document: Document, text: Text, terminal: Terminal | None) -> int:
     try:
         kube = _client(args)
     except (KubeconfigError, OSError) as exc:
@@ -67,7 +69,9 @@ async def _main(args: argparse.Namespace, *, document: Document, text: Text) -> 
         if not snapshots:
             print(f"no AutoscalingRunnerSet {'in any namespace' if namespace is None else f'in namespace {namespace}'}")
             return 0
-        print("\n\n".join(text(s) for s in snapshots))
+        screens = [text(s) for s in snapshots]
+        if terminal is None or not terminal(screens):
+            print("\n\n".join(screens))
         return 0
     docs = [document(s) for s in snapshots]
     out: Any = docs[0] if args.name else {"items": docs}

@@ -1,0 +1,139 @@
+"""The Grafana dashboard (``dashboards/arc-scaleset.json``) against what a running system really exports: the
+``/metrics`` of the controller and of a listener, scraped after jobs ran, parsed as Prometheus parses them.
+
+The unit test (tests/unit/observability/test_dashboard.py) checks the same queries against the registries the
+code builds; this one proves the processes serve them. The shared e2e system turns listener metrics off (its
+listeners share one machine's ports), so this file starts a system of its own with them on: the node agent
+gives each listener's metrics server a free loopback port, which the listener's own config names.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import shutil
+import tempfile
+import uuid
+from collections.abc import AsyncIterator, Awaitable
+from pathlib import Path
+
+import aiohttp
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from arc_scaleset.api.listener_config import CONFIG_PATH_ENV
+from arc_scaleset_lab.harness.cluster import TestCluster
+from arc_scaleset_lab.harness.system import System, SystemOptions
+from arc_scaleset_lab.harness.waiting import eventually
+from tests.e2e.harness import ScaleSetFactory
+from tests.unit.observability.test_dashboard import DASHBOARD, GROUPING, MATCHER_LABEL, METRIC, queries
+
+RUN_ID = uuid.uuid4().hex[:6]
+NAMESPACE = f"e2e-dash-{RUN_ID}"
+
+
+@pytest.fixture(scope="module")
+async def metrics_system(cluster: TestCluster) -> AsyncIterator[System]:
+    workdir = Path(tempfile.mkdtemp(prefix="arc-scaleset-e2e-dashboard-"))
+    options = SystemOptions(
+        controller_namespace=f"arc-e2e-dash-{RUN_ID}",
+        watch_namespace=NAMESPACE,
+        long_poll_seconds=2.0,
+        controller_args=("--listener-metrics-addr=:8080",),  # after the harness's "=0": the last one wins
+    )
+    running = System(workdir, kubeconfig=cluster.kubeconfig, options=options)
+    await running.start()
+    try:
+        await running.ensure_namespace(NAMESPACE, labels={"arc-scaleset.dev/test": "true"})
+        yield running
+    finally:
+        await running.stop()
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+async def scrape(url: str) -> str:
+    async with aiohttp.ClientSession() as http, http.get(url, timeout=aiohttp.ClientTimeout(total=5)) as response:
+        assert response.status == 200, url
+        return await response.text()
+
+
+def listener_metrics_url(system: System) -> str | None:
+    """The ``/metrics`` URL of a running listener process: its config (the sandbox copy) names the address."""
+    for pid in system.listener_pids().values():
+        with contextlib.suppress(OSError, ValueError, KeyError):
+            environ = dict(
+                item.split(b"=", 1) for item in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0") if b"=" in item
+            )
+            config = json.loads(Path(environ[CONFIG_PATH_ENV.encode()].decode()).read_text())
+            if config.get("metrics_addr"):
+                return f"http://{config['metrics_addr']}{config.get('metrics_endpoint') or '/metrics'}"
+    return None
+
+
+def exported(text: str) -> tuple[set[str], dict[str, set[str]]]:
+    """Family names (with their series names: ``_total``, ``_bucket``...) and the labels seen on each series."""
+    names: set[str] = set()
+    labels: dict[str, set[str]] = {}
+    for family in text_string_to_metric_families(text):
+        names.add(family.name)
+        if family.type == "counter":
+            names.add(family.name + "_total")
+        elif family.type == "histogram":
+            names.update(family.name + suffix for suffix in ("_bucket", "_sum", "_count"))
+        for sample in family.samples:
+            names.add(sample.name)
+            labels.setdefault(sample.name, set()).update(sample.labels)
+    return names, labels
+
+
+async def test_every_metric_and_label_the_dashboard_queries_is_scraped_from_the_controller_or_a_listener(
+    metrics_system: System,
+) -> None:
+    factory = ScaleSetFactory(metrics_system, namespace=NAMESPACE, stem="dashboard")
+    try:
+        runners = await factory.create(min_runners=1, max_runners=3)
+        await runners.wait_ready(timeout=90)
+        await runners.enqueue(4, duration=1.0)
+        await runners.wait_jobs_completed(timeout=120)
+
+        listener_url = await eventually(
+            lambda: listener_metrics_url(metrics_system), timeout=30, what="a listener serving metrics"
+        )
+        assert listener_url is not None
+        # The listener publishes its job counters as it sees the jobs' messages; scrape once they are there.
+        listener_text = await eventually(
+            lambda: _with(scrape(listener_url), "gha_completed_jobs_total{"), timeout=30, what="completed jobs"
+        )
+        controller_text = await eventually(
+            lambda: _with(metrics_system.controller_metrics(), "gha_controller_ephemeral_runners_created_total{"),
+            timeout=30,
+            what="the controller's runner counters",
+        )
+    finally:
+        await factory.delete_all()
+
+    names, labels = exported(controller_text + "\n" + listener_text)
+    expressions = queries(json.loads(DASHBOARD.read_text()))
+    used = {match.group(1) for expr in expressions for match in METRIC.finditer(expr)}
+    assert used - names == set(), "the dashboard queries series neither process exports"
+
+    for expr in expressions:
+        metrics = [(m.group(1), m.group(2) or "") for m in METRIC.finditer(expr)]
+        # Only series with samples carry labels in a scrape (a counter that never moved has none): those that do
+        # must carry every label the query selects or groups by; the unit test covers the declared labels.
+        seen = [(name, selector) for name, selector in metrics if labels.get(name)]
+        available = set().union(*(labels[name] for name, _ in seen))
+        for name, selector in seen:
+            assert set(MATCHER_LABEL.findall(selector)) <= labels[name], f"{name} in {expr}"
+        if seen:
+            for grouping in GROUPING.findall(expr):
+                grouped = {label.strip() for label in grouping.split(",") if label.strip()}
+                assert grouped <= available, f"{grouped - available} in {expr}"
+    with_samples = {name for name in used if labels.get(name)}
+    assert len(with_samples) >= len(used) // 2, f"too few dashboard series had samples: {sorted(with_samples)}"
+
+
+async def _with(text: Awaitable[str], needle: str) -> str | None:
+    """The awaited ``text`` when it contains ``needle``, else None (so :func:`eventually` polls again)."""
+    value = await text
+    return value if needle in value else None
