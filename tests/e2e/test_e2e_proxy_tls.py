@@ -185,11 +185,11 @@ async def test_behind_a_proxy_with_a_private_ca_every_github_call_goes_through_t
         data = {k: base64.b64decode(v).decode() for k, v in runner_secrets[0]["data"].items()}
         assert data == {"http_proxy": "", "https_proxy": expected_https_proxy, "no_proxy": ",".join(NO_PROXY)}
 
-        snapshot = await runners.snapshot()
-        pod_names = {r.name for r in snapshot.live_runners()}
-        assert pod_names
-        for pod_name in pod_names:
-            pod = await tls_system.kube.get(resources.PODS, pod_name, namespace=NAMESPACE)
+        # One list, not a get per runner: a runner that finished its job may be gone by the time it is read.
+        listed = await tls_system.kube.list(resources.PODS, namespace=NAMESPACE)
+        runner_pods = [p for p in listed.items if any(c["name"] == "runner" for c in p["spec"]["containers"])]
+        assert runner_pods, "the scale set's runner pods"
+        for pod in runner_pods:
             runner = next(c for c in pod["spec"]["containers"] if c["name"] == "runner")
             env = {e["name"]: e for e in runner.get("env", [])}
             # As ARC: only the configured parts (https and noProxy here, no http), from the runner proxy Secret.
