@@ -20,6 +20,7 @@ Two kinds of series (docs/observability.md):
 from __future__ import annotations
 
 import contextlib
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -81,6 +82,9 @@ class DeletedReason:
 DELETED_REASONS: Final = tuple(
     value for key, value in vars(DeletedReason).items() if key.isupper() and isinstance(value, str)
 )
+
+
+_COUNTED_DELETIONS_KEPT = 10_000
 
 
 def deleted_reason_of_done(runner: RunnerView) -> str:
@@ -232,6 +236,8 @@ class ControllerMetrics:
         self.registry = registry if registry is not None else CollectorRegistry(auto_describe=True)
         self.enabled = enabled
         self._observing = False
+        # Runners whose deletion was counted, oldest first (bounded: a runner is deleted within seconds).
+        self._counted_deletions: OrderedDict[str, None] = OrderedDict()
         self.runners_created = Counter(
             RUNNERS_CREATED, "EphemeralRunners the controller created.", METRIC_LABELS, registry=self.registry
         )
@@ -283,9 +289,18 @@ class ControllerMetrics:
         elif phase == EphemeralRunnerPhase.FAILED:
             self.runners_failed.labels(**labels).inc()
 
-    def count_deleted(self, labels: Mapping[str, str], reason: str) -> None:
-        if self.enabled:
-            self.runners_deleted.labels(**labels, **{DELETED_REASON_LABEL: reason}).inc()
+    def count_deleted(self, labels: Mapping[str, str], reason: str, *, runner: str = "") -> None:
+        """Count one deletion. ``runner`` (``namespace/name``) is counted once: the set and the runner's own
+        controller may both delete a finished runner, and the first one to do so names the reason."""
+        if not self.enabled:
+            return
+        if runner:
+            if runner in self._counted_deletions:
+                return
+            self._counted_deletions[runner] = None
+            if len(self._counted_deletions) > _COUNTED_DELETIONS_KEPT:
+                self._counted_deletions.popitem(last=False)
+        self.runners_deleted.labels(**labels, **{DELETED_REASON_LABEL: reason}).inc()
 
     def set_listener_running(self, labels: Mapping[str, str], running: bool) -> None:
         if self.enabled:

@@ -490,7 +490,7 @@ class _RunnerPass:
     async def _delete_runner(self, reason: str) -> None:
         """Delete the runner; counted in ``gha_controller_ephemeral_runners_deleted_total`` with ``reason``."""
         await self._kube.delete(EPHEMERAL_RUNNERS, self._name, namespace=self._namespace, missing_ok=True)
-        self._ctx.metrics.count_deleted(runner_set_labels(self._er), reason)
+        self._ctx.metrics.count_deleted(runner_set_labels(self._er), reason, runner=f"{self._namespace}/{self._name}")
 
     async def _event(self, type_: str, reason: str, note: str) -> None:
         await self._ctx.events.event(self._er, type="Warning" if type_ == "Warning" else "Normal",

@@ -421,7 +421,7 @@ class EphemeralRunnerSetReconciler:
 
         def deleted(name: str) -> None:
             self.deletions.expect(key, name)
-            self._ctx.metrics.count_deleted(labels, reasons.get(name, removal))
+            self._ctx.metrics.count_deleted(labels, reasons.get(name, removal), runner=f"{view.namespace}/{name}")
 
         return deleted
 

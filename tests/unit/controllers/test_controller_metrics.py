@@ -107,3 +107,15 @@ def test_disabled_metrics_record_nothing() -> None:
 
     assert "gha_controller_running_ephemeral_runners" not in {m.name for m in registry.collect()}
     assert registry.get_sample_value("gha_controller_ephemeral_runners_created_total", {"name": "arc"}) is None
+
+
+def test_a_runner_deleted_by_both_its_set_and_its_own_controller_is_counted_once() -> None:
+    metrics = ControllerMetrics()
+    labels = {"name": "s", "namespace": "n", "repository": "", "organization": "", "enterprise": ""}
+
+    metrics.count_deleted(labels, DeletedReason.SUCCEEDED, runner="n/r1")
+    metrics.count_deleted(labels, DeletedReason.SUCCEEDED, runner="n/r1")
+    metrics.count_deleted(labels, DeletedReason.SCALE_DOWN, runner="n/r2")
+
+    assert metrics.runners_deleted.labels(**labels, reason=DeletedReason.SUCCEEDED)._value.get() == 1
+    assert metrics.runners_deleted.labels(**labels, reason=DeletedReason.SCALE_DOWN)._value.get() == 1
