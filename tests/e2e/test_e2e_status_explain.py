@@ -110,13 +110,16 @@ async def session_held_by_another_listener(runners: ScaleSetHandle, scale_set_id
         await system.sim.evict_session(scale_set_id)
         session = await intruder.create_message_session(scale_set_id, "old-controller-listener")
 
-        async def keep_alive() -> None:
-            # An unpolled session lapses after the e2e sim's session timeout (10 s); a refresh keeps it held.
+        async def poll_like_a_listener() -> None:
+            # An unpolled session lapses after the e2e sim's session timeout (10 s); a listener keeps its session
+            # by long-polling it, and a poll in flight never lapses.
+            last_message_id = 0
             while True:
-                await asyncio.sleep(2.0)
-                await intruder.refresh_message_session(scale_set_id, session.session_id)
+                message = await intruder.get_message(session, last_message_id, max_capacity=2)
+                if message is not None:
+                    last_message_id = message.message_id
 
-        keeping = asyncio.create_task(keep_alive(), name="intruder-keep-alive")
+        keeping = asyncio.create_task(poll_like_a_listener(), name="intruder-polls")
         try:
             yield
         finally:

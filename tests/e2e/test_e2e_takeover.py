@@ -25,6 +25,7 @@ from arc_scaleset.api.autoscalinglistener import AUTOSCALING_LISTENERS
 from arc_scaleset.api.autoscalingrunnerset import AUTOSCALING_RUNNER_SETS
 from arc_scaleset.api.ephemeralrunner import EPHEMERAL_RUNNERS
 from arc_scaleset.api.ephemeralrunnerset import EPHEMERAL_RUNNER_SETS
+from arc_scaleset.backoff import Backoff
 from arc_scaleset.kube import resources
 from arc_scaleset.kube.errors import Gone, KubeError
 from arc_scaleset.kube.resources import Resource
@@ -33,6 +34,7 @@ from arc_scaleset_lab.harness import scale_sets
 from arc_scaleset_lab.harness.arc_install import ArcInstaller, ArcScaleSet, listener_session_key_names
 from arc_scaleset_lab.harness.runner_tracker import RunnerTracker
 from arc_scaleset_lab.harness.system import System
+from arc_scaleset_lab.harness.waiting import eventually
 from tests.e2e.harness import ScaleSetFactory, ScaleSetHandle
 
 TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io"
@@ -51,14 +53,19 @@ class Seen:
     phases: list[str] = field(default_factory=list)
     deleted_in_phase: str | None = None
     annotations: dict[str, str] = field(default_factory=dict)
+    tracked: list[Any] = field(default_factory=list)
 
 
 class Watch:
-    """Every object of ``resource`` in ``namespace`` (matching ``keep``) seen through a watch, by UID."""
+    """Every object of ``resource`` in ``namespace`` (matching ``keep``) seen through a watch, by UID.
 
-    def __init__(self, system: System, resource: Resource, namespace: str, keep: Any = None) -> None:
+    ``track`` picks a value out of each version of an object; each change of it is appended to
+    :attr:`Seen.tracked`, so a test sees every value the object went through, not a sampled few."""
+
+    def __init__(self, system: System, resource: Resource, namespace: str, keep: Any = None, track: Any = None) -> None:
         self.system, self.resource, self.namespace = system, resource, namespace
         self.keep = keep or (lambda obj: True)
+        self.track = track
         self.seen: dict[str, Seen] = {}
         self.task: asyncio.Task[None] | None = None
 
@@ -73,12 +80,18 @@ class Watch:
             entry.phases.append(phase)
         if (view.is_deleting or kind == "DELETED") and entry.deleted_in_phase is None:
             entry.deleted_in_phase = phase
+        if self.track is not None:
+            value = self.track(obj)
+            if not entry.tracked or entry.tracked[-1] != value:
+                entry.tracked.append(value)
 
     async def _run(self) -> None:
         kube = self.system.kube
+        backoff = Backoff(base=0.2, cap=5.0)
         while True:
             try:
                 listed = await kube.list(self.resource, namespace=self.namespace)
+                backoff.reset()
                 for item in listed.items:
                     self._record("ADDED", item)
                 async for event in kube.watch(
@@ -87,7 +100,8 @@ class Watch:
                     if event.type != "BOOKMARK":
                         self._record(event.type, event.object)
             except (Gone, KubeError):
-                await asyncio.sleep(0.2)
+                # A watch that ends in an error re-lists after the project's backoff, as an informer does.
+                await asyncio.sleep(backoff.next_delay())
 
     async def __aenter__(self) -> Watch:
         self.task = asyncio.create_task(self._run())
@@ -349,9 +363,14 @@ async def test_a_template_change_during_the_takeover_lets_busy_runners_finish_an
     system: System, scale_set: ScaleSetFactory
 ) -> None:
     installer = installer_for(system, scale_set)
-    revisions: list[int] = []
     async with (
         arc_controller_scaled_to_zero(system),
+        Watch(
+            system,
+            EPHEMERAL_RUNNER_SETS,
+            scale_set.namespace,
+            track=lambda ers: int(ers["spec"].get("actionableRevision") or 0),
+        ) as runner_sets,
         Watch(system, EPHEMERAL_RUNNERS, scale_set.namespace) as runners,
         Watch(system, resources.PODS, scale_set.namespace) as runner_pods,
         listeners(system, scale_set.stem) as als,
@@ -362,25 +381,15 @@ async def test_a_template_change_during_the_takeover_lets_busy_runners_finish_an
         await installer.add_listener(arc)
         busy = await make_busy(handle, 2)
         idle = {r.name for r in (await handle.snapshot()).live_runners() if not r.busy}
-
-        async def sample() -> None:
-            while True:
-                with contextlib.suppress(KubeError):
-                    ers = await system.kube.get(EPHEMERAL_RUNNER_SETS, runner_set, namespace=arc.namespace)
-                    revisions.append(int(ers["spec"].get("actionableRevision") or 0))
-                await asyncio.sleep(0.2)
-
-        sampler = asyncio.create_task(sample())
-        try:
-            await system.start_controller()
-            await handle.change_template()
-            await handle.assert_every_job_ran_once(timeout=120)
-            settled = await handle.wait_settled(timeout=120)
-            await wait_counts(handle, system, runner_set, running=2)
-        finally:
-            sampler.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await sampler
+        await system.start_controller()
+        await handle.change_template()
+        await handle.assert_every_job_ran_once(timeout=120)
+        settled = await handle.wait_settled(timeout=120)
+        await wait_counts(handle, system, runner_set, running=2)
+        await eventually(
+            lambda: any(seen.tracked[-1:] == [1] for seen in runner_sets.by_name(runner_set)),
+            "the watch to see the applied revision",
+        )
 
     assert_finished_undisturbed(runners, runner_pods, busy)
     for name in idle:  # rolled: removed while idle, never run to a job
@@ -389,7 +398,8 @@ async def test_a_template_change_during_the_takeover_lets_busy_runners_finish_an
         assert "Succeeded" not in runner.phases, (name, runner)
     assert not {r.name for r in settled.live_runners()} & set(arc.all_runners())
     assert (settled.desired_revision, settled.applied_revision) == (1, 1)
-    assert set(revisions) <= {0, 1}, f"the revision was applied once: {sorted(set(revisions))}"
+    (watched_set,) = runner_sets.by_name(runner_set)
+    assert watched_set.tracked == [0, 1], f"the revision was applied once: {watched_set.tracked}"
     assert all(r.revision == 1 for r in settled.live_runners())
     assert settled.runner_sets == (runner_set,)
     assert len(als.seen) == 2

@@ -4,8 +4,6 @@ reports shows on it, and no watcher ever sees a status that was never true."""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import copy
 from collections.abc import Mapping
 from typing import Any
@@ -25,6 +23,7 @@ from tests.integration.controllers.scale_set_env import (  # noqa: F401 - fixtur
     sim_fixture,
     start_env_fixture,
 )
+from tests.integration.controllers.task_count import peak_task_count
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(180)]
 
@@ -38,25 +37,12 @@ async def test_min_runners_of_half_a_million_is_refused_with_a_condition_and_not
     start_env: EnvFactory,
 ) -> None:
     async with start_env() as env:
-        peak = 0
-
-        async def sample() -> None:
-            nonlocal peak
-            while True:
-                peak = max(peak, len(asyncio.all_tasks()))
-                await asyncio.sleep(0.005)
-
-        sampler = asyncio.create_task(sample())
-        try:
+        with peak_task_count() as tasks:
             await env.create_ars(minRunners=500_000)
             degraded = await eventually(
                 lambda: condition(env, "Degraded", status="True", reason="RunnersAboveCeiling"),
                 "Degraded RunnersAboveCeiling",
             )
-        finally:
-            sampler.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await sampler
         assert "minRunners 500000 is above the controller's ceiling of 10000" in degraded["message"]
         assert "--max-runners-ceiling" in degraded["message"]
         assert await condition(env, "Ready", status="False", reason="RunnersAboveCeiling")
@@ -64,7 +50,7 @@ async def test_min_runners_of_half_a_million_is_refused_with_a_condition_and_not
         assert await env.ers() is None, "no EphemeralRunnerSet for a refused scale set"
         assert await env.listeners() == [], "no listener to ask for half a million runners"
         assert not env.sim.state.scale_sets, "nothing registered on GitHub"
-        assert peak < 300, f"{peak} tasks at once"
+        assert tasks.peak < 300, f"{tasks.peak} tasks at once"
 
         # Within the ceiling again: the scale set is made as usual.
         await env.kube.patch(AUTOSCALING_RUNNER_SETS, "arc-runners", {"spec": {"minRunners": 2}},

@@ -4,8 +4,6 @@ missing runner), and a runner template the API server refuses registers nothing 
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import copy
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
@@ -19,6 +17,7 @@ from arc_scaleset.kube.conditions import get_condition
 from arc_scaleset.kube.resources import EVENTS, Resource
 from arc_scaleset_lab.harness.waiting import eventually
 from tests.integration.controllers.runner_harness import Harness, harness, runner_template
+from tests.integration.controllers.task_count import peak_task_count
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(180)]
 
@@ -104,30 +103,17 @@ async def test_a_scale_up_the_api_server_refuses_costs_one_create_per_pass_not_o
 
 async def test_replicas_far_above_the_ceiling_keep_the_ceiling_and_no_task_per_missing_runner(h: Harness) -> None:
     await h.start(max_runners_ceiling=5, create_concurrency=4)
-    peak = 0
-
-    async def sample() -> None:
-        nonlocal peak
-        while True:
-            peak = max(peak, len(asyncio.all_tasks()))
-            await asyncio.sleep(0.005)
-
-    sampler = asyncio.create_task(sample())
-    try:
+    with peak_task_count() as tasks:
         await h.create_ers(replicas=500_000, patch_id=0)
         await h.wait_running(5)
         condition = await eventually(degraded(h, "ReplicasAboveCeiling"), what="Degraded ReplicasAboveCeiling")
         await more_passes(h, 2)
-    finally:
-        sampler.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await sampler
     assert "500000" in condition["message"]
     assert "--max-runners-ceiling" in condition["message"]
     assert len(await h.runners()) == 5
     assert "ReplicasAboveCeiling" in await event_reasons(h)
     # The manager, its informers, workers and HTTP connections: tens of tasks, never one per runner asked for.
-    assert peak < 300, f"{peak} tasks at once"
+    assert tasks.peak < 300, f"{tasks.peak} tasks at once"
 
 
 async def test_a_runner_template_the_api_server_refuses_registers_nothing_and_is_a_condition_on_the_set(
