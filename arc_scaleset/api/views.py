@@ -19,7 +19,7 @@ from typing import Any
 
 from arc_scaleset.api.ephemeralrunner import DONE_PHASES
 from arc_scaleset.api.keys import ANNOTATION_ACTIONABLE_REVISION, ANNOTATION_PATCH_ID
-from arc_scaleset.kube.views import ObjectView, integer, mapping, parse_int, sequence, string
+from arc_scaleset.kube.views import ObjectView, integer, mapping, named, parse_int, sequence, string
 
 
 class EphemeralRunnerView(ObjectView):
@@ -64,10 +64,7 @@ class EphemeralRunnerView(ObjectView):
 
     def container(self, name: str) -> Mapping[str, Any] | None:
         """The pod template's container called ``name``, or ``None``."""
-        for container in self.containers:
-            if isinstance(container, Mapping) and container.get("name") == name:
-                return container
-        return None
+        return named(self.containers, name)
 
     @property
     def proxy(self) -> Mapping[str, Any]:

@@ -126,13 +126,8 @@ def credentials_from_fields(fields: CredentialFields) -> Credentials:
     and is not applied again here: fields holding both a token and App fields, or neither, were not chosen by
     it and raise :class:`InvalidCredentials`. A malformed App (installation ID, PEM) raises it too.
     """
-    has_app_field = bool(fields.github_app_id or fields.github_app_installation_id or fields.github_app_private_key)
-    if fields.github_token:
-        if has_app_field:
-            raise InvalidCredentials("both a token and GitHub App fields given: apply the credential rule first")
+    if _is_token(fields):
         return PersonalAccessToken(fields.github_token)
-    if not has_app_field:
-        raise InvalidCredentials("no credentials given")
     return GitHubApp(fields.github_app_id, fields.github_app_installation_id, fields.github_app_private_key)
 
 
@@ -145,14 +140,22 @@ def fingerprint_of_fields(fields: CredentialFields) -> str:
     credential rule did not choose (a token beside App fields, or nothing) raise :class:`InvalidCredentials`
     as :func:`credentials_from_fields` does; a malformed key is found only when the credentials are built.
     """
+    if _is_token(fields):
+        return _pat_fingerprint(fields.github_token)
+    return _app_fingerprint(fields.github_app_id, fields.github_app_installation_id, fields.github_app_private_key)
+
+
+def _is_token(fields: CredentialFields) -> bool:
+    """Whether the rule chose the token (``True``) or the App (``False``); :class:`InvalidCredentials` when the
+    fields hold both kinds or neither, which the rule never chooses."""
     has_app_field = bool(fields.github_app_id or fields.github_app_installation_id or fields.github_app_private_key)
     if fields.github_token:
         if has_app_field:
             raise InvalidCredentials("both a token and GitHub App fields given: apply the credential rule first")
-        return _pat_fingerprint(fields.github_token)
+        return True
     if not has_app_field:
         raise InvalidCredentials("no credentials given")
-    return _app_fingerprint(fields.github_app_id, fields.github_app_installation_id, fields.github_app_private_key)
+    return False
 
 
 def _pat_fingerprint(token: str) -> str:

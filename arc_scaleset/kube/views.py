@@ -66,6 +66,14 @@ def sequence(value: object) -> Sequence[Any]:
     return value if isinstance(value, (list, tuple)) else []
 
 
+def named(items: Sequence[Any], name: str) -> Mapping[str, Any] | None:
+    """The first mapping in ``items`` whose ``name`` is ``name`` (a container, a volume, a status), or ``None``."""
+    for item in items:
+        if isinstance(item, Mapping) and item.get("name") == name:
+            return item
+    return None
+
+
 def parse_int(value: object) -> int:
     """A decimal integer held as a string (an annotation value); anything missing or unparsable reads as 0,
     as ARC's ``strconv.Atoi`` use does."""
@@ -264,10 +272,7 @@ class PodView(ObjectView):
 
     def container_status(self, name: str) -> Mapping[str, Any] | None:
         """The status of the container called ``name``, or ``None`` (none reported yet)."""
-        for status in self.container_statuses:
-            if isinstance(status, Mapping) and status.get("name") == name:
-                return status
-        return None
+        return named(self.container_statuses, name)
 
     def has_condition(self, type_: str) -> bool:
         """Whether the condition ``type_`` is present with status ``"True"``."""
