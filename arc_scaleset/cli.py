@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import importlib.metadata
 import sys
 from collections.abc import Mapping, Sequence
 
@@ -48,6 +47,9 @@ WITHOUT_LAB = (
 
 def plugin_commands() -> dict[str, tuple[str, str]]:
     """Commands that installed plugins add; a plugin whose registry cannot load adds none."""
+    # Imported here: the commands that never look for plugins (see main) need not load it.
+    import importlib.metadata
+
     found: dict[str, tuple[str, str]] = {}
     for entry_point in importlib.metadata.entry_points(group=PLUGIN_GROUP):
         try:
@@ -83,12 +85,33 @@ def build_parser(argv: Sequence[str], commands: Mapping[str, tuple[str, str]] | 
     return parser
 
 
+LONG_RUNNING = ("controller", "listener")
+"""The commands that run as pods: they never draw on a terminal."""
+
+
+def _without_terminal_rendering() -> None:
+    """Make ``import rich`` fail in this process, as it does in the operator's image (which has no rich).
+
+    structlog imports rich whenever it is installed (the lab's extra brings it), only to render tracebacks in
+    colour; in a controller or listener process that is about 5 MB resident for nothing, and it would make
+    the lab measure a bigger process than the image runs. ``None`` in ``sys.modules`` is Python's way of
+    saying "this module cannot be imported". Only for a process started as one of :data:`LONG_RUNNING`:
+    never in a caller's interpreter (a test calling :func:`main` with ``argv``).
+    """
+    sys.modules.setdefault("rich", None)  # type: ignore[arg-type]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command ``argv`` names and return its exit code; a lab command while the lab is not
     installed is exit 2 with one line saying how to install it."""
     args_list = list(sys.argv[1:] if argv is None else argv)
-    commands = all_commands()
     wanted = next((a for a in args_list if not a.startswith("-")), None)
+    # An operator command needs no plugin: the controller and the listener run for months, and what plugin
+    # discovery reads and imports (every installed distribution's entry points, the lab's registry) would
+    # stay in their memory for nothing.
+    commands = dict(COMMANDS) if wanted in COMMANDS else all_commands()
+    if argv is None and wanted in LONG_RUNNING:
+        _without_terminal_rendering()
     if wanted in LAB_COMMANDS and wanted not in commands:
         print(f"arc-scaleset: '{wanted}' comes with the lab, which is not installed: {LAB_EXTRA}", file=sys.stderr)
         return 2

@@ -18,6 +18,7 @@ construction. Messages name keys, never values.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -136,3 +137,57 @@ def _text(key: str, value: bytes | str) -> str:
         return value.decode("utf-8")
     except UnicodeDecodeError:
         raise CredentialsError(f"{key} is not valid UTF-8 text") from None
+
+
+def app_config_from_json(text: str) -> AppConfig:
+    """The credentials a vault secret's value gives (``vaultConfig``: a JSON object with the same keys as the
+    Secret), under the same rule; :class:`CredentialsError` otherwise.
+
+    Decoded as ARC decodes it (Go's ``encoding/json`` into its ``AppConfig``): unknown keys and ``null`` are
+    ignored, ``github_app_installation_id`` is a JSON integer (not a string, unlike in a Secret), the other
+    values are strings. Messages name keys and JSON types, never values.
+    """
+    try:
+        document = json.loads(text)
+    except ValueError:
+        # json's message quotes the text around the fault, which is a secret here.
+        raise CredentialsError(
+            "the vault secret is not valid JSON (expected an object with the GitHub credentials)"
+        ) from None
+    if not isinstance(document, dict):
+        raise CredentialsError(f"the vault secret must be a JSON object, not a JSON {_json_type(document)}")
+    values: dict[str, str] = {}
+    for key in (TOKEN_KEY, APP_ID_KEY, PRIVATE_KEY_KEY):
+        value = document.get(key)
+        if value is None:
+            continue
+        if not isinstance(value, str):
+            raise CredentialsError(f"{key} must be a JSON string, not a JSON {_json_type(value)}")
+        values[key] = value
+    installation_id = document.get(INSTALLATION_ID_KEY)
+    if installation_id is None:
+        installation_id = 0
+    elif isinstance(installation_id, bool) or not isinstance(installation_id, int):
+        raise CredentialsError(
+            f"{INSTALLATION_ID_KEY} must be a JSON integer, not a JSON {_json_type(installation_id)}"
+        )
+    elif not -(2**63) <= installation_id < 2**63:
+        raise CredentialsError(f"{INSTALLATION_ID_KEY} is out of range for a 64-bit integer")
+    return AppConfig(
+        github_token=values.get(TOKEN_KEY, ""),
+        github_app_id=values.get(APP_ID_KEY, ""),
+        github_app_installation_id=installation_id,
+        github_app_private_key=values.get(PRIVATE_KEY_KEY, ""),
+    ).validated()
+
+
+def _json_type(value: object) -> str:
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    return "object" if isinstance(value, dict) else "null"

@@ -3,7 +3,9 @@ listener (docs/listener.md).
 
 The format is ARC's: flat snake_case keys in the order ARC's controller writes them, the GitHub credentials
 inlined at the top level, so ARC's listener reads what this controller writes and this listener reads what
-ARC's controller writes. Unknown keys (``azure_key_vault``) are ignored.
+ARC's controller writes. Unknown keys are ignored. With a vault (``vault_type``), the credentials are not in the
+file: ``vault_lookup_key`` names the vault secret and ``azure_key_vault`` how to reach the vault, and the listener
+reads them from there when it starts (:meth:`ListenerConfig.with_credentials`).
 
 **Decoding** follows Go's ``encoding/json``, as ARC's listener does: a missing key or ``null`` is the key's
 zero value (the field's default here: ``max_runners`` is unbounded, an empty ``log_level``/``log_format`` is
@@ -48,6 +50,7 @@ __all__ = [
     "LOG_FORMATS",
     "LOG_LEVELS",
     "PROBE_ADDR_ENV",
+    "AzureKeyVaultListenerConfig",
     "ListenerConfig",
     "ListenerConfigError",
 ]
@@ -214,6 +217,18 @@ def _overlap(key: str, path: str) -> bool:
 # --- the model ----------------------------------------------------------------------------------------------
 
 
+class AzureKeyVaultListenerConfig(BaseModel):
+    """``azure_key_vault`` in ``config.json``: ARC's four fields (its ``proxy`` key is not written by ARC's
+    controller and is ignored here: the vault is reached as the listener's environment says)."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore", strict=True, hide_input_in_errors=True)
+
+    tenant_id: GoString = ""
+    client_id: GoString = ""
+    url: GoString = ""
+    certificate_path: GoString = ""
+
+
 class ListenerConfig(BaseModel):
     """A valid listener configuration; the fields are the ``config.json`` keys, in ARC's order.
 
@@ -227,6 +242,8 @@ class ListenerConfig(BaseModel):
     configure_url: GoString = ""
     vault_type: GoString = ""
     vault_lookup_key: GoString = ""
+    # ARC's key is omitted when empty (Go's omitempty); None is "not written".
+    azure_key_vault: AzureKeyVaultListenerConfig | None = None
     github_app_id: Annotated[str, BeforeValidator(_app_id)] = ""
     github_app_installation_id: Annotated[int, BeforeValidator(_installation_id)] = 0
     github_app_private_key: GoString = Field(default="", repr=False)
@@ -340,13 +357,18 @@ class ListenerConfig(BaseModel):
                 return
             if not self.vault_lookup_key:
                 yield ("vault_type", "vault_lookup_key"), "vault_lookup_key is required when vault_type is set"
-            # The vault is an Azure service reached with Azure credentials; this listener has no Azure
-            # client and nothing here could reach one, so it says so rather than starting half-working.
-            yield (
-                ("vault_type",),
-                "vault_type 'azure_key_vault' is not supported by this listener (it cannot reach Azure Key "
-                "Vault): store the GitHub credentials in a Kubernetes Secret and name it in githubConfigSecret",
-            )
+            vault = self.azure_key_vault
+            if vault is None:
+                yield (
+                    ("vault_type", "azure_key_vault"),
+                    "azure_key_vault is required when vault_type is 'azure_key_vault' (tenant_id, client_id, url,"
+                    " certificate_path)",
+                )
+                return
+            for key in ("tenant_id", "client_id", "url", "certificate_path"):
+                if not getattr(vault, key):
+                    yield (f"azure_key_vault.{key}",), f"azure_key_vault.{key} is required"
+            # The credentials come from the vault when the listener starts: nothing to judge here.
             return
         # The one credential rule (api/credentials.py), which the controller applies to the Secret too.
         problem = self._app_config().problem()
@@ -361,8 +383,11 @@ class ListenerConfig(BaseModel):
         return metrics.to_json() if metrics is not None else None
 
     def to_document(self) -> dict[str, Any]:
-        """The JSON object, every key present, in ARC's order."""
-        return self.model_dump(mode="json")
+        """The JSON object, every key present (but ``azure_key_vault`` without a vault), in ARC's order."""
+        document = self.model_dump(mode="json")
+        if document["azure_key_vault"] is None:
+            del document["azure_key_vault"]
+        return document
 
     def to_json(self) -> bytes:
         """The ``config.json`` bytes."""
@@ -376,6 +401,17 @@ class ListenerConfig(BaseModel):
             github_app_id=self.github_app_id,
             github_app_installation_id=self.github_app_installation_id,
             github_app_private_key=self.github_app_private_key,
+        )
+
+    def with_credentials(self, credentials: AppConfig) -> ListenerConfig:
+        """This config with ``credentials`` (read from the vault) in place of the file's ones."""
+        return self.model_copy(
+            update={
+                "github_token": credentials.github_token,
+                "github_app_id": credentials.github_app_id,
+                "github_app_installation_id": credentials.github_app_installation_id,
+                "github_app_private_key": credentials.github_app_private_key,
+            }
         )
 
     def app_config(self) -> AppConfig:

@@ -50,6 +50,7 @@ from arc_scaleset.gc_tuning import freeze_startup_objects
 from arc_scaleset.kube.workqueue import RateLimiter, bucket_rate_limiter, default_rate_limiter
 from arc_scaleset.observability.logging import configure_logging
 from arc_scaleset.observability.uncaught import install_uncaught_exception_logging, log_asyncio_exception
+from arc_scaleset.tls_buffers import shrink_tls_read_buffers
 
 log = logging.getLogger("arc_scaleset.controller")
 
@@ -61,6 +62,7 @@ DEFAULT_BURST: Final = 30
 DEFAULT_SYNC_PERIOD: Final = "1m"
 DEFAULT_WEBHOOK_PORT: Final = 9443
 DEFAULT_RUNNER_PENDING_TIMEOUT: Final = "15m"
+DEFAULT_VAULT_REFRESH_INTERVAL: Final = "1m"
 FORCE_GHES_ENV: Final = "GITHUB_ACTIONS_FORCE_GHES"
 
 
@@ -231,6 +233,15 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     add_go_flag(
         parser,
+        "vault-refresh-interval",
+        default=DEFAULT_VAULT_REFRESH_INTERVAL,
+        type=parse_go_duration,
+        help="with vaultConfig: how often a listener's credentials are read again from the vault (a changed "
+        "secret recreates the listener); values read from a vault are reused for at most half of it, and never "
+        "more than 30s; not an ARC flag (default: 1m0s)",
+    )
+    add_go_flag(
+        parser,
         "runner-pending-timeout",
         default=DEFAULT_RUNNER_PENDING_TIMEOUT,
         type=parse_go_duration,
@@ -335,6 +346,7 @@ def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> 
         watch_namespace=args.watch_single_namespace or args.watch_namespace or None,
         allow_privileged_listener_template=args.allow_privileged_listener_template,
         accept_any_version_label=args.accept_any_version_label,
+        vault_refresh_interval=args.vault_refresh_interval if args.vault_refresh_interval > 0 else 60.0,
     )
 
 
@@ -383,6 +395,7 @@ def run(args: argparse.Namespace) -> int:
         return 1
     for line in ignored_flag_warnings(args):
         log.warning(line)
+    shrink_tls_read_buffers()
     freeze_startup_objects()
     return asyncio.run(serve(args, settings))
 
@@ -455,4 +468,5 @@ async def serve(args: argparse.Namespace, settings: ControllerSettings) -> int:
     finally:
         if context is not None:
             await context.github.pool.aclose()
+            await context.github.vault_secrets.close()
         await kube.close()

@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from arc_scaleset.clock import Clock
 from arc_scaleset.controllers.github_access import GitHubAccess
 from arc_scaleset.controllers.metrics import ControllerMetrics
+from arc_scaleset.controllers.runner_github import RemovedRegistrations
 from arc_scaleset.controllers.settings import ControllerSettings
 from arc_scaleset.github import ActionsClientPool, SystemInfo
+from arc_scaleset.github.keyvault import SECRET_TTL_SECONDS, KeyVaultSecrets
 from arc_scaleset.kube.client import KubeClient
 from arc_scaleset.kube.events import EventRecorder
 from arc_scaleset.kube.manager import Cache, Manager
@@ -45,6 +47,8 @@ class ControllerContext:
     events: EventRecorder
     metrics: ControllerMetrics
     clock: Clock
+    removed_registrations: RemovedRegistrations = field(default_factory=RemovedRegistrations)
+    """Runner registrations the EphemeralRunnerSet removed, so a runner's deletion path need not again."""
 
     def cache(self, resource: Resource) -> Cache:
         """The shared cache of ``resource`` (its informers are created on first use)."""
@@ -75,7 +79,15 @@ class ControllerContext:
             kube=kube,
             manager=manager,
             settings=settings,
-            github=GitHubAccess(kube, pool=client_pool, environ=environ),
+            github=GitHubAccess(
+                kube,
+                pool=client_pool,
+                environ=environ,
+                # Values from a vault live at most half a refresh interval, so each refresh sees the vault.
+                vault_secrets=KeyVaultSecrets(
+                    ttl=min(SECRET_TTL_SECONDS, settings.vault_refresh_interval / 2), environ=environ
+                ),
+            ),
             events=events or EventRecorder(kube, component=EVENT_COMPONENT, clock=clock),
             metrics=ControllerMetrics(manager.registry, enabled=settings.metrics_enabled),
             clock=clock,

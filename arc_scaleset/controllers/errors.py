@@ -46,10 +46,25 @@ class TLSConfigError(ConfigurationError):
     reason = "InvalidTLSConfig"
 
 
-class VaultNotSupported(ConfigurationError):
-    """``vaultConfig`` asks for a secret store this controller cannot reach (Azure Key Vault)."""
+class InvalidVaultConfig(ConfigurationError):
+    """``vaultConfig`` cannot be used: an unknown type, a missing field, no certificate file where it points."""
 
-    reason = "VaultNotSupported"
+    reason = "InvalidVaultConfig"
+
+
+class VaultSecretNotFound(ConfigurationError):
+    """The vault ``vaultConfig`` names has no secret named by ``githubConfigSecret`` (or a proxy's
+    ``credentialSecretRef``)."""
+
+    reason = "VaultSecretNotFound"
+
+
+class VaultUnavailable(ConfigurationError):
+    """The vault or its identity endpoint cannot be reached, or refuses the client (a wrong certificate, no
+    access policy). Reported like bad input, since a user usually has to act, and retried with backoff like it,
+    since the vault may come back by itself."""
+
+    reason = "VaultUnavailable"
 
 
 class RunnerGroupNotFound(ConfigurationError):

@@ -6,6 +6,13 @@
 API server has it now (uncached), so a rotated Secret takes effect on the next reconcile: the pool keys
 clients by a fingerprint of the credentials, so new credentials give a new client.
 
+With ``vaultConfig`` (type ``azure_key_vault``), ``githubConfigSecret`` names a secret in Azure Key Vault
+whose value is a JSON object with the Secret's keys, and the GitHub proxy's ``credentialSecretRef`` names a
+vault secret holding ``{"username", "password"}`` (as ARC reads them); the vault's own proxy
+(``vaultConfig.proxy``) takes its credentials from Kubernetes Secrets. Vault reads go through
+:class:`~arc_scaleset.github.keyvault.KeyVaultSecrets` (one client per vault, values reused for 30 seconds), so
+a rotation in the vault reaches new resolutions within that time.
+
 Input a user must fix raises a :class:`~arc_scaleset.controllers.errors.ConfigurationError` subclass with a
 CamelCase ``reason`` and a message that never contains a secret value; API failures (transient) propagate
 unchanged.
@@ -13,22 +20,37 @@ unchanged.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable, Mapping
 from typing import TypeVar
 
-from cryptography import x509
-
-from arc_scaleset.api.common import AZURE_KEY_VAULT, ProxyConfig, TLSConfig, VaultConfig
+from arc_scaleset.api.common import AZURE_KEY_VAULT, ProxyConfig, ProxyServerConfig, TLSConfig, VaultConfig
 from arc_scaleset.api.credentials import (
     PRIVATE_KEY_KEY,
     TOKEN_KEY,
     AppConfig,
     CredentialsError,
+    app_config_from_json,
     app_config_from_secret_data,
 )
-from arc_scaleset.controllers.errors import InvalidGitHubConfigURL, InvalidSecret, TLSConfigError, VaultNotSupported
-from arc_scaleset.controllers.proxy_secret import HTTP_PROXY_KEY, HTTPS_PROXY_KEY, NO_PROXY_KEY, proxy_secret_data
+from arc_scaleset.controllers.errors import (
+    InvalidGitHubConfigURL,
+    InvalidSecret,
+    InvalidVaultConfig,
+    TLSConfigError,
+    VaultSecretNotFound,
+    VaultUnavailable,
+)
+from arc_scaleset.controllers.proxy_secret import (
+    HTTP_PROXY_KEY,
+    HTTPS_PROXY_KEY,
+    NO_PROXY_KEY,
+    PASSWORD_KEY,
+    USERNAME_KEY,
+    proxy_secret_data,
+    with_user_info,
+)
 from arc_scaleset.controllers.secrets import read_config_map_value, read_secret_data
 from arc_scaleset.github import (
     ActionsClient,
@@ -42,6 +64,13 @@ from arc_scaleset.github import (
     fingerprint_of_fields,
     parse_config_url,
 )
+from arc_scaleset.github.keyvault import (
+    InvalidKeyVaultConfig,
+    KeyVaultError,
+    KeyVaultSecretNotFound,
+    KeyVaultSecrets,
+    KeyVaultSettings,
+)
 from arc_scaleset.kube.client import KubeClient
 from arc_scaleset.observability.logging import register_secret
 
@@ -51,13 +80,22 @@ _T = TypeVar("_T")
 class GitHubAccess:
     """Resolves GitHub settings from the cluster and hands out pooled Actions-service clients.
 
-    ``environ`` is consulted for ``GITHUB_ACTIONS_FORCE_GHES`` when parsing config URLs.
+    ``environ`` is consulted for ``GITHUB_ACTIONS_FORCE_GHES`` when parsing config URLs (and by the vault
+    client, for ``AZURE_AUTHORITY_HOST``). ``vault_secrets`` reads Azure Key Vault (a private one by default).
     """
 
-    def __init__(self, kube: KubeClient, *, pool: ActionsClientPool, environ: Mapping[str, str] = os.environ) -> None:
+    def __init__(
+        self,
+        kube: KubeClient,
+        *,
+        pool: ActionsClientPool,
+        environ: Mapping[str, str] = os.environ,
+        vault_secrets: KeyVaultSecrets | None = None,
+    ) -> None:
         self._kube = kube
         self.pool = pool
         self._environ = environ
+        self.vault_secrets = vault_secrets if vault_secrets is not None else KeyVaultSecrets(environ=environ)
 
     def parse_url(self, config_url: str) -> GitHubConfig:
         """The parsed config URL; :class:`InvalidGitHubConfigURL` with the parser's explanation."""
@@ -90,7 +128,7 @@ class GitHubAccess:
         # App parses its RSA key, milliseconds of CPU that every runner deletion paid (docs/github.md).
         fingerprint = self._checked(lambda: fingerprint_of_fields(app_config), namespace, secret_name)
         root_ca = await self.root_ca_pem(namespace=namespace, tls=tls)
-        proxy_settings = await self.proxy_settings(namespace=namespace, proxy=proxy)
+        proxy_settings = await self.proxy_settings(namespace=namespace, proxy=proxy, vault=vault)
         try:
             return await self.pool.get(
                 config,
@@ -101,7 +139,7 @@ class GitHubAccess:
                 proxy=proxy_settings,
                 # Named by reference: a rotated Secret (CA, proxy) gives this source a new key, and the pool
                 # evicts the client that held the old credentials.
-                source=repr((secret_name, proxy, tls)),
+                source=repr((secret_name, proxy, tls, vault)),
             )
         except ValueError as exc:  # the client refuses a CA bundle it cannot load
             raise TLSConfigError(f"githubServerTLS: the CA certificates cannot be used: {exc}") from None
@@ -124,8 +162,12 @@ class GitHubAccess:
 
     async def app_config(self, *, namespace: str, secret_name: str, vault: VaultConfig | None = None) -> AppConfig:
         """The credential fields Secret ``namespace/secret_name`` gives under the one credential rule
-        (``api/credentials.py``, ARC's): what the listener's ``config.json`` carries and the client uses."""
-        _refuse_vault(vault)
+        (``api/credentials.py``, ARC's): what the listener's ``config.json`` carries and the client uses.
+
+        With a vault, ``secret_name`` names the vault secret (its value: JSON with the same keys).
+        """
+        if vault is not None and vault.type:
+            return await self._vault_app_config(namespace=namespace, secret_name=secret_name, vault=vault)
         data = await read_secret_data(self._kube, namespace, secret_name, purpose="githubConfigSecret")
         # Nothing logs credentials on purpose; redaction catches an accident, also for a Secret the rule
         # refuses. A handful of values per scale set, so the registry stays small (JIT configs, one per
@@ -139,6 +181,47 @@ class GitHubAccess:
             raise InvalidSecret(
                 f"Secret {namespace}/{secret_name} (githubConfigSecret) cannot be used: {exc}"
             ) from None
+
+    async def _vault_app_config(self, *, namespace: str, secret_name: str, vault: VaultConfig) -> AppConfig:
+        where = f"vault secret {secret_name!r} (githubConfigSecret, in {_vault_name(vault)})"
+        text = await self.vault_secret(namespace=namespace, vault=vault, name=secret_name, purpose="githubConfigSecret")
+        try:
+            app_config = app_config_from_json(text)
+        except CredentialsError as exc:
+            raise InvalidSecret(f"{where} cannot be used: {exc}") from None
+        for value in app_config.secrets():
+            register_secret(value)
+        return app_config
+
+    async def vault_secret(self, *, namespace: str, vault: VaultConfig, name: str, purpose: str) -> str:
+        """The value of vault secret ``name`` (read for ``purpose``), through the shared short-lived cache.
+
+        :class:`InvalidVaultConfig`, :class:`VaultSecretNotFound` or :class:`VaultUnavailable`, whose messages
+        name the vault and the secret, never a value.
+        """
+        settings = vault_settings(vault)
+        vault_proxy = await self._vault_proxy(namespace, vault)
+        try:
+            value = await self.vault_secrets.get_secret(settings, name, proxy=vault_proxy)
+        except InvalidKeyVaultConfig as exc:
+            raise InvalidVaultConfig(exc.message) from None
+        except KeyVaultSecretNotFound as exc:
+            raise VaultSecretNotFound(f"{exc.message} (named by {purpose})") from None
+        except KeyVaultError as exc:
+            raise VaultUnavailable(exc.message) from None
+        register_secret(value.strip())
+        return value
+
+    async def _vault_proxy(self, namespace: str, vault: VaultConfig) -> ProxySettings | None:
+        """``vaultConfig.proxy`` resolved (credentials from Kubernetes Secrets in ``namespace``, as ARC)."""
+        if vault.proxy is None:
+            return None
+        data = await proxy_secret_data(self._kube, namespace, vault.proxy)
+        if not data[HTTP_PROXY_KEY] and not data[HTTPS_PROXY_KEY] and not data[NO_PROXY_KEY]:
+            raise InvalidVaultConfig("vaultConfig.proxy is empty: set http, https or noProxy, or remove it")
+        return ProxySettings(
+            http_proxy=data[HTTP_PROXY_KEY], https_proxy=data[HTTPS_PROXY_KEY], no_proxy=data[NO_PROXY_KEY]
+        )
 
     async def root_ca_pem(self, *, namespace: str, tls: TLSConfig | None) -> str | None:
         """The PEM bundle ``githubServerTLS`` points at (ConfigMap in ``namespace``), or ``None`` when unset."""
@@ -154,6 +237,9 @@ class GitHubAccess:
             raise TLSConfigError(
                 f"githubServerTLS: ConfigMap {namespace}/{source.name} does not exist or has no key {source.key!r}"
             )
+        # Imported here: cryptography is several MB resident, and only a scale set with githubServerTLS needs it.
+        from cryptography import x509
+
         try:
             certificates = x509.load_pem_x509_certificates(value.encode("utf-8"))
         except ValueError:
@@ -164,26 +250,74 @@ class GitHubAccess:
             )
         return value
 
-    async def proxy_settings(self, *, namespace: str, proxy: ProxyConfig | None) -> ProxySettings | None:
-        """The controller's own proxy for GitHub calls, credentials included; ``None`` without a proxy."""
+    async def proxy_settings(
+        self, *, namespace: str, proxy: ProxyConfig | None, vault: VaultConfig | None = None
+    ) -> ProxySettings | None:
+        """The controller's own proxy for GitHub calls, credentials included; ``None`` without a proxy.
+
+        With a vault, each ``credentialSecretRef`` names a vault secret holding ``{"username", "password"}``
+        (ARC reads the controller's proxy credentials from the vault; the listener's and the runners' proxy
+        Secrets are still made from Kubernetes Secrets, as in ARC).
+        """
         if proxy is None:
             return None
-        data = await proxy_secret_data(self._kube, namespace, proxy)
+        if vault is not None and vault.type:
+            data = {
+                HTTP_PROXY_KEY: await self._vault_proxy_url(namespace, vault, proxy.http, "proxy.http"),
+                HTTPS_PROXY_KEY: await self._vault_proxy_url(namespace, vault, proxy.https, "proxy.https"),
+                NO_PROXY_KEY: ",".join(proxy.no_proxy or []),
+            }
+        else:
+            data = await proxy_secret_data(self._kube, namespace, proxy)
         if not data[HTTP_PROXY_KEY] and not data[HTTPS_PROXY_KEY]:
             return None
         return ProxySettings(
             http_proxy=data[HTTP_PROXY_KEY], https_proxy=data[HTTPS_PROXY_KEY], no_proxy=data[NO_PROXY_KEY]
         )
 
+    async def _vault_proxy_url(
+        self, namespace: str, vault: VaultConfig, server: ProxyServerConfig | None, field: str
+    ) -> str:
+        if server is None or not server.url:
+            return ""
+        if not server.credential_secret_ref:
+            return server.url
+        purpose = f"{field}.credentialSecretRef"
+        text = await self.vault_secret(
+            namespace=namespace, vault=vault, name=server.credential_secret_ref, purpose=purpose
+        )
+        try:
+            document = json.loads(text)
+        except ValueError:
+            document = None
+        if not isinstance(document, dict) or not isinstance(document.get(USERNAME_KEY, ""), str):
+            raise InvalidSecret(
+                f"vault secret {server.credential_secret_ref!r} ({purpose}, in {_vault_name(vault)}) must be a JSON"
+                f" object with {USERNAME_KEY!r} and {PASSWORD_KEY!r}"
+            )
+        password = document.get(PASSWORD_KEY) or ""
+        register_secret(str(password))
+        return with_user_info(server.url, document.get(USERNAME_KEY) or "", str(password))
 
-def _refuse_vault(vault: VaultConfig | None) -> None:
-    if vault is None or not vault.type:
-        return
+
+def vault_settings(vault: VaultConfig) -> KeyVaultSettings:
+    """The Azure Key Vault settings of ``vault`` (a set ``type``); :class:`InvalidVaultConfig` when there are none
+    or the type is not one this controller knows."""
     if vault.type != AZURE_KEY_VAULT:
-        raise VaultNotSupported(
+        raise InvalidVaultConfig(
             f"vaultConfig.type {vault.type!r} is unknown: the only vault type is {AZURE_KEY_VAULT!r}"
         )
-    raise VaultNotSupported(
-        "vaultConfig: Azure Key Vault is not supported by this controller; store the GitHub credentials in a"
-        " Kubernetes Secret and name it in githubConfigSecret (remove vaultConfig)"
+    azure = vault.azure_key_vault
+    if azure is None:
+        raise InvalidVaultConfig(
+            "vaultConfig.type is azure_key_vault but vaultConfig.azureKeyVault is not set (url, tenantId, clientId,"
+            " certificatePath)"
+        )
+    return KeyVaultSettings(
+        url=azure.url, tenant_id=azure.tenant_id, client_id=azure.client_id, certificate_path=azure.certificate_path
     )
+
+
+def _vault_name(vault: VaultConfig) -> str:
+    azure = vault.azure_key_vault
+    return f"Azure Key Vault {azure.url}" if azure is not None else "the vault"

@@ -25,7 +25,6 @@ from typing import Any
 
 from arc_scaleset.api.keys import EphemeralRunnerPhase
 from arc_scaleset.api.views import EphemeralRunnerView
-from arc_scaleset.kube.views import ObjectView
 
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 
@@ -77,33 +76,6 @@ class RunnerView:
             revision=er.revision,
             job_request_id=er.job_request_id,
         )
-
-
-class RunnerViewCache:
-    """:meth:`RunnerView.of` for the runners of one set, parsed again only when a runner changed.
-
-    A set is reconciled on every event of every one of its runners; re-reading hundreds of unchanged runners
-    on each pass is wasted work. A view is kept per runner UID with the ``resourceVersion`` it was read
-    from; every call forgets the runners it was not given (deleted runners do not accumulate).
-    """
-
-    def __init__(self) -> None:
-        self._views: dict[str, tuple[str, RunnerView]] = {}
-
-    def views(self, runners: Iterable[Mapping[str, Any]]) -> list[RunnerView]:
-        """The views of ``runners``, in the given order."""
-        kept: dict[str, tuple[str, RunnerView]] = {}
-        views: list[RunnerView] = []
-        for obj in runners:
-            seen = ObjectView(obj)
-            uid, version = seen.uid, seen.resource_version
-            known = self._views.get(uid)
-            view = known[1] if known is not None and version and known[0] == version else RunnerView.of(obj)
-            if uid:
-                kept[uid] = (version, view)
-            views.append(view)
-        self._views = kept
-        return views
 
 
 def oldest_first(runners: Iterable[RunnerView]) -> list[RunnerView]:
@@ -158,6 +130,23 @@ class RunnerStates:
         return [*self.pending, *self.running, *self.terminated, *self.deleting]
 
 
+def bucket_of(runner: RunnerView) -> str:
+    """The :class:`RunnerStates` field ``runner`` belongs in, with every Outdated runner in ``outdated``:
+    which of those are stale depends on the applied revision (:func:`classify` splits them)."""
+    if runner.deleting:
+        return "deleting"
+    phase = runner.phase
+    if phase == EphemeralRunnerPhase.RUNNING:
+        return "running"
+    if phase == EphemeralRunnerPhase.SUCCEEDED:
+        return "finished"
+    if phase == EphemeralRunnerPhase.FAILED:
+        return "failed"
+    if phase == EphemeralRunnerPhase.OUTDATED:
+        return "outdated"
+    return "pending"
+
+
 def classify(runners: Iterable[RunnerView], *, applied_revision: int) -> RunnerStates:
     """Sort ``runners`` by state against ``applied_revision`` (see the module docstring)."""
     buckets: dict[str, list[RunnerView]] = {
@@ -172,18 +161,9 @@ def classify(runners: Iterable[RunnerView], *, applied_revision: int) -> RunnerS
     latest_patch_id = 0
     for runner in runners:
         latest_patch_id = max(latest_patch_id, runner.patch_id)
-        if runner.deleting:
-            bucket = "deleting"
-        elif runner.phase == EphemeralRunnerPhase.RUNNING:
-            bucket = "running"
-        elif runner.phase == EphemeralRunnerPhase.SUCCEEDED:
-            bucket = "finished"
-        elif runner.phase == EphemeralRunnerPhase.FAILED:
-            bucket = "failed"
-        elif runner.phase == EphemeralRunnerPhase.OUTDATED:
-            bucket = "outdated" if runner.revision >= applied_revision else "stale_outdated"
-        else:
-            bucket = "pending"
+        bucket = bucket_of(runner)
+        if bucket == "outdated" and runner.revision < applied_revision:
+            bucket = "stale_outdated"
         buckets[bucket].append(runner)
     return RunnerStates(
         applied_revision=applied_revision,

@@ -71,6 +71,8 @@ class ControllerSettings:
       GitHub (re-registered when it is definitively gone; also checked on every spec change), and between
       re-reads of a listener's GitHub Secret (the fallback where its watch is refused: a rotated credential
       otherwise reaches the config within seconds, :mod:`arc_scaleset.controllers.referenced_objects`).
+    - ``vault_refresh_interval``: seconds between re-reads of a listener's credentials in its vault
+      (``vaultConfig``: nothing can watch a vault); a changed secret recreates the listener.
     """
 
     controller_namespace: str
@@ -94,6 +96,7 @@ class ControllerSettings:
     listener_restart_backoff_base: float = 5.0
     listener_restart_backoff_cap: float = 300.0
     scale_set_verify_interval: float = 300.0
+    vault_refresh_interval: float = 60.0
 
     def __post_init__(self) -> None:
         if not self.controller_namespace:

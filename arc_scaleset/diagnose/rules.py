@@ -148,6 +148,10 @@ def scale_set_conditions(snapshot: Snapshot) -> list[Finding]:
     if reason == LISTENER_OFFLINE and listener(snapshot):
         return []  # the controller repeating the listener's outage: the listener rule says it, with its cause
     secret = f"{ars.namespace}/{string(ars.spec.get('githubConfigSecret'))}"
+    vault = ars.spec.get("vaultConfig")
+    if isinstance(vault, dict) and vault.get("type"):
+        # githubConfigSecret then names a secret in the vault, not a Secret of the namespace.
+        secret = f"{string(ars.spec.get('githubConfigSecret'))} in the vault"
     if reason in CREDENTIAL_REASONS:
         line = f"{prefix}: credentials rejected (Secret {secret}: {message})"
     elif reason == "SecretNotFound":

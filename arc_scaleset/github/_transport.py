@@ -23,9 +23,12 @@ import email.utils
 import functools
 import random
 import ssl
+import time
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Any
+from urllib.parse import urlsplit
 
 import aiohttp
 import orjson
@@ -49,6 +52,9 @@ from arc_scaleset.github.errors import (
     Unauthorized,
 )
 from arc_scaleset.github.proxy import ProxySettings
+from arc_scaleset.observability.logging import get_logger
+
+_log = get_logger(__name__)
 
 UTF8_BOM = b"\xef\xbb\xbf"
 MAX_RESPONSE_BYTES = 10 * 1024 * 1024
@@ -246,7 +252,10 @@ class HttpTransport:
         if self._session is None or self._session.closed:
             # trust_env=False: the proxy comes from ProxySettings only, so tests and callers control it.
             self._session = aiohttp.ClientSession(
-                connector=aiohttp.TCPConnector(ssl=self._ssl), trust_env=False, raise_for_status=False
+                connector=aiohttp.TCPConnector(ssl=self._ssl),
+                trust_env=False,
+                raise_for_status=False,
+                trace_configs=[_connection_trace()],
             )
         return self._session
 
@@ -335,25 +344,46 @@ class HttpTransport:
             headers.update(choice.headers)
         # One deadline for connect + headers + body, so a server that trickles a body cannot hold us.
         client_timeout = aiohttp.ClientTimeout(total=time_limit if time_limit is not None else self.request_timeout)
-        async with session.request(
-            method,
-            URL(url, encoded=True),  # the query is already encoded in the service's canonical form
-            headers=headers,
-            data=body,
-            timeout=client_timeout,
-            proxy=choice.url if choice else None,
-            proxy_headers=choice.headers if choice else None,
-            allow_redirects=False,
-        ) as raw:
-            payload = await self._read_body(raw, method, url)
-            resp_headers: CIMultiDictProxy[str] = raw.headers
-            return Response(
+        # Path only: a query or a header may carry a token, and the path names what was asked for.
+        path = urlsplit(url).path
+        trace = SimpleNamespace(connection="none")
+        started = time.monotonic()
+        _log.debug("github request start", method=method, path=path, proxied=choice is not None)
+        outcome = "error"
+        try:
+            async with session.request(
+                method,
+                URL(url, encoded=True),  # the query is already encoded in the service's canonical form
+                headers=headers,
+                data=body,
+                timeout=client_timeout,
+                proxy=choice.url if choice else None,
+                proxy_headers=choice.headers if choice else None,
+                allow_redirects=False,
+                trace_request_ctx=trace,
+            ) as raw:
+                outcome = str(raw.status)
+                payload = await self._read_body(raw, method, url)
+                resp_headers: CIMultiDictProxy[str] = raw.headers
+                return Response(
+                    method=method,
+                    url=url,
+                    status=raw.status,
+                    reason=raw.reason or "",
+                    headers=resp_headers,
+                    body=payload.removeprefix(UTF8_BOM),
+                )
+        except BaseException as exc:
+            outcome = _cause(exc)
+            raise
+        finally:
+            _log.debug(
+                "github request end",
                 method=method,
-                url=url,
-                status=raw.status,
-                reason=raw.reason or "",
-                headers=resp_headers,
-                body=payload.removeprefix(UTF8_BOM),
+                path=path,
+                outcome=outcome,
+                connection=trace.connection,
+                seconds=round(time.monotonic() - started, 3),
             )
 
     async def _read_body(self, raw: aiohttp.ClientResponse, method: str, url: str) -> bytes:
@@ -370,6 +400,24 @@ class HttpTransport:
                 raise _too_large(raw, method, url, limit)
             chunks.append(chunk)
         return b"".join(chunks)
+
+
+def _connection_trace() -> aiohttp.TraceConfig:
+    """Records on each request's ``trace_request_ctx`` whether it got a new or a pooled connection (for the
+    debug log: a request that hangs on a pooled connection and one that hangs connecting are different bugs)."""
+
+    async def reused(_: aiohttp.ClientSession, ctx: SimpleNamespace, __: Any) -> None:
+        if isinstance(ctx.trace_request_ctx, SimpleNamespace):
+            ctx.trace_request_ctx.connection = "reused"
+
+    async def created(_: aiohttp.ClientSession, ctx: SimpleNamespace, __: Any) -> None:
+        if isinstance(ctx.trace_request_ctx, SimpleNamespace):
+            ctx.trace_request_ctx.connection = "new"
+
+    trace = aiohttp.TraceConfig()
+    trace.on_connection_reuseconn.append(reused)
+    trace.on_connection_create_end.append(created)
+    return trace
 
 
 def _too_large(raw: aiohttp.ClientResponse, method: str, url: str, limit: int) -> ResponseTooLarge:

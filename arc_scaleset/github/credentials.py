@@ -12,13 +12,15 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 from dataclasses import dataclass, field
-from typing import Protocol
-
-import jwt
-from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
-from cryptography.hazmat.primitives.serialization import load_pem_private_key
+from typing import TYPE_CHECKING, Protocol
 
 from arc_scaleset.github.errors import GitHubError
+
+# PyJWT and cryptography are imported where an App needs them: together they are about 10 MB of resident
+# memory, which a process that uses a token (and every listener of a token scale set) never needs.
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
+    from cryptography.hazmat.primitives.asymmetric.types import PrivateKeyTypes
 
 # The keys of an ARC GitHub config Secret (and of the listener's config.json).
 TOKEN_KEY = "github_token"
@@ -96,7 +98,9 @@ class GitHubApp:
         """An RS256 App JWT: ``iat`` = now - 60 s, ``exp`` = iat + 9 min, ``iss`` = the App (client) ID."""
         issued = int((now - JWT_BACKDATE).timestamp())
         claims = {"iat": issued, "exp": issued + int(JWT_LIFETIME.total_seconds()), "iss": self.app_id}
-        return jwt.encode(claims, self._key, algorithm="RS256")
+        import jwt as pyjwt  # see the imports: only Apps pay for it
+
+        return pyjwt.encode(claims, self._key, algorithm="RS256")
 
 
 Credentials = PersonalAccessToken | GitHubApp
@@ -166,7 +170,16 @@ def _app_fingerprint(app_id: str, installation_id: int, private_key: str) -> str
     return _digest("app", app_id, str(installation_id), private_key.strip())
 
 
+def load_pem_private_key(data: bytes, password: bytes | None) -> PrivateKeyTypes:
+    """cryptography's PEM key loader, imported on first use (see the imports)."""
+    from cryptography.hazmat.primitives.serialization import load_pem_private_key as load
+
+    return load(data, password)
+
+
 def _load_rsa_key(pem: str) -> RSAPrivateKey:
+    from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
+
     # `from None` everywhere: cryptography's exceptions are safe today, but the chained context would carry
     # the PEM bytes in a local variable that a rich traceback renderer could print.
     if "-----BEGIN" not in pem:

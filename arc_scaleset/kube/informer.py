@@ -20,6 +20,7 @@ import builtins
 import contextlib
 import logging
 import random
+import sys
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -67,6 +68,51 @@ def identity_only(obj: dict[str, Any]) -> dict[str, Any]:
     meta = meta if isinstance(meta, dict) else {}
     kept = {key: meta[key] for key in ("namespace", "name", "uid", "resourceVersion") if key in meta}
     return {"apiVersion": obj.get("apiVersion"), "kind": obj.get("kind"), "metadata": kept}
+
+
+MAX_INTERNED_LENGTH = 512
+"""Strings up to this length are interned by :func:`compact` (longer ones are rarely shared: a JIT config,
+an applied-configuration annotation)."""
+
+
+def compact(obj: dict[str, Any]) -> dict[str, Any]:
+    """The :data:`Transform` of the manager's caches: the object, in place, without ``metadata.managedFields``
+    and with every string of up to :data:`MAX_INTERNED_LENGTH` characters interned.
+
+    ``managedFields`` is server-side apply's bookkeeping: no reader of a cache needs it, and it is about half
+    of a runner's EphemeralRunner and pod. The rest of a runner is the same strings as every other runner's
+    (labels, annotations, image, command, owner, condition types...): interned, a thousand runners share one
+    copy of each. ``sys.intern`` keeps no string alive on its own (CPython frees an interned string with its
+    last reference), so the unique ones (names, uids, times) cost no more than before.
+
+    Objects read from a cache are therefore not what the API server holds: **never write one back whole**
+    (update/replace); patch it, or read it from the API first (:func:`~arc_scaleset.kube.retry.update_with_retry`).
+    """
+    meta = obj.get("metadata")
+    if type(meta) is dict:
+        meta.pop("managedFields", None)
+    intern = sys.intern
+    # Iterative, not recursive: a deeply nested custom resource must not reach the recursion limit.
+    pending: builtins.list[Any] = [obj]
+    while pending:
+        node = pending.pop()
+        if type(node) is dict:
+            for key, value in node.items():
+                kind = type(value)
+                if kind is str:
+                    if len(value) <= MAX_INTERNED_LENGTH:
+                        node[key] = intern(value)  # same keys: changing values while iterating is safe
+                elif kind is dict or kind is list:
+                    pending.append(value)
+        else:
+            for index, value in enumerate(node):
+                kind = type(value)
+                if kind is str:
+                    if len(value) <= MAX_INTERNED_LENGTH:
+                        node[index] = intern(value)
+                elif kind is dict or kind is list:
+                    pending.append(value)
+    return obj
 
 
 def copy_of(obj: Object) -> dict[str, Any]:
@@ -126,8 +172,10 @@ def _label_index(obj: Object) -> Iterable[str]:
     labels = meta.get("labels")
     if type(labels) is not dict:
         labels = mapping(labels)
-    # A label key cannot contain "=", so "key=value" is unambiguous.
-    return [f"{key}={value}" for key, value in labels.items()]
+    # A label key cannot contain "=", so "key=value" is unambiguous. Interned: every runner of a set has the same
+    # labels, and each object keeps its index values (Store._indexed) for as long as it is cached.
+    intern = sys.intern
+    return [intern(f"{key}={value}") for key, value in labels.items()]
 
 
 class Store:

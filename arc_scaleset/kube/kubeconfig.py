@@ -13,8 +13,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from arc_scaleset.clock import REAL_CLOCK, Clock
 from arc_scaleset.kube.credentials import BasicAuth, ConnectionConfig, NoToken, StaticToken, TokenFile, TokenSource
 from arc_scaleset.kube.errors import KubeconfigError
@@ -189,6 +187,10 @@ def _read(path: Path) -> tuple[Path, Mapping[str, Any]]:
         raise KubeconfigError(f"kubeconfig {path}: file not found") from None
     except OSError as exc:
         raise KubeconfigError(f"kubeconfig {path}: cannot read: {exc.strerror or exc}") from None
+    # Imported here: a process in a pod uses its ServiceAccount and never reads YAML; PyYAML would stay
+    # resident in every controller and listener for nothing.
+    import yaml
+
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:

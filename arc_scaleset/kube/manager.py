@@ -40,7 +40,7 @@ from prometheus_client import CollectorRegistry
 from arc_scaleset.clock import REAL_CLOCK, Clock
 from arc_scaleset.kube.client import KubeClient
 from arc_scaleset.kube.controller import Controller
-from arc_scaleset.kube.informer import IndexFunc, Informer, Object, Store
+from arc_scaleset.kube.informer import IndexFunc, Informer, Object, Store, Transform, compact
 from arc_scaleset.kube.leader_election import LeaderElectionConfig, LeaderElector, LeadershipLostError
 from arc_scaleset.kube.resources import Resource
 from arc_scaleset.kube.runtime_metrics import RuntimeMetrics
@@ -115,7 +115,10 @@ class Manager:
     """Owns the client, the shared informers, the controllers and the endpoints; see the module docstring.
 
     ``label_selectors`` restricts the cache of a resource to matching objects (e.g. only the pods this
-    operator creates). ``registry`` is the process's private Prometheus registry (a new one by default);
+    operator creates). ``transform`` is what every cache keeps of each object (default
+    :func:`~arc_scaleset.kube.informer.compact`: no ``managedFields``, interned strings; ``None`` keeps the
+    objects as received): cached objects are for reading and patching, never for writing back whole.
+    ``registry`` is the process's private Prometheus registry (a new one by default);
     the runtime's metrics are registered in it and it is what ``/metrics`` serves.
     """
 
@@ -132,12 +135,14 @@ class Manager:
         clock: Clock = REAL_CLOCK,
         cache_sync_timeout: float = DEFAULT_CACHE_SYNC_TIMEOUT,
         graceful_shutdown_timeout: float = DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT,
+        transform: Transform | None = compact,
     ) -> None:
         if namespaces is not None and not namespaces:
             raise ValueError("namespaces must be None (all) or name at least one namespace")
         self.client = client
         self.namespaces = frozenset(namespaces) if namespaces is not None else None
         self.label_selectors = dict(label_selectors or {})
+        self.transform = transform
         self.metrics = RuntimeMetrics(registry)
         self.registry = self.metrics.registry
         self.clock = clock
@@ -326,6 +331,7 @@ class Manager:
                 namespace=namespace,
                 label_selector=self.label_selectors.get(resource),
                 clock=self.clock,
+                transform=self.transform,
             )
             per_namespace[namespace] = informer
             if self._started:

@@ -24,9 +24,11 @@ from arc_scaleset.gc_tuning import freeze_startup_objects
 from arc_scaleset.listener.app import build_listener
 from arc_scaleset.listener.config import config_path_from_environment, load_config
 from arc_scaleset.listener.errors import FatalListenerError
+from arc_scaleset.listener.vault import VaultCredentialsError, with_vault_credentials
 from arc_scaleset.observability.logging import configure_logging, register_secret
 from arc_scaleset.observability.metrics_server import HealthCheck, MetricsServer, serve_metrics
 from arc_scaleset.observability.uncaught import install_uncaught_exception_logging, log_asyncio_exception
+from arc_scaleset.tls_buffers import shrink_tls_read_buffers
 
 log = logging.getLogger("arc_scaleset.listener")
 
@@ -55,12 +57,21 @@ def run(args: argparse.Namespace) -> int:
     except ListenerConfigError as exc:
         log.error(str(exc))
         return 1
+    if config.vault_type:
+        # Before anything else starts, as ARC's listener: without credentials there is nothing to do, and the
+        # exit (code 1) restarts the pod with the kubelet's backoff.
+        try:
+            config = asyncio.run(with_vault_credentials(config))
+        except VaultCredentialsError as exc:
+            log.error(f"listener cannot start: {exc}")
+            return 1
     # Redaction is the last line of defence: the listener never logs credentials on purpose.
     for secret in config.secrets():
         register_secret(secret)
     configure_logging(level=config.log_level, fmt=config.log_format, stream=sys.stdout)
     # ARC's Go client exports no *_created series; keep the exposition identical.
     disable_created_metrics()  # type: ignore[no-untyped-call]
+    shrink_tls_read_buffers()
     freeze_startup_objects()
     try:
         return asyncio.run(_main(config, kubeconfig=args.kubeconfig, probe_addr=args.probe_addr))

@@ -27,50 +27,42 @@ from arc_scaleset_lab.demo.summary import Summary
 from arc_scaleset_lab.demo.view import DemoState, plain_line, render
 
 if TYPE_CHECKING:
+    from arc_scaleset_lab.demo.network import DemoNetwork
     from arc_scaleset_lab.harness.system import System
 
 DEFAULTS = DemoOptions()
 
 
+# The workload and scale-set options: (DemoOptions field, type, help); the flag is the field with dashes.
+_NUMBERS: tuple[tuple[str, type[int] | type[float], str], ...] = (
+    ("runners_min", int, "minRunners of the scale set"),
+    ("runners_max", int, "maxRunners of the scale set"),
+    ("jobs", int, "jobs in the workload"),
+    ("job_rate", float, "mean job arrivals per second"),
+    ("duration_min", float, "shortest job, seconds"),
+    ("duration_max", float, "longest job, seconds"),
+    ("seed", int, "workload seed: the same seed gives the same jobs"),
+    ("burst", int, "jobs of the workload that arrive at one instant, early on"),
+)
+
+
 def configure(parser: argparse.ArgumentParser) -> None:
+    for name, kind, text in _NUMBERS:
+        default = getattr(DEFAULTS, name)
+        shown = "a third of --jobs" if default is None else f"{default:g}"
+        parser.add_argument(
+            "--" + name.replace("_", "-"), dest=name, type=kind, default=default, help=f"{text} (default: {shown})"
+        )
     parser.add_argument(
-        "--runners-min",
-        type=int,
-        default=DEFAULTS.runners_min,
-        help=f"minRunners of the scale set (default: {DEFAULTS.runners_min})",
+        "--tls",
+        action="store_true",
+        help="serve the simulated GitHub over HTTPS with a private CA, given to the scale set in a ConfigMap",
     )
     parser.add_argument(
-        "--runners-max",
-        type=int,
-        default=DEFAULTS.runners_max,
-        help=f"maxRunners of the scale set (default: {DEFAULTS.runners_max})",
-    )
-    parser.add_argument(
-        "--jobs", type=int, default=DEFAULTS.jobs, help=f"jobs in the workload (default: {DEFAULTS.jobs})"
-    )
-    parser.add_argument(
-        "--job-rate",
-        type=float,
-        default=DEFAULTS.job_rate,
-        help=f"mean job arrivals per second (default: {DEFAULTS.job_rate:g})",
-    )
-    parser.add_argument(
-        "--duration-min",
-        type=float,
-        default=DEFAULTS.duration_min,
-        help=f"shortest job, seconds (default: {DEFAULTS.duration_min:g})",
-    )
-    parser.add_argument(
-        "--duration-max",
-        type=float,
-        default=DEFAULTS.duration_max,
-        help=f"longest job, seconds (default: {DEFAULTS.duration_max:g})",
-    )
-    parser.add_argument(
-        "--seed",
-        type=int,
-        default=DEFAULTS.seed,
-        help=f"workload seed: the same seed gives the same jobs (default: {DEFAULTS.seed})",
+        "--proxy",
+        action="store_true",
+        help="send all GitHub traffic of the controller, listener and runners through a forward proxy that "
+        "requires credentials (tinyproxy; implies --tls); the summary says whether anything bypassed it",
     )
     parser.add_argument(
         "--keep",
@@ -92,14 +84,11 @@ def _options(args: argparse.Namespace) -> DemoOptions:
         raise ValueError("need 0 <= --runners-min <= --runners-max and --runners-max >= 1")
     if args.jobs < 1 or args.job_rate <= 0 or not 0 <= args.duration_min <= args.duration_max:
         raise ValueError("need --jobs >= 1, --job-rate > 0 and 0 <= --duration-min <= --duration-max")
+    if args.burst is not None and not 0 <= args.burst <= args.jobs:
+        raise ValueError("need 0 <= --burst <= --jobs")
+    # --proxy implies --tls: an https request crosses a proxy as a CONNECT tunnel (docs in demo/network.py).
     return DemoOptions(
-        runners_min=args.runners_min,
-        runners_max=args.runners_max,
-        jobs=args.jobs,
-        job_rate=args.job_rate,
-        duration_min=args.duration_min,
-        duration_max=args.duration_max,
-        seed=args.seed,
+        **{name: getattr(args, name) for name, _, _ in _NUMBERS}, tls=args.tls or args.proxy, proxy=args.proxy
     )
 
 
@@ -154,19 +143,49 @@ def run(args: argparse.Namespace) -> int:
 async def _demo(
     options: DemoOptions, *, workdir: Path, kubeconfig: Path, keep: bool, live: bool, console: Console
 ) -> int:
-    from rich.live import Live
-
-    from arc_scaleset_lab.harness.system import System, SystemOptions, SystemStartError
+    from arc_scaleset_lab.demo.network import DemoNetwork, NetworkError
 
     main = asyncio.current_task()
     loop = asyncio.get_running_loop()
     if main is not None:
         # SIGTERM stops the demo as Ctrl-C does: through the finally clauses that stop every process.
         loop.add_signal_handler(signal.SIGTERM, main.cancel)
+    network = DemoNetwork(workdir, tls=options.tls, proxy=options.proxy, tie_to_parent=not keep)
+    try:
+        if network.proxy is not None:
+            console.print("Starting the proxy (tinyproxy, credentials required) ...")
+        network.start()
+    except NetworkError as exc:
+        console.print(f"error: {exc}")
+        return 1
+    try:
+        return await _with_network(options, network, workdir=workdir, kubeconfig=kubeconfig, keep=keep, live=live,
+                                   console=console)  # fmt: skip
+    finally:
+        if not keep:
+            await network.stop()
+
+
+async def _with_network(
+    options: DemoOptions,
+    network: DemoNetwork,
+    *,
+    workdir: Path,
+    kubeconfig: Path,
+    keep: bool,
+    live: bool,
+    console: Console,
+) -> int:
+    """The demo once its network is up: the system, the scenario and the summary; exit code 0 when it is ok."""
+    from rich.live import Live
+
+    from arc_scaleset_lab.demo.network import NetworkError
+    from arc_scaleset_lab.harness.system import System, SystemOptions, SystemStartError
+
     system = System(
         workdir,
         kubeconfig=kubeconfig,
-        options=SystemOptions(tie_to_parent=not keep),
+        options=network.system_options(SystemOptions(tie_to_parent=not keep)),
         extra_log_dirs=[workdir / "cluster" / "logs"],
     )
     console.print("Starting the simulated GitHub, the controller manager and the node agent ...")
@@ -183,7 +202,9 @@ async def _demo(
             f"  simulated GitHub at {system.sim_url}, controller pid {system.controller_pid}, "
             f"node agent pid {system.agent_pid}"
         )
-        scenario = Scenario(system, options, state)
+        if network.proxy is not None:
+            console.print(f"  proxy at {network.proxy.url}, its log {network.proxy.log_path}")
+        scenario = Scenario(system, options, state, network=network)
         display = asyncio.create_task(_plain(state)) if not live else None
         try:
             if live:
@@ -191,7 +212,7 @@ async def _demo(
                     summary = await scenario.run()
             else:
                 summary = await scenario.run()
-        except DemoError as exc:
+        except (DemoError, NetworkError) as exc:
             failure = str(exc)
         finally:
             if display is not None:
@@ -208,11 +229,11 @@ async def _demo(
         console.print("\n[bold]Summary[/bold]")
         for line in summary.lines():
             console.print("  " + line, highlight=False)
-        return 0 if summary.audit.exactly_once and summary.settled else 1
+        return 0 if summary.ok else 1
     finally:
         if keep:
             await system.detach()
-            _print_keep(system=system, workdir=workdir, kubeconfig=kubeconfig, options=options)
+            _print_keep(system=system, network=network, workdir=workdir, kubeconfig=kubeconfig, options=options)
         else:
             console.print("Stopping the node agent, the controller, the simulated GitHub and the cluster ...")
             await system.stop()
@@ -229,7 +250,7 @@ async def _plain(state: DemoState) -> None:
         await asyncio.sleep(1.0)
 
 
-def _print_keep(*, system: System, workdir: Path, kubeconfig: Path, options: DemoOptions) -> None:
+def _print_keep(*, system: System, network: DemoNetwork, workdir: Path, kubeconfig: Path, options: DemoOptions) -> None:
     # The command as the user ran it (e.g. .venv/bin/arc-scaleset), so the stop line works as printed.
     me = sys.argv[0] if sys.argv and sys.argv[0].endswith("arc-scaleset") else "arc-scaleset"
     lines = [
@@ -243,6 +264,8 @@ def _print_keep(*, system: System, workdir: Path, kubeconfig: Path, options: Dem
         f"  kubectl arc status -n {options.namespace}",
         f"  kubectl arc explain -n {options.namespace}",
         f"The simulated GitHub: {system.sim_url}/_sim/stats   Logs: {system.log_dir}",
+        *([f"  (served over TLS: curl --cacert {system.sim_ca_file} ...)"] if system.sim_ca_file else []),
+        *([f"The proxy: {network.proxy.url}   Its log: {network.proxy.log_path}"] if network.proxy else []),
         "Stop everything with:",
         f"  {me} demo --stop {workdir}",
     ]
@@ -251,12 +274,13 @@ def _print_keep(*, system: System, workdir: Path, kubeconfig: Path, options: Dem
 
 def _stop(workdir: Path) -> int:
     from arc_scaleset_lab.cluster.localcluster import stop_recorded as stop_cluster
+    from arc_scaleset_lab.demo.network import stop_recorded as stop_proxy
     from arc_scaleset_lab.harness.system import stop_recorded as stop_system
 
     if not (workdir / "system.json").is_file() and not (workdir / "cluster" / "state.json").is_file():
         print(f"no demo recorded in {workdir}", file=sys.stderr)
         return 1
-    stopped = stop_system(workdir) + stop_cluster(workdir / "cluster")
+    stopped = stop_system(workdir) + stop_proxy(workdir) + stop_cluster(workdir / "cluster")
     print(f"stopped: {', '.join(stopped) if stopped else 'nothing was running'}")
     shutil.rmtree(workdir, ignore_errors=True)
     return 0

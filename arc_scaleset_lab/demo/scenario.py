@@ -2,11 +2,13 @@
 
 1. a namespace, a GitHub-credentials Secret and an AutoscalingRunnerSet pointing at the simulated GitHub;
 2. wait until the listener holds its session and the minimum of runners is idle;
-3. the workload: jobs arrive (reproducibly, from ``--seed``) with varied durations;
+3. the workload: jobs arrive (reproducibly, from ``--seed``) with varied durations, and early on a burst of
+   them at one instant, more than the idle runners can take: queue-to-start latency shows the scale-up;
 4. once half of them have arrived, the runner template changes (image tag and an env var): the revision
    rolls, idle runners are replaced, busy ones finish their job first;
 5. the queue drains and the set returns to its minimum, every runner of the new revision;
-6. the summary: jobs, queue-to-start latency, runners, API writes per runner, exactly-once.
+6. the summary: jobs, queue-to-start latency, runners, API writes per runner, exactly-once; with ``--proxy``,
+   whether all GitHub traffic went through the proxy (:mod:`arc_scaleset_lab.demo.network`).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import Any
 
 from arc_scaleset.api.autoscalingrunnerset import AUTOSCALING_RUNNER_SETS
 from arc_scaleset_lab.demo import api_writes
+from arc_scaleset_lab.demo.network import DemoNetwork
 from arc_scaleset_lab.demo.summary import Summary, audit_jobs, queue_latencies
 from arc_scaleset_lab.demo.view import DemoState
 from arc_scaleset_lab.harness import scale_sets
@@ -41,12 +44,21 @@ class DemoOptions:
     duration_min: float = 3.0
     duration_max: float = 20.0
     seed: int = 1
+    burst: int | None = None  # jobs of the workload that arrive at one instant; None: a third of them
+    tls: bool = False
+    proxy: bool = False
     namespace: str = "arc-runners"
     name: str = "arc-runners"
     ready_timeout: float = 180.0
     settle_timeout: float = 240.0
 
+    @property
+    def burst_jobs(self) -> int:
+        return self.jobs // 3 if self.burst is None else self.burst
+
     def workload(self) -> WorkloadSpec:
+        """The seeded workload; its burst comes after a tenth of the other jobs, so the set is already serving
+        when it lands, and before the template change (at half the jobs) unless the burst is most of them."""
         return WorkloadSpec(
             jobs=self.jobs,
             rate=self.job_rate,
@@ -55,6 +67,8 @@ class DemoOptions:
             seed=self.seed,
             labels=(self.name,),
             repositories=(f"{ORG}/web", f"{ORG}/api", f"{ORG}/docs"),
+            burst=self.burst_jobs,
+            burst_after=(self.jobs - self.burst_jobs) // 10,
         )
 
 
@@ -68,10 +82,15 @@ class DemoError(RuntimeError):
 
 
 class Scenario:
-    def __init__(self, system: System, options: DemoOptions, state: DemoState) -> None:
+    """The story above; ``network`` (``--tls``/``--proxy``) configures how the scale set reaches GitHub."""
+
+    def __init__(
+        self, system: System, options: DemoOptions, state: DemoState, *, network: DemoNetwork | None = None
+    ) -> None:
         self.system = system
         self.options = options
         self.state = state
+        self.network = network
         self.tracker = RunnerTracker(system.kube, namespace=options.namespace, runner_set=options.name)
         self._t0 = time.monotonic()
         self._change_task: asyncio.Task[None] | None = None
@@ -143,6 +162,10 @@ class Scenario:
                 max_runners=options.runners_max,
                 template=template(1),
             )
+            if self.network is not None:
+                manifest["spec"].update(
+                    await self.network.scale_set_spec(system, namespace=options.namespace, name=options.name)
+                )
             await system.kube.create(AUTOSCALING_RUNNER_SETS, manifest, namespace=options.namespace)
             state.stage = "scale set starting"
             state.log(
@@ -156,7 +179,8 @@ class Scenario:
             )
             self._t0 = time.monotonic()
             self._tick()
-            state.log(f"ready: {options.runners_min} idle runners; workload of {spec.jobs} jobs starts")
+            burst = f" ({spec.burst} of them at once after the first {spec.burst_after})" if spec.burst else ""
+            state.log(f"ready: {options.runners_min} idle runners; workload of {spec.jobs} jobs starts{burst}")
             state.stage = "workload"
             workload = asyncio.create_task(self._workload(spec), name="workload")
             try:
@@ -192,6 +216,9 @@ class Scenario:
             controller_writes = (
                 api_writes.client_writes(controller_text) - controller_before if controller_text else None
             )
+            network = self.network
+            traffic = await network.traffic(system, namespace=options.namespace) if network is not None else None
+            notes = network.notes(namespace=options.namespace, name=options.name) if network is not None else ()
             return Summary(
                 audit=audit_jobs(jobs),
                 latencies=tuple(queue_latencies(jobs)),
@@ -202,6 +229,9 @@ class Scenario:
                 controller_writes=controller_writes,
                 elapsed=state.elapsed,
                 settled=settled,
+                burst=spec.burst,
+                traffic=traffic,
+                notes=notes,
             )
         finally:
             tracker_task.cancel()

@@ -7,7 +7,10 @@ import datetime as dt
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from arc_scaleset_lab.demo.network import ProxyTraffic
 
 
 def parse_time(text: str | None) -> dt.datetime | None:
@@ -67,6 +70,9 @@ def audit_jobs(jobs: Sequence[Mapping[str, Any]]) -> JobAudit:
 
 @dataclass(frozen=True)
 class Summary:
+    """The run's closing numbers. ``burst``: jobs of the workload that arrived at one instant; ``traffic``: what
+    went through the proxy (``--proxy`` only); ``notes``: further lines (how the scale set reached GitHub)."""
+
     audit: JobAudit
     latencies: tuple[float, ...]
     runners_created: int
@@ -76,7 +82,14 @@ class Summary:
     controller_writes: int | None
     elapsed: float
     settled: bool
+    burst: int = 0
+    traffic: ProxyTraffic | None = None
     notes: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def ok(self) -> bool:
+        """The demo's verdict: every job ran once, the set settled, and nothing bypassed a configured proxy."""
+        return self.audit.exactly_once and self.settled and (self.traffic is None or self.traffic.all_through_proxy)
 
     @property
     def writes_per_runner(self) -> float:
@@ -91,7 +104,8 @@ class Summary:
         lines = [
             f"jobs run:              {audit.completed}/{audit.total} completed, {audit.succeeded} succeeded",
             f"every job ran once:    {'yes' if audit.exactly_once else 'NO'}" + _problems(audit),
-            f"queue-to-start:        p50 {p50:.1f}s  p95 {p95:.1f}s  max {worst:.1f}s",
+            f"queue-to-start:        p50 {p50:.1f}s  p95 {p95:.1f}s  max {worst:.1f}s"
+            + (f"  (with a burst of {self.burst} jobs at once)" if self.burst else ""),
             f"runners created:       {self.runners_created}" + (f" ({revisions})" if revisions else ""),
             f"API writes per runner: {self.writes_per_runner:.1f} "
             f"({self.operator_writes} writes by the controller and listener: "
@@ -105,6 +119,8 @@ class Summary:
             )
         lines.append(f"settled at minimum:    {'yes' if self.settled else 'NO'}  (run took {self.elapsed:.0f}s)")
         lines += list(self.notes)
+        if self.traffic is not None:
+            lines += self.traffic.lines()
         return lines
 
 

@@ -25,6 +25,7 @@ from pathlib import Path
 from types import TracebackType
 
 from arc_scaleset_lab.cluster.localcluster import free_port
+from arc_scaleset_lab.cluster.processes import die_with_parent
 
 PROXY_EGRESS_ADDRESS = "127.0.0.2"
 _ESTABLISHED = re.compile(r'Established connection to host "(?P<host>[^"]+)"')
@@ -64,11 +65,14 @@ class TinyProxy:
     ``user``/``password`` are the credentials it requires (a fresh password per instance: finding it in a
     log can only mean a leak); ``user``/``rotated_password`` are accepted too, so a test can rotate the
     credentials a scale set uses without restarting the proxy. :meth:`requests` and :meth:`tunnels` read its log.
+    ``tie_to_parent``: the kernel kills the proxy when the process that started it dies (the demo's way of
+    leaving nothing behind; ``demo --keep`` leaves it off).
     """
 
-    def __init__(self, workdir: Path, *, user: str = "arc-proxy-user") -> None:
+    def __init__(self, workdir: Path, *, user: str = "arc-proxy-user", tie_to_parent: bool = False) -> None:
         self.workdir = workdir
         self.user = user
+        self.tie_to_parent = tie_to_parent
         # tinyproxy's config syntax takes no quoting: letters and digits only.
         self.password = secrets.token_hex(12)
         self.rotated_password = secrets.token_hex(12)
@@ -111,7 +115,12 @@ class TinyProxy:
         )
         config.chmod(0o600)
         output = open(self.workdir / "tinyproxy.out", "wb")  # noqa: SIM115 -- the child keeps it
-        self._process = subprocess.Popen([binary, "-d", "-c", str(config)], stdout=output, stderr=output)
+        self._process = subprocess.Popen(
+            [binary, "-d", "-c", str(config)],
+            stdout=output,
+            stderr=output,
+            preexec_fn=die_with_parent if self.tie_to_parent else None,
+        )
         output.close()
         deadline = time.monotonic() + 10
         while "Accepting connections" not in self._log_text():

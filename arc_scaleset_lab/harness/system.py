@@ -40,6 +40,7 @@ from typing import Any
 
 import aiohttp
 
+from arc_scaleset.github.keyvault import VERIFY_CHALLENGE_RESOURCE_ENV
 from arc_scaleset.kube import resources
 from arc_scaleset.kube.client import KubeClient
 from arc_scaleset.kube.errors import AlreadyExists
@@ -88,6 +89,11 @@ class SystemOptions:
       proxy: loopback addresses are never proxied (docs/github.md).
     - ``sim_tls``: serve the sim over HTTPS with a CA of its own (:attr:`System.sim_ca_pem`), which no
       client trusts unless given it (``githubServerTLS``).
+    - ``azure_on_sim``: the sim is also Azure (its identity endpoint and Key Vault, ``sim/azure.py``): the
+      controller and the node agent (so the listeners) get ``AZURE_AUTHORITY_HOST`` = the sim, trust the sim's
+      CA as if it were in the system store (``SSL_CERT_FILE``: the vault client uses the system store, as
+      ARC's) and skip the SDK's challenge-resource check (the sim's vault is not under vault.azure.net).
+      Needs ``sim_tls``.
     """
 
     controller_namespace: str = CONTROLLER_NAMESPACE
@@ -103,6 +109,7 @@ class SystemOptions:
     ready_timeout: float = 90.0
     sim_host: str = "127.0.0.1"
     sim_tls: bool = False
+    azure_on_sim: bool = False
 
 
 @dataclass
@@ -309,6 +316,7 @@ class System:
             env={
                 "CONTROLLER_MANAGER_POD_NAMESPACE": self.controller_namespace,
                 "CONTROLLER_MANAGER_CONTAINER_IMAGE": self.options.listener_image,
+                **self._azure_env(),
             },
         )
         controller = self._controller
@@ -354,6 +362,7 @@ class System:
                 f"--work-dir={self.workdir / 'pods'}",
                 f"--ready-file={ready_file}",
             ],
+            env=self._azure_env(),
         )
         agent = self._agent
 
@@ -361,6 +370,18 @@ class System:
             return ready_file.is_file()
 
         await self._wait(agent, ready, "the node agent")
+
+    def _azure_env(self) -> dict[str, str]:
+        """The environment ``azure_on_sim`` gives the controller and the node agent (empty without it)."""
+        if not self.options.azure_on_sim:
+            return {}
+        if not self.sim_ca_file:
+            raise SystemStartError("azure_on_sim needs sim_tls: Azure's endpoints are served over TLS")
+        return {
+            "AZURE_AUTHORITY_HOST": self.sim_url,
+            "SSL_CERT_FILE": self.sim_ca_file,
+            VERIFY_CHALLENGE_RESOURCE_ENV: "false",
+        }
 
     def listener_pids(self) -> dict[str, int]:
         """Running listener processes (pod name -> PID): the node agent's ``arc-scaleset listener`` children."""

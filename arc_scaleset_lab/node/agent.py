@@ -41,6 +41,10 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument("--log-dir", required=True, type=Path, help="listener process logs go here")
     parser.add_argument("--work-dir", required=True, type=Path, help="private directories of listener pods")
     parser.add_argument("--ready-file", type=Path, default=None, help="touched once the players run")
+    parser.add_argument(
+        "--arc-listener-binary", type=Path, default=None,
+        help="ARC's listener binary: run it for ARC's own listener pods (bench/bench_vs_arc.py; needs root)",
+    )  # fmt: skip
     return parser.parse_args(argv)
 
 
@@ -54,6 +58,7 @@ async def _serve(args: argparse.Namespace) -> int:
         namespace=args.listener_namespace,
         log_dir=args.log_dir / "listeners",
         work_dir=args.work_dir,
+        arc_listener_binary=args.arc_listener_binary,
     )
     async with (
         KubeClient.from_kubeconfig(args.kubeconfig) as kube,

@@ -54,6 +54,12 @@ from arc_scaleset.kube.kubeconfig import load_kubeconfig
 from arc_scaleset.kube.resources import PODS
 from arc_scaleset_lab.cluster.localcluster import LOOPBACK, free_port
 from arc_scaleset_lab.cluster.processes import die_with_parent
+from arc_scaleset_lab.node.arc_listener import (
+    arc_listener_argv,
+    arc_listener_container,
+    give_arc_metrics_a_free_port,
+    prepare_in_cluster,
+)
 from arc_scaleset_lab.node.pod_sandbox import (
     DEFAULT_TOKEN_SECONDS,
     Sandbox,
@@ -103,6 +109,9 @@ class _PodWorker:
     sandbox: Sandbox | None = None
     metrics_port: int | None = None
     probe_port: int | None = None
+    arc_container: str | None = None
+    """ARC's own listener pod: the container that runs ARC's listener, run with
+    :attr:`ListenerKubelet.arc_listener_binary` (see :mod:`.arc_listener`)."""
     stop_requested: asyncio.Event = field(default_factory=asyncio.Event)
     stopped: asyncio.Event = field(default_factory=asyncio.Event)
 
@@ -146,6 +155,7 @@ class ListenerKubelet:
         extra_env: Mapping[str, str] | None = None,
         token_seconds: int = DEFAULT_TOKEN_SECONDS,
         shutdown_timeout: float = 30.0,
+        arc_listener_binary: Path | None = None,
     ) -> None:
         self.kubeconfig = Path(kubeconfig)
         self.namespace = namespace
@@ -161,6 +171,8 @@ class ListenerKubelet:
         self.extra_env = dict(extra_env or {})
         self.token_seconds = token_seconds
         self.shutdown_timeout = shutdown_timeout
+        # ARC's listener binary: when set, pods whose container runs ARC's listener command run it instead.
+        self.arc_listener_binary = arc_listener_binary
         self._connection = load_kubeconfig(self.kubeconfig)
         self.kube = KubeClient(self._connection)
         self._informer = Informer(self.kube, PODS, namespace=namespace, label_selector=LISTENER_POD_SELECTOR)
@@ -262,8 +274,9 @@ class ListenerKubelet:
             return
         previous = next((w for w in self._stopping_workers if w.key == key), None)
         worker = _PodWorker(
-            namespace=key[0], name=key[1], uid=uid, grace=grace_seconds(pod), log_path=self.log_path(key[1])
-        )
+            namespace=key[0], name=key[1], uid=uid, grace=grace_seconds(pod), log_path=self.log_path(key[1]),
+            arc_container=arc_listener_container(pod) if self.arc_listener_binary is not None else None,
+        )  # fmt: skip
         self._workers[key] = worker
         worker.task = asyncio.get_running_loop().create_task(
             self._lifecycle(worker, pod, previous), name=f"listener-pod-{key[1]}"
@@ -288,7 +301,7 @@ class ListenerKubelet:
                     self.kube,
                     self._connection,
                     pod,
-                    container=LISTENER_CONTAINER_NAME,
+                    container=worker.arc_container or LISTENER_CONTAINER_NAME,
                     parent=self.work_dir,
                     admin_kubeconfig=self.kubeconfig,
                     token_seconds=self.token_seconds,
@@ -353,6 +366,10 @@ class ListenerKubelet:
         env.update(self.extra_env)
         env["PYTHONUNBUFFERED"] = "1"
         env.update(worker.sandbox.env)
+        if worker.arc_container:
+            env.update(prepare_in_cluster(worker.sandbox, self._connection, worker.namespace))
+            worker.metrics_port = give_arc_metrics_a_free_port(env.get(CONFIG_PATH_ENV), worker.sandbox.root)
+            return env
         worker.metrics_port = give_metrics_a_free_port(env.get(CONFIG_PATH_ENV), worker.sandbox.root)
         worker.probe_port = give_probes_a_free_port(env)
         return env
@@ -363,11 +380,11 @@ class ListenerKubelet:
         with worker.log_path.open("ab") as log_file:
             log_file.write(header.encode())
             log_file.flush()
+            argv = [self.python, "-m", "arc_scaleset.cli", "listener"]
+            if worker.arc_container and self.arc_listener_binary is not None:
+                argv = arc_listener_argv(self.arc_listener_binary, worker.sandbox)
             return await asyncio.create_subprocess_exec(
-                self.python,
-                "-m",
-                "arc_scaleset.cli",
-                "listener",
+                *argv,
                 stdin=subprocess.DEVNULL,
                 stdout=log_file,
                 stderr=subprocess.STDOUT,

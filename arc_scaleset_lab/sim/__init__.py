@@ -8,6 +8,7 @@ GitHub REST API (served under ``/api/v3/...`` - what a GHES config URL ``http://
 to - and also at the root, for clients given an explicit API base)::
 
     POST /orgs/{org}/actions/runners/registration-token   Bearer <PAT|installation token> -> 201 {token, expires_at}
+                            (also "token <T>", or HTTP Basic with T as the password, as ARC v0.27.6 sends it)
     POST /enterprises/{ent}/actions/runners/registration-token     (PAT needs scope manage_runners:enterprise)
     POST /repos/{owner}/{repo}/actions/runners/registration-token  (PAT needs scope repo; org needs admin:org)
     POST /app/installations/{id}/access_tokens   Bearer <RS256 app JWT, iss = app or client id> -> 201 {token, ...}
@@ -21,11 +22,13 @@ acquirejobs, plus ``GET .../{id}/acquirablejobs``). Admin endpoints need ``?api-
 (``session.messageQueueUrl``, kept query ``?sessionId=...``) needs the session's queue token; ``acquirejobs``
 takes the queue token too. Error bodies: ``{"typeName": "<dotted>.XxxException", "message": ...}`` with
 typeName e.g. ``GitHub.DistributedTask.WebApi.AgentExistsException`` (clients match it with *contains*):
-AgentExistsException (409, JIT name taken), AgentNotFoundException (404), JobStillRunningException (400,
-remove a busy runner), TaskAgentSessionConflictException (409, session held), TaskAgentSessionExpiredException
-(404, queue call on an evicted/unknown session), RunnerScaleSetNotFoundException (404),
+AgentExistsException (409, JIT name taken), AgentNotFoundException (404; but removing an already removed
+runner answers 204, as GitHub does), JobStillRunningException (400, remove a busy runner),
+TaskAgentSessionConflictException (409, session held), TaskAgentSessionExpiredException (404, queue call on an
+evicted/unknown session), RunnerScaleSetNotFoundException (404),
 RunnerScaleSetExistsException (409). Message GET long-polls up to ``long_poll_seconds`` then 202; drops
 (acks) messages with id <= ``lastMessageId``; redelivers the oldest unacked message otherwise; DELETE acks (204).
+Repeated slashes in a path are served as one (``/tenant/1//_apis/...``, ARC's acquirejobs URL), in place.
 
 In-process API (tests). :class:`SimulatedGitHub` is the lifecycle, the URLs and fault injection; what it
 simulates is in the parts it owns, used directly::

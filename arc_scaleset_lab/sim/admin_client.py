@@ -138,3 +138,25 @@ class SimAdminClient:
 
     async def expire_admin_tokens(self) -> None:
         await self._call("POST", "/_sim/expire-admin-tokens")
+
+    # -- Azure (the simulated identity endpoint and Key Vault: arc_scaleset_lab/sim/azure.py) -------------
+
+    async def register_azure_client(self, *, tenant_id: str, client_id: str, certificate_pem: str) -> None:
+        """Let ``client_id`` of ``tenant_id`` authenticate with this certificate (the vault's tenant)."""
+        await self._call(
+            "POST",
+            "/_sim/azure/clients",
+            json={"tenantId": tenant_id, "clientId": client_id, "certificatePem": certificate_pem},
+        )
+
+    async def set_vault_secret(self, name: str, value: str) -> str:
+        """Set (or rotate: a new version) vault secret ``name``; returns the new version's ID."""
+        return str((await self._call("PUT", f"/_sim/azure/secrets/{name}", json={"value": value}))["version"])
+
+    async def delete_vault_secret(self, name: str) -> None:
+        await self._call("DELETE", f"/_sim/azure/secrets/{name}")
+
+    async def azure_stats(self) -> dict[str, int]:
+        """``tokenGrants``, ``tokenRefusals``, ``secretReads`` so far."""
+        stats: dict[str, int] = await self._call("GET", "/_sim/azure/stats")
+        return stats

@@ -9,6 +9,8 @@ Handlers raise :class:`~arc_scaleset_lab.sim.errors.ActionsError` or
 
 from __future__ import annotations
 
+import base64
+import binascii
 import enum
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -81,6 +83,29 @@ def credential(request: web.Request, scheme: str) -> str | None:
     if given.lower() != scheme.lower() or not value.strip():
         return None
     return value.strip()
+
+
+def token_credential(request: web.Request) -> str | None:
+    """A PAT or installation token, sent the ways GitHub's REST API takes one; None when none is sent.
+
+    ``Bearer <token>``, the older ``token <token>``, or HTTP Basic with the token as the password and any user
+    name (ARC v0.27.6 sends ``Basic base64("github:<PAT>")`` for the registration-token call). A Basic pair
+    whose password is empty or ``x-oauth-basic`` carries the token as the user name, GitHub's older form.
+    """
+    bearer = credential(request, "Bearer") or credential(request, "token")
+    if bearer is not None:
+        return bearer
+    basic = credential(request, "Basic")
+    if basic is None:
+        return None
+    try:
+        user, colon, password = base64.b64decode(basic, validate=True).decode().partition(":")
+    except (binascii.Error, UnicodeDecodeError):
+        return None
+    if not colon:
+        return None
+    token = password if password and password != "x-oauth-basic" else user
+    return token or None
 
 
 async def read_json(request: web.Request, *, invalid: Callable[[], Exception], empty: Any = None) -> Any:

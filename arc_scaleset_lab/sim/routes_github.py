@@ -14,7 +14,14 @@ from aiohttp import web
 from arc_scaleset_lab.sim import errors
 from arc_scaleset_lab.sim.address import SimAddress
 from arc_scaleset_lab.sim.auth import Credentials
-from arc_scaleset_lab.sim.http import Dialect, credential, json_response, protocol_route, read_json
+from arc_scaleset_lab.sim.http import (
+    Dialect,
+    credential,
+    json_response,
+    protocol_route,
+    read_json,
+    token_credential,
+)
 from arc_scaleset_lab.sim.state import SimState, rfc3339
 
 
@@ -52,9 +59,7 @@ class GitHubRoutes:
         return self._registration_token(f"{request.match_info['owner']}/{request.match_info['repo']}", request)
 
     def _registration_token(self, scope_path: str, request: web.Request) -> web.Response:
-        # GitHub takes PATs (and installation tokens) as "Bearer" or the older "token" scheme.
-        bearer = credential(request, "Bearer") or credential(request, "token")
-        token, expires = self._credentials.issue_registration_token(bearer, scope_path)
+        token, expires = self._credentials.issue_registration_token(token_credential(request), scope_path)
         return json_response({"token": token, "expires_at": rfc3339(expires)}, status=201)
 
     # ------------------------------------------------------------ GitHub App

@@ -20,12 +20,14 @@ from aiohttp import web
 from arc_scaleset.clock import REAL_CLOCK, Clock
 from arc_scaleset_lab.sim.address import SimAddress
 from arc_scaleset_lab.sim.auth import Credentials
+from arc_scaleset_lab.sim.azure import SimAzure
 from arc_scaleset_lab.sim.faults import FaultInjector
 from arc_scaleset_lab.sim.middleware import ProtocolMiddleware, RequestLog
 from arc_scaleset_lab.sim.notify import ChangeNotifier
 from arc_scaleset_lab.sim.routes_actions import ActionsRoutes
 from arc_scaleset_lab.sim.routes_admin import AdminRoutes
 from arc_scaleset_lab.sim.routes_github import GitHubRoutes
+from arc_scaleset_lab.sim.slashes import tolerate_repeated_slashes
 from arc_scaleset_lab.sim.state import SimConfig, SimState
 
 _REQUEST_LOG_SIZE = 50_000
@@ -57,6 +59,8 @@ class SimulatedGitHub:
         self.state.on_change = self.changes.notify
         self.requests: RequestLog = collections.deque(maxlen=_REQUEST_LOG_SIZE)
         self.address = SimAddress()
+        # Azure's identity endpoint and Key Vault, for scale sets whose credentials live in a vault.
+        self.azure = SimAzure(address=self.address)
         self.ca_pem: str | None = None
         self._runner: web.AppRunner | None = None
         self._timer: asyncio.Task[None] | None = None
@@ -130,6 +134,8 @@ class SimulatedGitHub:
             address=self.address,
             requests=self.requests,
         ).register(app)
+        self.azure.register(app)
+        tolerate_repeated_slashes(app)
         return app
 
     async def _complete_jobs_forever(self) -> None:

@@ -297,6 +297,7 @@ class SimState:
         self.jobs: dict[int, JobRecord] = {}
         self.runner_events: list[RunnerExitRequest] = []
         self.removed_runners: list[Runner] = []
+        self._removed_runner_tenants: dict[int, int] = {}  # runner id -> its tenant, once removed
         self.version = 0
         self.on_change: Callable[[], None] | None = None
         self._queues: dict[int, _Queue] = {}
@@ -507,6 +508,15 @@ class SimState:
         return [r for r in found if tenant_id is None or r.tenant_id == tenant_id]
 
     def remove_runner(self, tenant_id: int, runner_id: int) -> None:
+        """Unregister an idle runner: JobStillRunning while it runs a job, AgentNotFound for an ID the tenant
+        never registered.
+
+        Removing a runner that is already removed (by a client, by the service after its job, or with its scale
+        set) succeeds and changes nothing, as on GitHub: ARC removes each idle runner of a scale-down twice (the
+        set, then the runner's finalizer) and its client takes nothing but 204 for an answer.
+        """
+        if self._removed_runner_tenants.get(runner_id) == tenant_id:
+            return
         runner = self.runner(tenant_id, runner_id)
         if runner.busy:
             raise errors.job_still_running(runner.name)
@@ -521,6 +531,7 @@ class SimState:
             if not ids:
                 del self._runner_ids_by_name[runner.name.lower()]
         self.removed_runners.append(runner)
+        self._removed_runner_tenants[runner.id] = runner.tenant_id
 
     def _runner_by_name(self, name: str) -> Runner:
         found = self.runners_named(None, name)

@@ -87,6 +87,7 @@ async def test_metrics_health_probes_and_flags_values_reach_the_controller(helm:
             "runnerMaxConcurrentReconciles": 10,
             "runnerPendingTimeout": "30m",
             "maxRunnersCeiling": 500,
+            "vaultRefreshInterval": "5m",
             "excludeLabelPropagationPrefixes": ["argocd.argoproj.io/", "team/"],
             "k8sClientRateLimiterQPS": 50,
             "k8sClientRateLimiterBurst": 100,
@@ -106,6 +107,7 @@ async def test_metrics_health_probes_and_flags_values_reach_the_controller(helm:
     assert settings.exclude_label_prefixes == ("argocd.argoproj.io/", "team/")
     assert settings.runner_pending_timeout == 1800
     assert settings.max_runners_ceiling == 500
+    assert settings.vault_refresh_interval == 300
     assert (args.k8s_client_rate_limiter_qps, args.k8s_client_rate_limiter_burst) == (50, 100)
     assert args.workqueue_rate_limiter == "typed_rate_limiter"
     assert settings.accept_any_version_label

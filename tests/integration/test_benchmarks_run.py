@@ -11,17 +11,19 @@ from pathlib import Path
 import pytest
 
 from arc_scaleset_lab.harness.cluster import TestCluster
+from arc_scaleset_lab.node.arc_listener import can_run_arc_listener
 
 REPO = Path(__file__).resolve().parents[2]
 BENCH_TIMEOUT = 300
+BENCH_VS_ARC_TIMEOUT = 600  # a cold build of ARC included
 
 
-def run_bench(script: str, *args: str) -> str:
+def run_bench(script: str, *args: str, timeout: float = BENCH_TIMEOUT) -> str:
     done = subprocess.run(
         [sys.executable, str(REPO / "bench" / script), *args],
         capture_output=True,
         text=True,
-        timeout=BENCH_TIMEOUT,
+        timeout=timeout,
         cwd=REPO,
         check=False,
     )
@@ -56,6 +58,30 @@ def test_scale_up_benchmark_with_a_github_app_measures_the_scale_down_to_zero(cl
     assert "ratio:" not in out, out  # no limit runs asked for
 
 
+def test_many_sets_benchmark_converges_every_set_and_prints_the_per_set_ratios(cluster: TestCluster) -> None:
+    out = run_bench(
+        "bench_many_sets.py", "--reuse", str(cluster.workdir), "--sets", "1,3", "--jobs", "1", "--rate", "0.5",
+        "--idle", "1", "--duration-min", "0.5", "--duration-max", "1",
+    )  # fmt: skip
+    for sets in (1, 3):
+        assert f"sets: {sets}\n  converged: yes;" in out, out
+    assert out.count("exactly once: yes") == 2, out
+    assert re.search(r"^  controller CPU, idle \(per s\): ", out, re.MULTILINE), out
+    assert re.search(r"^  listener RSS: 3 processes, median [\d.]+ MB", out, re.MULTILINE), out
+
+
+def test_memory_benchmark_prints_the_controller_and_listener_resident_sizes(cluster: TestCluster) -> None:
+    out = run_bench("bench_memory.py", "--reuse", str(cluster.workdir), "--runners", "2,3", "--jobs", "2")
+    size = r"steady [\d.]+ MB, peak [\d.]+ MB"
+    for entry_point in ("controller", "listener"):
+        assert re.search(rf"^import, {entry_point}: \d+ modules, [\d.]+ s cumulative, RSS after import", out, re.M), out
+    assert re.search(rf"^controller, idle \(no scale set\): {size}$", out, re.MULTILINE), out
+    for runners in (2, 3):
+        level = rf"^{runners} idle runners \(.*\):\n  controller: {size}\n  listener \S+: {size}$"
+        assert re.search(level, out, re.MULTILINE), out
+    assert re.search(rf"^  after 2 jobs at once \(.*\):\n    listener \S+: {size}$", out, re.MULTILINE), out
+
+
 def test_informer_benchmark_prints_the_ingest_ratio(cluster: TestCluster) -> None:
     out = run_bench("bench_informer.py", str(cluster.kubeconfig), "--objects", "100", "--rounds", "1")
     assert re.search(r"^informer / list:\s+\d+\.\d\d$", out, re.MULTILINE), out
@@ -64,3 +90,18 @@ def test_informer_benchmark_prints_the_ingest_ratio(cluster: TestCluster) -> Non
 def test_semantic_benchmark_prints_a_ratio_per_case() -> None:
     out = run_bench("bench_semantic.py", "--repeat", "1", "--number", "50")
     assert re.search(r"^runner template, identical\s+[\d.]+ us\s+[\d.]+ us\s+[\d.]+\s", out, re.MULTILINE), out
+
+
+@pytest.mark.skipif(
+    not can_run_arc_listener(), reason="ARC's listener gets its service account in a mount namespace: root only"
+)
+def test_side_by_side_benchmark_against_arc_prints_the_ratios() -> None:
+    # Its own control plane: the benchmark swaps ARC's CRDs in for this project's, which the other tests use.
+    # Builds ARC v0.27.6 from its Go module on first use (about 1.5 min cold), seconds when cached.
+    out = run_bench(
+        "bench_vs_arc.py", "--runners", "5", "--rounds", "1", "--burst", "5", "--job-seconds", "1",
+        timeout=BENCH_VS_ARC_TIMEOUT,
+    )  # fmt: skip
+    for figure in ("seconds to N runner pods", "seconds to 0 (minRunners N -> 0)", "listener peak RSS MiB",
+                   "job queue-to-start p95 s (burst)"):  # fmt: skip
+        assert re.search(rf"^ratio {re.escape(figure)}: \d+\.\d\d$", out, re.MULTILINE), out

@@ -66,9 +66,11 @@ from arc_scaleset.controllers.autoscalinglistener.children import (
     desired_service_account,
 )
 from arc_scaleset.controllers.autoscalinglistener.config import (
+    credentials_stamp,
     data_differs,
     desired_config_secret,
     listener_config,
+    uses_vault,
 )
 from arc_scaleset.controllers.autoscalinglistener.listener_health import (
     INDEX_RUNNER_SET,
@@ -120,6 +122,7 @@ from arc_scaleset.kube.controller import Controller, Request, Result, Watch
 from arc_scaleset.kube.errors import AlreadyExists, BadRequest, Conflict, Forbidden, Invalid, NotFound
 from arc_scaleset.kube.finalizers import add_finalizer, has_finalizer, remove_finalizer
 from arc_scaleset.kube.informer import Object
+from arc_scaleset.kube.manager import NamespaceNotCachedError
 from arc_scaleset.kube.ownerrefs import is_controlled_by
 from arc_scaleset.kube.resources import CONFIG_MAPS, PODS, ROLE_BINDINGS, ROLES, SECRETS, SERVICE_ACCOUNTS, Resource
 from arc_scaleset.kube.views import ObjectView
@@ -262,7 +265,13 @@ class AutoscalingListenerReconciler:
             # rotated proxy credential reaches the listener only through a new pod, so the proxy Secret's
             # version is part of the stamp (issue 17; ARC never updates that Secret at all).
             stamp = f"{config_version}+{proxy_version}" if proxy_version else config_version
-            return await self._pod(obj, listener, stamp, report)
+            result = await self._pod(obj, listener, stamp, report)
+            if uses_vault(listener):
+                # Nothing watches a vault: read it again every interval (a changed secret changes the stamp).
+                interval = self.ctx.settings.vault_refresh_interval
+                if result.requeue_after is None or result.requeue_after > interval:
+                    result = Result(requeue_after=interval)
+            return result
         except ConfigurationError as exc:
             report.problem = (exc.reason, exc.message)
             if isinstance(exc, REFUSALS):
@@ -451,7 +460,12 @@ class AutoscalingListenerReconciler:
         return ObjectView(stored).resource_version
 
     async def _config_secret(self, obj: Object, listener: AutoscalingListener) -> str:
-        """Bring the config Secret in line; returns its resourceVersion (the pod is stamped with it)."""
+        """Bring the config Secret in line; returns its resourceVersion (the pod is stamped with it).
+
+        With a vault the Secret holds no credentials, so a rotation in the vault would not change it: the
+        returned stamp then carries a fingerprint of the credentials read from the vault too (a digest, never
+        the value), and a new fingerprint recreates the listener, which reads the vault when it starts.
+        """
         ctx = self.ctx
         scale_set_namespace = listener.spec.autoscaling_runner_set_namespace
         app_config = await ctx.github.app_config(
@@ -472,6 +486,8 @@ class AutoscalingListenerReconciler:
                 f"listener config Secret {ObjectView(desired).name} updated",
                 action="Update",
             )
+        if uses_vault(listener):
+            return f"{ObjectView(stored).resource_version}+vault:{credentials_stamp(app_config)}"
         return ObjectView(stored).resource_version
 
     async def _get_uncached(self, resource: Resource, namespace: str, name: str) -> dict[str, Any] | None:
@@ -621,6 +637,9 @@ class AutoscalingListenerReconciler:
             ]
         remaining = 0
         for resource, namespace, name in children:
+            if self._deleting_in_cache(resource, namespace, name, obj):
+                remaining += 1  # asked already; its removal (watched) brings the listener back: no request
+                continue
             live = await self._get_uncached(resource, namespace, name)
             if live is None:
                 continue
@@ -628,6 +647,9 @@ class AutoscalingListenerReconciler:
             if foreign is not None:
                 # Only what this listener owns is deleted (its spec may name any namespace).
                 log.info("AutoscalingListener %s/%s: not deleting %s", listener.namespace, listener.name, foreign)
+                continue
+            if ObjectView(live).is_deleting:
+                remaining += 1
                 continue
             try:
                 await self.ctx.kube.delete(
@@ -644,6 +666,31 @@ class AutoscalingListenerReconciler:
         self.backoff.forget(f"{listener.namespace}/{listener.name}")
         await remove_finalizer(self.ctx.kube, AUTOSCALING_LISTENERS, obj, AUTOSCALING_LISTENER_FINALIZER)
         return Result()
+
+    def _deleting_in_cache(self, resource: Resource, namespace: str, name: str, owner: Object) -> bool:
+        """Whether the cache shows this listener's child ``namespace/name`` as being deleted already.
+
+        The deletion passes repeat every DELETION_REQUEUE_SECONDS until the children are gone; reading each
+        child from the API every time cost several requests per listener per second, and with many listeners
+        deleted at once (a hundred scale sets removed) those took the whole client rate limit. Kinds this
+        controller caches are looked up there; Secrets (not cached) are still read.
+        """
+        cache = {
+            PODS: self.pods,
+            SERVICE_ACCOUNTS: self.service_accounts,
+            ROLES: self.roles,
+            ROLE_BINDINGS: self.role_bindings,
+        }.get(resource)
+        if cache is None:
+            return False
+        with contextlib.suppress(NamespaceNotCachedError):
+            cached = cache.get(namespace, name)
+            return (
+                cached is not None
+                and ObjectView(cached).is_deleting
+                and foreign_reason(resource.kind, cached, owner) is None
+            )
+        return False
 
     # -- status and events ----------------------------------------------------------------------------
 

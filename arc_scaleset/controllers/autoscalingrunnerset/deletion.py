@@ -113,11 +113,7 @@ async def _listeners_gone(ctx: ControllerContext, obj: Object) -> bool:
         names.add(listener_name_of(AutoscalingRunnerSet.from_object(obj)))
     gone = True
     for listener_name in sorted(names):
-        try:
-            await ctx.kube.delete(AUTOSCALING_LISTENERS, listener_name, namespace=controller_namespace)
-        except KubeNotFound:
-            continue
-        gone = False
+        gone = await _delete_unless_deleting(ctx, AUTOSCALING_LISTENERS, controller_namespace, listener_name) and gone
     return gone
 
 
@@ -128,12 +124,27 @@ async def _runner_sets_gone(ctx: ControllerContext, obj: Object) -> bool:
         names.update(ObjectView(ers).name for ers in ctx.cache(EPHEMERAL_RUNNER_SETS).by_owner(view.uid))
     gone = True
     for name in sorted(names):
-        try:
-            await ctx.kube.delete(EPHEMERAL_RUNNER_SETS, name, namespace=view.namespace)
-        except KubeNotFound:
-            continue
-        gone = False
+        gone = await _delete_unless_deleting(ctx, EPHEMERAL_RUNNER_SETS, view.namespace, name) and gone
     return gone
+
+
+async def _delete_unless_deleting(ctx: ControllerContext, resource: Resource, namespace: str, name: str) -> bool:
+    """Ask for the deletion of a child (an AutoscalingListener or EphemeralRunnerSet); True when it is gone.
+
+    A child the cache already shows as deleting is not asked again: this controller watches both kinds, so
+    the child's removal brings the scale set back without a request. Asking again on every requeue cost one
+    request per scale set every REQUEUE_SECONDS while children finish: with a hundred scale sets deleted at
+    once, the whole client rate limit (20 QPS), which starved the listeners' own deletion.
+    """
+    with contextlib.suppress(NamespaceNotCachedError):
+        cached = ctx.cache(resource).get(namespace, name)
+        if cached is not None and ObjectView(cached).is_deleting:
+            return False
+    try:
+        await ctx.kube.delete(resource, name, namespace=namespace)
+    except KubeNotFound:
+        return True
+    return False
 
 
 async def _scale_set_gone(ctx: ControllerContext, obj: Object) -> bool:

@@ -137,6 +137,9 @@ class AutoscalingRunnerSetReconciler:
         self._verified: dict[tuple[str, str], tuple[float, int]] = {}
         # The listener's latest "scale set not found" report each scale set was verified for (its time).
         self._gone_reports: dict[tuple[str, str], dt.datetime] = {}
+        # The last status write of each scale set: the resourceVersion it was diffed against, and the object
+        # the server returned (see _write_status).
+        self._status_written: dict[tuple[str, str], tuple[str, Object]] = {}
 
     def controller(self, *, rate_limiter: RateLimiter | None = None) -> Controller:
         """The controller running this reconciler; ``rate_limiter``: its workqueue's (``None``: the default)."""
@@ -157,11 +160,13 @@ class AutoscalingRunnerSetReconciler:
         if obj is None:
             self._verified.pop((request.namespace, request.name), None)
             self._gone_reports.pop((request.namespace, request.name), None)
+            self._status_written.pop((request.namespace, request.name), None)
             return Result()
         view = AutoscalingRunnerSetView(obj)
         if view.is_deleting:
             self._verified.pop((request.namespace, request.name), None)
             self._gone_reports.pop((request.namespace, request.name), None)
+            self._status_written.pop((request.namespace, request.name), None)
             return await deletion.reconcile_deletion(self.ctx, obj)
 
         report = ReconcileReport(
@@ -520,9 +525,18 @@ class AutoscalingRunnerSetReconciler:
         pass worked on an outdated spec: nothing is written, the pass that change triggers writes it. Without
         the lock, a patch diffed against a stale copy carried ``observedGeneration`` without the phase that
         belongs to it, and readers saw ``Pending`` at ``observedGeneration == generation``.
+
+        When the cache still shows the very version the previous write was diffed against (that write has
+        not come back through the watch yet), the object that write returned is the fresher read: diffing
+        against it saves the refused patch and the GET after it (three requests for one), which the passes
+        of a scale set being set up met several times each (every child created brings a pass).
         """
         kube = self.ctx.kube
         latest: Object = obj
+        key = (ObjectView(obj).namespace, ObjectView(obj).name)
+        written = self._status_written.get(key)
+        if written is not None and written[0] == ObjectView(obj).resource_version:
+            latest = written[1]
 
         async def attempt() -> None:
             nonlocal latest
@@ -535,8 +549,9 @@ class AutoscalingRunnerSetReconciler:
                 return
             body = {"metadata": {"resourceVersion": view.resource_version}, "status": patch}
             try:
-                await kube.patch(AUTOSCALING_RUNNER_SETS, view.name, body, namespace=view.namespace,
-                                 subresource="status")  # fmt: skip
+                stored = await kube.patch(AUTOSCALING_RUNNER_SETS, view.name, body, namespace=view.namespace,
+                                          subresource="status")  # fmt: skip
+                self._status_written[key] = (view.resource_version, stored)
             except Conflict:
                 latest = await kube.get(AUTOSCALING_RUNNER_SETS, view.name, namespace=view.namespace)
                 raise

@@ -6,11 +6,15 @@ Order and outcomes:
    status never got it (a pass ended between registering and writing the status) -- the JIT Secret's, so a
    registration is not leaked by a badly timed deletion. No ID anywhere, or the service no longer knows the
    runner: nothing to remove. ``JobStillRunning``: the runner is busy; come back in 30 s. Any other error
-   propagates (workqueue backoff).
+   propagates (workqueue backoff). Skipped when this process's EphemeralRunnerSet saw GitHub confirm this
+   very registration gone (:class:`~arc_scaleset.controllers.runner_github.RemovedRegistrations`): the usual
+   scale-down, where ARC asks GitHub twice per runner.
 2. delete the pod and the JIT Secret (not waiting for them; the pod is also garbage-collected), and in
    kubernetes mode the container-hook pods and Secrets labelled ``runner-pod=<name>``;
-3. remove both finalizers in one write. Removing the registration finalizer together with the main one is
-   safe: if the pass dies before this write, the next pass asks GitHub again and gets "not found".
+3. remove both finalizers in one write: a JSON patch that tests the finalizer list the cached runner shows,
+   so no read is needed (a list changed meanwhile fails the test; then read and write again). Removing the
+   registration finalizer together with the main one is safe: if the pass dies before this write, the next
+   pass asks GitHub again and gets "not found".
 """
 
 from __future__ import annotations
@@ -38,7 +42,8 @@ from arc_scaleset.controllers.runner_github import (
 )
 from arc_scaleset.kube.client import KubeClient
 from arc_scaleset.kube.controller import Result
-from arc_scaleset.kube.errors import NotFound
+from arc_scaleset.kube.errors import Invalid, NotFound
+from arc_scaleset.kube.finalizers import patch_out_finalizers
 from arc_scaleset.kube.informer import Object
 from arc_scaleset.kube.resources import PODS, SECRETS
 from arc_scaleset.kube.retry import update_with_retry
@@ -90,7 +95,11 @@ async def finalize_runner(ctx: ControllerContext, er: Object, *, clients: Runner
     name, namespace = view.name, view.namespace
     if EPHEMERAL_RUNNER_REGISTRATION_FINALIZER in finalizers:
         runner_id = await _registered_runner_id(ctx.kube, er)
-        if runner_id:
+        # The set removes an idle runner from GitHub before it deletes it, and records the removals GitHub
+        # confirmed. Asking again could only answer "not found": a removed registration takes no job and
+        # its ID is never handed out again. Only that exact registration is skipped: a runner the set found
+        # busy, whose removal failed, or that registered again (another ID) is removed here as before.
+        if runner_id and not ctx.removed_registrations.take(view.uid, runner_id):
             try:
                 if clients is not None:
                     client = await clients.client_for(namespace=namespace, spec=view.spec)
@@ -115,6 +124,12 @@ async def finalize_runner(ctx: ControllerContext, er: Object, *, clients: Runner
         current_meta["finalizers"] = kept
         return current
 
-    with contextlib.suppress(NotFound):
-        await update_with_retry(ctx.kube, EPHEMERAL_RUNNERS, name, namespace=namespace, mutate=drop, clock=ctx.clock)
+    try:
+        await patch_out_finalizers(ctx.kube, EPHEMERAL_RUNNERS, er, _FINALIZERS)
+    except Invalid:
+        # The cached finalizer list is behind the stored one (the test operation failed): read, then write.
+        with contextlib.suppress(NotFound):
+            await update_with_retry(
+                ctx.kube, EPHEMERAL_RUNNERS, name, namespace=namespace, mutate=drop, clock=ctx.clock
+            )
     return Result()

@@ -28,7 +28,7 @@ from arc_scaleset.api.ephemeralrunner import EPHEMERAL_RUNNERS
 from arc_scaleset.controllers.ephemeralrunnerset.scaling import CleanupPlan
 from arc_scaleset.controllers.errors import ConfigurationError
 from arc_scaleset.controllers.runner_classification import RunnerView
-from arc_scaleset.controllers.runner_github import Removal, remove_registration
+from arc_scaleset.controllers.runner_github import Removal, RemovedRegistrations, remove_registration
 from arc_scaleset.github import ActionsClient
 from arc_scaleset.kube.client import KubeClient
 
@@ -60,10 +60,13 @@ async def execute_cleanup(
     client: ClientSource,
     concurrency: int = 10,
     on_deleted: Callable[[str], None] | None = None,
+    removed: RemovedRegistrations | None = None,
 ) -> CleanupResult:
     """Carry out ``plan``; see the module docstring. ``client`` is called at most once, and only when a
     registered runner must be removed (a missing GitHub secret does not stop deleting done runners).
-    ``on_deleted`` is told the name of each runner as soon as its delete returned, also in a pass that fails."""
+    ``on_deleted`` is told the name of each runner as soon as its delete returned, also in a pass that fails.
+    ``removed`` records each registration GitHub confirmed gone (removed or not found), so the runner's own
+    deletion path does not ask again."""
     result = CleanupResult(deleted=[], removed=[], busy=[])
     errors: list[BaseException] = []
     limit = asyncio.Semaphore(max(1, concurrency))
@@ -91,6 +94,8 @@ async def execute_cleanup(
             if outcome is Removal.BUSY:
                 result.busy.append(runner.name)
                 return False
+            if removed is not None:
+                removed.record(runner.uid, runner.runner_id)
         await delete(runner)
         result.removed.append(runner.name)
         return True

@@ -85,18 +85,31 @@ class DeletionExpectations:
 
     def mark(self, key: str, runners: list[RunnerView]) -> list[RunnerView]:
         """``runners`` (as the cache has them), those we deleted shown as deleting."""
+        by_name = {runner.name: runner for runner in runners}
+        still = self.unseen(key, by_name.get)
+        if not still:
+            return runners
+        return [dataclasses.replace(runner, deleting=True) if runner.name in still else runner for runner in runners]
+
+    def unseen(self, key: str, lookup: Callable[[str], RunnerView | None]) -> set[str]:
+        """The runners of ``key`` we deleted that the cache still shows, not deleting (``lookup``: a runner's
+        view by name as the cache has it, ``None`` when gone). Costs the number of such runners, not the
+        set's size: a pass of a large set calls it on every runner event (issue 20)."""
         pending = self._pending.get(key)
         if pending is None:
-            return runners
+            return set()
         if self._clock.monotonic() >= pending.deadline:
             del self._pending[key]
-            return runners
-        still = {runner.name for runner in runners if runner.name in pending.names and not runner.deleting}
+            return set()
+        still = set()
+        for name in pending.names:
+            runner = lookup(name)
+            if runner is not None and not runner.deleting:
+                still.add(name)
         pending.names = still
         if not still:
             del self._pending[key]
-            return runners
-        return [dataclasses.replace(runner, deleting=True) if runner.name in still else runner for runner in runners]
+        return still
 
     def forget(self, key: str) -> None:
         self._pending.pop(key, None)

@@ -63,6 +63,7 @@ from arc_scaleset.controllers.ephemeralrunnerset.proxy import (
     delete_runner_proxy_secret,
     reconcile_runner_proxy_secret,
 )
+from arc_scaleset.controllers.ephemeralrunnerset.runner_index import SetRunners, controller_uid
 from arc_scaleset.controllers.ephemeralrunnerset.scaling import (
     DEFAULT_FAILED_RUNNER_MIN_AGE,
     CleanupPlan,
@@ -94,12 +95,13 @@ from arc_scaleset.controllers.metrics import (
     runner_set_labels,
     scale_set_states,
 )
-from arc_scaleset.controllers.runner_classification import RunnerStates, RunnerView, RunnerViewCache, classify
+from arc_scaleset.controllers.runner_classification import RunnerStates, RunnerView
 from arc_scaleset.controllers.runner_github import client_for_runner_spec
 from arc_scaleset.github import ActionsClient
 from arc_scaleset.kube.controller import Controller, Request, Result, Watch
 from arc_scaleset.kube.finalizers import add_finalizer, has_finalizer, remove_finalizer
 from arc_scaleset.kube.informer import Object
+from arc_scaleset.kube.views import ObjectView
 from arc_scaleset.kube.workqueue import RateLimiter
 
 log = logging.getLogger(__name__)
@@ -137,17 +139,26 @@ class EphemeralRunnerSetReconciler:
         self.deletions = DeletionExpectations(clock=ctx.clock)
         self.templates = TemplateChecks(clock=ctx.clock)
         self._pacer = StatusPacer(clock=ctx.clock, interval=counts_interval)
-        self._views: dict[str, RunnerViewCache] = {}
+        self._indexes: dict[str, SetRunners] = {}
+        """Set key -> its classified runners, kept up to date from runner events (:mod:`.runner_index`)."""
+        self._indexes_by_uid: dict[str, SetRunners] = {}
         ctx.metrics.observe_scale_sets(self._scale_set_states)
 
     def controller(self, *, rate_limiter: RateLimiter | None = None) -> Controller:
+        # The indexes are fed by this controller's event handlers: a new controller starts them afresh (its
+        # informers replay what they hold, but not what was deleted while no handler listened).
+        self._indexes.clear()
+        self._indexes_by_uid.clear()
         return Controller(
             CONTROLLER_NAME,
             EPHEMERAL_RUNNER_SETS,
             self.reconcile,
             owns=[EPHEMERAL_RUNNERS],
-            # A set that appears, or starts being deleted, may supersede a sibling or make it current again.
-            watches=[Watch(EPHEMERAL_RUNNER_SETS, self._siblings_of, on_update_if=_deletion_started)],
+            watches=[
+                # A set that appears, or starts being deleted, may supersede a sibling or make it current again.
+                Watch(EPHEMERAL_RUNNER_SETS, self._siblings_of, on_update_if=_deletion_started),
+                Watch(EPHEMERAL_RUNNERS, self._runner_changed),
+            ],
             rate_limiter=rate_limiter,
             clock=self._ctx.clock,
         )
@@ -164,6 +175,15 @@ class EphemeralRunnerSetReconciler:
             if sibling.uid != view.uid
         ]
 
+    def _runner_changed(self, runner: Object) -> list[Request]:
+        """Tell the index of the runner's set that the runner changed (added, updated or deleted); queues
+        nothing itself (``owns`` queues the set)."""
+        index = self._indexes_by_uid.get(controller_uid(runner))
+        if index is not None:
+            view = ObjectView(runner)
+            index.changed(view.namespace, view.name)
+        return []
+
     # -- the pass ---------------------------------------------------------------------------------------
 
     async def reconcile(self, request: Request) -> Result:
@@ -172,7 +192,7 @@ class EphemeralRunnerSetReconciler:
             self.expectations.forget(str(request))
             self.deletions.forget(str(request))
             self.templates.forget(str(request))
-            self._views.pop(str(request), None)
+            self._forget_runners(str(request))
             self._pacer.forget(str(request))
             return Result()
         if EphemeralRunnerSetView(ers).is_deleting:
@@ -188,14 +208,13 @@ class EphemeralRunnerSetReconciler:
 
     async def _reconcile_live(self, ers: Object, request: Request) -> Result:
         view = EphemeralRunnerSetView(ers)
-        runners = self._runner_views(ers)
+        states = self._runner_states(ers)
         target = view.actionable_revision
         if view.revision_pending:
-            await self._apply_revision(ers, runners, target)
+            await self._apply_revision(ers, states, target)
             return Result()
 
         await reconcile_runner_proxy_secret(self._kube, ers)
-        states = classify(runners, applied_revision=view.applied_actionable_revision)
 
         key = str(request)
         waiting = self.expectations.outstanding(
@@ -282,19 +301,21 @@ class EphemeralRunnerSetReconciler:
         self._pacer.wrote(key)
         return None
 
-    async def _apply_revision(self, ers: Object, runners: list[RunnerView], target: int) -> None:
+    async def _apply_revision(self, ers: Object, states: RunnerStates, target: int) -> None:
+        """Revision cleanup (module docstring, step 3); ``states``: the runners against the applied revision."""
         view = EphemeralRunnerSetView(ers)
-        states = classify(runners, applied_revision=view.applied_actionable_revision)
         cleanup = revision_cleanup(states)
         result = await execute_cleanup(
             self._kube, cleanup, client=self._client_source(ers),
             concurrency=self._ctx.settings.runner_create_concurrency,
             on_deleted=self._deleted(ers, cleanup, removal=DeletedReason.REVISION),
+            removed=self._ctx.removed_registrations,
         )  # fmt: skip
         await reconcile_runner_proxy_secret(self._kube, ers)
         await patch_applied_actionable_revision(
-            self._kube, namespace=view.namespace, name=view.name, target=target, clock=self._ctx.clock
-        )
+            self._kube, namespace=view.namespace, name=view.name, target=target,
+            exclude_label_prefixes=self._ctx.settings.exclude_label_prefixes, clock=self._ctx.clock,
+        )  # fmt: skip
         log.info(
             "%s/%s: revision %d applied (deleted %d done, removed %d idle/pending, %d busy kept)",
             view.namespace, view.name, target, len(result.deleted) - len(result.removed),
@@ -315,6 +336,7 @@ class EphemeralRunnerSetReconciler:
                 self._kube, plan.cleanup, client=self._client_source(ers),
                 concurrency=self._ctx.settings.runner_create_concurrency,
                 on_deleted=self._deleted(ers, plan.cleanup, removal=DeletedReason.SCALE_DOWN),
+                removed=self._ctx.removed_registrations,
             )  # fmt: skip
         if plan.create > 0:
             patch_id = view.patch_id
@@ -367,9 +389,8 @@ class EphemeralRunnerSetReconciler:
         held = [finalizer for finalizer in EPHEMERAL_RUNNER_SET_FINALIZERS if has_finalizer(ers, finalizer)]
         if not held:
             return Result()
-        runners = self._runner_views(ers)
-        if runners:
-            states = classify(runners, applied_revision=EphemeralRunnerSetView(ers).applied_actionable_revision)
+        states = self._runner_states(ers)
+        if states.all():
             # A draining set keeps showing what it still runs (kubectl, dashboards, the scale set's totals).
             counts_due = await self._write_status(ers, str(request), states, phase=None)
             plan = revision_cleanup(states)
@@ -379,6 +400,7 @@ class EphemeralRunnerSetReconciler:
                         self._kube, plan, client=self._client_source(ers),
                         concurrency=self._ctx.settings.runner_create_concurrency,
                         on_deleted=self._deleted(ers, plan, removal=DeletedReason.SET_DELETED),
+                        removed=self._ctx.removed_registrations,
                     )  # fmt: skip
                 except ConfigurationError as exc:
                     await self._ctx.events.event(ers, type="Warning", reason=exc.reason, note=exc.message,
@@ -392,7 +414,7 @@ class EphemeralRunnerSetReconciler:
         self.expectations.forget(str(request))
         self.deletions.forget(str(request))
         self.templates.forget(str(request))
-        self._views.pop(str(request), None)
+        self._forget_runners(str(request))
         self._pacer.forget(str(request))
         if not self._has_siblings(ers):
             # The scale set's last set is gone: its counters go too (the state gauges follow the cache).
@@ -401,14 +423,28 @@ class EphemeralRunnerSetReconciler:
 
     # -- helpers ----------------------------------------------------------------------------------------
 
-    def _runner_views(self, ers: Object) -> list[RunnerView]:
+    def _runner_states(self, ers: Object) -> RunnerStates:
+        """The set's runners as the cache has them, by state against the applied revision; runners this set
+        deleted whose deletion the cache has not shown yet count as deleting (never removed twice).
+
+        Costs the runners that changed since the last pass (:mod:`.runner_index`), not the set's size.
+        """
         view = EphemeralRunnerSetView(ers)
+        applied = view.applied_actionable_revision
         if not view.uid:
-            return []
+            return RunnerStates(applied_revision=applied)
         key = f"{view.namespace}/{view.name}"
-        cache = self._views.setdefault(key, RunnerViewCache())
-        # Runners this set deleted whose deletion the cache has not seen yet are deleting: never removed twice.
-        return self.deletions.mark(key, cache.views(self._runners.by_owner(view.uid)))
+        index = self._indexes.get(key)
+        if index is None or index.uid != view.uid:
+            self._forget_runners(key)
+            index = self._indexes[key] = self._indexes_by_uid[view.uid] = SetRunners(view.uid, view.namespace)
+        index.refresh(self._runners)
+        return index.states(applied_revision=applied, deleting=self.deletions.unseen(key, index.view))
+
+    def _forget_runners(self, key: str) -> None:
+        index = self._indexes.pop(key, None)
+        if index is not None:
+            self._indexes_by_uid.pop(index.uid, None)
 
     def _deleted(self, ers: Object, plan: CleanupPlan, *, removal: str) -> Callable[[str], None]:
         """Records a runner of ``ers`` as deleted (:class:`.expectations.DeletionExpectations`) and counts it

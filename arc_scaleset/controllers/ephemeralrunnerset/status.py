@@ -1,7 +1,8 @@
 """The EphemeralRunnerSet's status writes: conflict-checked against a fresh read where order matters.
 
 - :func:`patch_applied_actionable_revision` (ARC's ``patchAppliedActionableRevisionStatus``): GET the
-  set and LIST its runners from the API (never the cache), compute the change with
+  set and LIST its runners from the API (never the cache; narrowed by :func:`runner_selector` to its scale
+  set's runners, so its cost does not grow with the other scale sets of the namespace), compute the change with
   :func:`.revision.applied_revision_changes`, and write it as a status merge patch
   carrying the read's ``resourceVersion``. A concurrent writer makes the server answer 409; the whole
   read-compute-write is retried (client-go's DefaultBackoff, 4 attempts) and the last conflict propagates so
@@ -17,11 +18,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from arc_scaleset.api.ephemeralrunner import EPHEMERAL_RUNNERS
 from arc_scaleset.api.ephemeralrunnerset import EPHEMERAL_RUNNER_SETS
+from arc_scaleset.api.keys import LABEL_SCALE_SET_NAME
 from arc_scaleset.api.views import EphemeralRunnerSetView
 from arc_scaleset.clock import REAL_CLOCK, Clock
 from arc_scaleset.controllers.ephemeralrunnerset.revision import (
@@ -57,14 +59,37 @@ async def _write_status(
     )
 
 
+def runner_selector(ers: Mapping[str, Any], exclude_label_prefixes: Iterable[str] = ()) -> str | None:
+    """A label selector that every runner of ``ers`` matches, narrowing a list of the namespace's runners to
+    those of its scale set; ``None`` (list them all) when there is none to rely on.
+
+    A runner carries its set's labels as they were when it was created (builders.py), less those excluded
+    from propagation. The scale set's name label is set on the set at its creation and never changes, so a
+    runner has it with the same value unless that label is excluded, or the set does not carry it.
+    """
+    value = EphemeralRunnerSetView(ers).labels.get(LABEL_SCALE_SET_NAME)
+    if not value or LABEL_SCALE_SET_NAME.startswith(tuple(exclude_label_prefixes)):
+        return None
+    return f"{LABEL_SCALE_SET_NAME}={value}"
+
+
 async def patch_applied_actionable_revision(
-    kube: KubeClient, *, namespace: str, name: str, target: int, clock: Clock = REAL_CLOCK
+    kube: KubeClient,
+    *,
+    namespace: str,
+    name: str,
+    target: int,
+    exclude_label_prefixes: Iterable[str] = (),
+    clock: Clock = REAL_CLOCK,
 ) -> dict[str, Any]:
-    """Record ``target`` as applied (never lowering it); returns the set as stored (or as read if unchanged)."""
+    """Record ``target`` as applied (never lowering it); returns the set as stored (or as read if unchanged).
+
+    ``exclude_label_prefixes``: the labels not propagated to runners (:func:`runner_selector`)."""
+    prefixes = tuple(exclude_label_prefixes)
 
     async def attempt() -> dict[str, Any]:
         live = await kube.get(EPHEMERAL_RUNNER_SETS, name, namespace=namespace)
-        listed = await kube.list(EPHEMERAL_RUNNERS, namespace=namespace)
+        listed = await kube.list(EPHEMERAL_RUNNERS, namespace=namespace, label_selector=runner_selector(live, prefixes))
         runners = [RunnerView.of(item) for item in listed.items if owned_by_set(item, name)]
         changes = applied_revision_changes(live, target=target, runners=runners)
         if not changes:

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from arc_scaleset.api.ephemeralrunner import EPHEMERAL_RUNNERS
+from arc_scaleset.controllers.ephemeralrunner.deletion import finalize_runner
 from arc_scaleset.kube.client import KubeClient
 from arc_scaleset.kube.resources import EVENTS, SECRETS
 from arc_scaleset_lab.harness.waiting import eventually
@@ -200,6 +201,26 @@ async def test_runner_without_runner_id_is_deleted_without_asking_github(h: Harn
     await h.start()
     await h.wait_runners(lambda rs: name not in {name_of(r) for r in rs}, what="runner gone")
     assert len([r for r in h.sim.requests if r.method == "DELETE"]) == before
+
+
+async def test_a_deleted_runner_whose_cached_copy_is_behind_loses_only_our_finalizers(h: Harness) -> None:
+    # The deletion path drops our finalizers with a patch that tests the list its cached copy shows; here that
+    # copy predates another controller's finalizer: the test fails, and the path reads and writes instead.
+    await h.start(er=False)
+    await h.create_ers(replicas=1, patch_id=1)
+    (er,) = await h.wait_runners(lambda rs: len(rs) == 1, what="one runner")
+    name = name_of(er)
+    cached = await h.kube.get(EPHEMERAL_RUNNERS, name, namespace=h.namespace)
+    ours = list(cached["metadata"]["finalizers"])
+    foreign = "example.com/keep"
+    await h.kube.patch(EPHEMERAL_RUNNERS, name, {"metadata": {"finalizers": [*ours, foreign]}}, namespace=h.namespace)
+    await h.kube.delete(EPHEMERAL_RUNNERS, name, namespace=h.namespace)
+    try:
+        await finalize_runner(h.ctx, cached)
+        runner = await h.kube.get(EPHEMERAL_RUNNERS, name, namespace=h.namespace)
+        assert runner["metadata"]["finalizers"] == [foreign]
+    finally:
+        await h.kube.patch(EPHEMERAL_RUNNERS, name, {"metadata": {"finalizers": None}}, namespace=h.namespace)
 
 
 async def test_missing_secret_and_invalid_url_get_a_clear_event_while_other_sets_keep_working(h: Harness) -> None:

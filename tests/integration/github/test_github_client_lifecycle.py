@@ -117,8 +117,7 @@ async def test_the_jit_config_of_a_removed_runner_is_no_longer_held(
         await client.remove_runner(removed.runner.id)
         # An ephemeral runner that ran its job: GitHub removes it itself.
         sim.state.remove_runner(sim.state.runners[gone.runner.id].tenant_id, gone.runner.id)
-        with pytest.raises(NotFound):
-            await client.remove_runner(gone.runner.id)  # forgotten all the same
+        await client.remove_runner(gone.runner.id)  # GitHub answers 204 again; forgotten all the same
 
         assert len(held) == before + 1
         assert busy.encoded_jit_config not in held(busy.encoded_jit_config)

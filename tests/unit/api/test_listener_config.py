@@ -267,10 +267,63 @@ def test_a_token_with_part_of_an_app_uses_the_token_as_arcs_listener_does() -> N
     assert config.app_config() == AppConfig(github_token=TOKEN)
 
 
-def test_azure_key_vault_is_refused_as_unsupported_with_what_to_do_instead() -> None:
+AZURE_KEY_VAULT_CONFIG = {
+    "tenant_id": "tenant",
+    "client_id": "client",
+    "url": "https://my-vault.vault.azure.net/",
+    "certificate_path": "/etc/arc/vault.pem",
+}
+
+
+def test_a_vault_config_as_arcs_controller_writes_it_loads_without_credentials_in_the_file() -> None:
+    document = valid(
+        github_token="",
+        vault_type="azure_key_vault",
+        vault_lookup_key="gh-secret",
+        azure_key_vault=AZURE_KEY_VAULT_CONFIG,
+    )
+    config = ListenerConfig.model_validate(document)
+    assert config.azure_key_vault is not None
+    assert config.azure_key_vault.url == "https://my-vault.vault.azure.net/"
+    assert config.secrets() == []
+    # What the listener read from the vault takes the place of the (absent) credentials.
+    with_token = config.with_credentials(AppConfig(github_token=TOKEN))
+    assert with_token.app_config() == AppConfig(github_token=TOKEN)
+    assert with_token.secrets() == [TOKEN]
+
+
+def test_a_vault_config_is_written_with_azure_key_vault_after_the_lookup_key_and_read_back_alike() -> None:
+    document = valid(
+        github_token="",
+        vault_type="azure_key_vault",
+        vault_lookup_key="gh-secret",
+        azure_key_vault=AZURE_KEY_VAULT_CONFIG,
+    )
+    written = ListenerConfig.model_validate(document).to_document()
+    assert list(written)[:4] == ["configure_url", "vault_type", "vault_lookup_key", "azure_key_vault"]
+    assert written["azure_key_vault"] == AZURE_KEY_VAULT_CONFIG
+    assert ListenerConfig.from_json(orjson.dumps(written)).to_document() == written
+
+
+def test_a_config_without_a_vault_has_no_azure_key_vault_key_as_arc_omits_it() -> None:
+    assert "azure_key_vault" not in ListenerConfig.model_validate(valid()).to_document()
+
+
+def test_azure_key_vault_without_its_settings_is_refused_naming_what_is_missing() -> None:
     (problem,) = problems_of(valid(github_token="", vault_type="azure_key_vault", vault_lookup_key="gh-secret"))
-    assert "not supported" in problem
-    assert "Azure Key Vault" in problem
+    assert "azure_key_vault is required" in problem
+    problems = problems_of(
+        valid(
+            github_token="",
+            vault_type="azure_key_vault",
+            vault_lookup_key="gh-secret",
+            azure_key_vault={**AZURE_KEY_VAULT_CONFIG, "tenant_id": "", "certificate_path": ""},
+        )
+    )
+    assert problems == [
+        "azure_key_vault.tenant_id is required",
+        "azure_key_vault.certificate_path is required",
+    ]
 
 
 def test_an_unknown_vault_type_is_refused() -> None:

@@ -85,6 +85,15 @@ def test_rejected_credentials_without_a_runner_set_name_the_secret() -> None:
     )
 
 
+def test_rejected_credentials_from_a_vault_name_the_vault_secret_not_a_kubernetes_secret() -> None:
+    document = json.loads((SNAPSHOTS / "bad_credentials.json").read_text())
+    document["scaleSet"]["spec"]["vaultConfig"] = {"type": "azure_key_vault"}
+    (finding,) = explain(Snapshot.from_json(document))
+    assert finding.line == (
+        "no EphemeralRunnerSet: credentials rejected (Secret github in the vault: bad or expired token)"
+    )
+
+
 def test_a_scale_set_without_status_asks_whether_the_controller_runs() -> None:
     assert lines("no_status") == [
         "no EphemeralRunnerSet: the scale set has no status (is the controller running, and does it watch "

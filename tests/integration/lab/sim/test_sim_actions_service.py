@@ -151,7 +151,9 @@ async def test_jit_config_runner_lookup_and_removal(tenant: Tenant) -> None:
 
     status, _ = await tenant.call("DELETE", f"_apis/distributedtask/pools/0/agents/{runner['id']}")
     assert status == 204
-    status, gone = await tenant.call("DELETE", f"_apis/distributedtask/pools/0/agents/{runner['id']}")
+    status, _ = await tenant.call("DELETE", f"_apis/distributedtask/pools/0/agents/{runner['id']}")
+    assert status == 204, "removing a removed runner again succeeds, as on GitHub"
+    status, gone = await tenant.call("GET", f"_apis/distributedtask/pools/0/agents/{runner['id']}")
     assert status == 404
     assert "AgentNotFoundException" in gone["typeName"]
 

@@ -113,3 +113,30 @@ def test_secret_data_drift_compares_bytes() -> None:
     rotated = desired_config_secret(obj, listener, config.model_copy(update={"github_token": "ghp_rotated"}))
     assert data_differs(secret, rotated)
     assert secret["metadata"]["ownerReferences"][0]["uid"] == "al-uid"
+
+
+VAULT = {
+    "type": "azure_key_vault",
+    "azureKeyVault": {
+        "url": "https://my-vault.vault.azure.net/",
+        "tenantId": "tenant",
+        "clientId": "client",
+        "certificatePath": "/etc/arc/vault.pem",
+    },
+}
+
+
+def test_with_a_vault_the_config_names_the_vault_secret_and_carries_no_credentials_as_arcs() -> None:
+    obj = listener_object(vaultConfig=VAULT)
+    config = listener_config(parsed_listener(obj), app_config=PAT, server_root_ca=None, settings=SETTINGS)
+    document = orjson.loads(written_json(desired_config_secret(obj, parsed_listener(obj), config)))
+    assert list(document)[:4] == ["configure_url", "vault_type", "vault_lookup_key", "azure_key_vault"]
+    assert document["vault_type"] == "azure_key_vault"
+    assert document["vault_lookup_key"] == "gh-secret"  # githubConfigSecret names the vault secret
+    assert document["azure_key_vault"] == {
+        "tenant_id": "tenant",
+        "client_id": "client",
+        "url": "https://my-vault.vault.azure.net/",
+        "certificate_path": "/etc/arc/vault.pem",
+    }
+    assert "ghp_secret_value" not in written_json(desired_config_secret(obj, parsed_listener(obj), config)).decode()

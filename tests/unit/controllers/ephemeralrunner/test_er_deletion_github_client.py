@@ -21,6 +21,7 @@ from arc_scaleset.clock import FakeClock
 from arc_scaleset.controllers.ephemeralrunner.deletion import finalize_runner
 from arc_scaleset.controllers.errors import InvalidSecret
 from arc_scaleset.controllers.github_access import GitHubAccess
+from arc_scaleset.controllers.runner_github import RemovedRegistrations
 from arc_scaleset.github import ActionsClientPool, Credentials, GitHubApp, GitHubConfig, SystemInfo
 from arc_scaleset.kube.errors import NotFound
 from arc_scaleset.kube.resources import SECRETS, Resource
@@ -57,6 +58,9 @@ class FakeKube:
     async def delete(self, resource: Resource, name: str, **_: Any) -> None:
         return None
 
+    async def patch(self, resource: Resource, name: str, body: Any, **_: Any) -> None:
+        raise NotFound(404, "NotFound", f"{name} not found")
+
 
 class FakeActions:
     """The Actions-service client a pool builds: remembers the credentials it got and the runners removed."""
@@ -88,7 +92,13 @@ def _context(kube: FakeKube) -> Any:
     )
     github = GitHubAccess(kube, pool=pool, environ={})  # type: ignore[arg-type]  # the fake has what is used
     no_pods = types.SimpleNamespace(get=lambda namespace, name: None)
-    return types.SimpleNamespace(kube=kube, github=github, clock=clock, cache=lambda resource: no_pods)
+    return types.SimpleNamespace(
+        kube=kube,
+        github=github,
+        clock=clock,
+        cache=lambda resource: no_pods,
+        removed_registrations=RemovedRegistrations(),
+    )
 
 
 def _runner(index: int) -> dict[str, Any]:

@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from arc_scaleset.clock import FakeClock
 from arc_scaleset.controllers.ephemeralrunner.memory import RunnerMemory, apply_merge_patch
-from arc_scaleset.controllers.runner_classification import RunnerViewCache
 
 KEY = "ns/arc-runner-abcde"
 
@@ -82,17 +79,3 @@ def test_forget_drops_everything_about_a_runner() -> None:
     memory.forget(KEY)
     assert not memory.secret_unconfirmed(KEY, "uid-1")
     assert len(memory) == 0
-
-
-def _runner(uid: str, version: str, phase: str) -> dict[str, Any]:
-    return {"metadata": {"name": f"r-{uid}", "uid": uid, "resourceVersion": version}, "status": {"phase": phase}}
-
-
-def test_runner_views_are_reparsed_only_when_a_runner_changed_and_gone_runners_are_forgotten() -> None:
-    cache = RunnerViewCache()
-    first = cache.views([_runner("a", "1", "Pending"), _runner("b", "1", "Pending")])
-    again = cache.views([_runner("a", "1", "Pending"), _runner("b", "2", "Running")])
-    assert again[0] is first[0]
-    assert again[1].phase == "Running"
-    cache.views([_runner("b", "2", "Running")])
-    assert cache.views([_runner("a", "1", "Pending")])[0] is not first[0]

@@ -18,7 +18,8 @@ from arc_scaleset.controllers.ephemeralrunnerset.cleanup import CleanupFailedErr
 from arc_scaleset.controllers.ephemeralrunnerset.expectations import DeletionExpectations
 from arc_scaleset.controllers.ephemeralrunnerset.scaling import CleanupPlan, scale_down_candidates
 from arc_scaleset.controllers.runner_classification import RunnerView, classify
-from arc_scaleset.github import ActionsClient, JobStillRunning, TransientError
+from arc_scaleset.controllers.runner_github import RemovedRegistrations
+from arc_scaleset.github import ActionsClient, JobStillRunning, NotFound, TransientError
 
 
 class FakeKube:
@@ -104,6 +105,40 @@ async def test_a_failed_removal_leaves_its_slot_to_the_next_candidate_and_fails_
 
     assert sorted(actions.removed) == [1, 3, 4, 5]
     assert "r-001" not in kube.deleted
+
+
+async def test_only_removals_github_confirmed_spare_the_runners_own_deletion_its_call() -> None:
+    class Actions(FakeActions):
+        async def remove_runner(self, runner_id: int) -> None:
+            if runner_id == 4:  # already gone on GitHub: "not found" confirms it too
+                raise NotFound(method="DELETE", url=f"https://x/agents/{runner_id}", status=404)
+            await super().remove_runner(runner_id)
+
+    actions, kube = Actions(busy=frozenset({2}), failing=frozenset({3})), FakeKube()
+    runners = [dataclasses.replace(runner, uid=f"uid-{runner.runner_id}") for runner in idle_runners(4)]
+    removed = RemovedRegistrations()
+
+    async def client() -> ActionsClient:
+        return actions  # type: ignore[return-value]  # the one method a removal calls
+
+    with pytest.raises(CleanupFailedError):
+        await execute_cleanup(kube, CleanupPlan(remove=runners), client=client, removed=removed)  # type: ignore[arg-type]
+
+    assert removed.take("uid-1", 1)
+    assert removed.take("uid-4", 4)
+    assert not removed.take("uid-1", 1)  # asked once
+    assert not removed.take("uid-2", 2)  # busy: its own deletion path must remove it when its job ends
+    assert not removed.take("uid-3", 3)  # the removal failed: not known to be gone
+    assert not removed.take("uid-1", 9)  # another registration of the same runner is not this one
+
+
+def test_removed_registrations_are_bounded_and_forget_the_oldest_first() -> None:
+    removed = RemovedRegistrations(capacity=3)
+    for runner_id in range(1, 6):
+        removed.record(f"uid-{runner_id}", runner_id)
+    assert len(removed) == 3
+    assert not removed.take("uid-1", 1)  # forgotten: its deletion path asks GitHub, as without the record
+    assert removed.take("uid-5", 5)
 
 
 @settings(max_examples=60, deadline=None)

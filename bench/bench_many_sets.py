@@ -1,0 +1,502 @@
+"""Many scale sets: N AutoscalingRunnerSets, one listener process each, a steady workload across them.
+
+    .venv/bin/python bench/bench_many_sets.py [--sets 10,100] [--jobs 3] [--rate 0.02] [--idle 30]
+                                              [--duration-min 2] [--duration-max 6] [--seed 1] [--shared-secret]
+                                              [--long-poll 5] [--timeout 600] [--reuse DIR]
+
+For each size in ``--sets`` (in order, one after the other, on one control plane: a fresh one, or the one
+recorded in ``--reuse DIR``), the whole system runs as it does in the demo and the end-to-end suite
+(:class:`arc_scaleset_lab.harness.system.System`): the simulated GitHub, the controller manager as its own
+process (leader election on, watching the bench's namespace) and the node agent, which runs a real
+``arc-scaleset listener`` process for every listener pod and plays the runner pods. Then:
+
+1. **setup**: N AutoscalingRunnerSets (minRunners 0, maxRunners 5, each with its own PAT Secret as the
+   scale-set chart makes them; ``--shared-secret``: one for all) are applied at once. Timed until every
+   set *converged*: its listener process runs, its listener holds its message session in the simulated
+   GitHub, and the ARS's status is ``Running`` with ``Ready=True``.
+2. **idle**: ``--idle`` seconds with nothing to do: what N quiet sets cost per second (resyncs, timers,
+   polls; long polls of the listeners).
+3. **workload**: ``--jobs`` jobs per set, each set's jobs in random order among the others', arriving as a
+   Poisson process of ``--rate`` jobs per second *per set* (so the load per set is the same at every size),
+   each running ``--duration-min`` to ``--duration-max`` seconds. Timed until every job completed; the jobs
+   must each have run exactly once.
+4. **teardown**: every ARS deleted at once, timed until none is left (listeners, runner sets, GitHub scale
+   sets removed by the controller).
+
+Figures per size: the controller's CPU seconds in each window (from ``/proc``), its RSS at the end and its
+peak (``VmHWM``), the p95 per controller of the time a reconcile takes
+(``controller_runtime_reconcile_time_seconds``) and of the time a key waits in the work queue before a worker
+takes it (``workqueue_queue_duration_seconds``: with one worker per controller, what many sets add to a
+set's latency) over the setup and workload windows (from its ``/metrics``; the histogram's bucket bound),
+the listeners' RSS (each process's
+``VmRSS``: sum and median) and the node agent's, how long the node agent took to start every listener
+process, and the job queue-to-start latency. Then, between the smallest and the largest size, the ratio of
+each per-set cost: 1.00 means the cost per set does not grow with the number of sets.
+
+The machine's other processes share its CPU: wall-clock times vary with the load; the CPU seconds are the
+steadier figures. Exit code 0 when every size converged and every job ran exactly once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import math
+import os
+import random
+import re
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from collections import defaultdict
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from arc_scaleset.api import keys
+from arc_scaleset.api.autoscalingrunnerset import AUTOSCALING_RUNNER_SETS
+from arc_scaleset.kube import resources
+from arc_scaleset.kube.client import KubeClient
+from arc_scaleset.kube.errors import NotFound
+from arc_scaleset.kube.views import ObjectView
+from arc_scaleset_lab.demo.api_writes import client_writes, series
+from arc_scaleset_lab.demo.summary import audit_jobs, percentile, queue_latencies
+from arc_scaleset_lab.harness import scale_sets
+from arc_scaleset_lab.harness.cluster import TestCluster, start_test_cluster
+from arc_scaleset_lab.harness.system import ORG, System, SystemOptions
+from arc_scaleset_lab.sim.workload import WorkloadSpec, plan
+
+POLL = 1.0
+RECONCILE_HISTOGRAM = "controller_runtime_reconcile_time_seconds"
+QUEUE_HISTOGRAM = "workqueue_queue_duration_seconds"
+
+
+# -- /proc ---------------------------------------------------------------------------------------------
+
+
+def cpu_seconds(pid: int | None) -> float:
+    """User + system CPU seconds of process ``pid`` so far (0.0 when it is gone)."""
+    if pid is None:
+        return 0.0
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def memory_mb(pid: int | None, field_name: str = "VmRSS") -> float:
+    """``field_name`` (VmRSS: resident now, VmHWM: peak resident) of process ``pid`` in MB (0.0 when gone)."""
+    if pid is None:
+        return 0.0
+    with contextlib.suppress(OSError, ValueError, IndexError):
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith(field_name + ":"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def load_average() -> str:
+    with contextlib.suppress(OSError):
+        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    return "?"
+
+
+# -- metrics ---------------------------------------------------------------------------------------------
+
+
+Buckets = dict[str, dict[str, dict[float, float]]]
+"""{histogram: {controller: {le: cumulative count}}}"""
+
+
+def histogram_buckets(text: str) -> Buckets:
+    """Cumulative bucket counts of the reconcile-time and queue-wait histograms, by controller."""
+    buckets: Buckets = {}
+    for histogram in (RECONCILE_HISTOGRAM, QUEUE_HISTOGRAM):
+        by_controller: dict[str, dict[float, float]] = defaultdict(dict)
+        for labels, value in series(text, histogram + "_bucket"):
+            le = labels.get("le", "")
+            by_controller[labels.get("controller", "")][float("inf") if le == "+Inf" else float(le)] = value
+        buckets[histogram] = by_controller
+    return buckets
+
+
+def histogram_quantile(after: Mapping[float, float], before: Mapping[float, float], q: float) -> tuple[float, int]:
+    """The upper bound of the bucket holding quantile ``q`` of the observations made between two scrapes, and
+    how many there were (``nan`` when none). A bucket bound, as Prometheus's ``histogram_quantile`` without
+    its interpolation: a p95 of 0.05 means "95% took at most 0.05 s"."""
+    bounds = sorted(after)
+    counts = [after[b] - before.get(b, 0.0) for b in bounds]
+    total = counts[-1] if counts else 0.0
+    if total <= 0:
+        return float("nan"), 0
+    for bound, count in zip(bounds, counts, strict=True):
+        if count >= q * total:
+            return bound, int(total)
+    return bounds[-1], int(total)
+
+
+def client_requests(text: str) -> tuple[int, int]:
+    """(all requests, writes) the controller made to the Kubernetes API so far (``rest_client_requests_total``)."""
+    total = sum(value for _labels, value in series(text, "rest_client_requests_total"))
+    return int(total), client_writes(text)
+
+
+# -- one size --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class SizeResult:
+    sets: int
+    listeners_started: float = float("nan")  # seconds until every listener process ran
+    sessions: float = float("nan")  # ... every listener held its session
+    converged: float = float("nan")  # ... every ARS Running and Ready (and the two above)
+    cpu: dict[str, float] = field(default_factory=dict)  # controller CPU seconds by window
+    agent_cpu: dict[str, float] = field(default_factory=dict)  # node agent (+ its listeners) CPU seconds
+    listeners_cpu_idle: float = 0.0
+    idle_seconds: float = 0.0
+    jobs: int = 0
+    jobs_seconds: float = float("nan")
+    exactly_once: bool = False
+    latency_p50: float = float("nan")
+    latency_p95: float = float("nan")
+    requests: dict[str, tuple[int, int]] = field(default_factory=dict)  # Kubernetes API (all, writes) by window
+    # {window: {histogram: {controller: (p95, observations)}}}
+    p95: dict[str, dict[str, dict[str, tuple[float, int]]]] = field(default_factory=dict)
+    controller_rss: float = 0.0
+    controller_peak: float = 0.0
+    listener_rss: list[float] = field(default_factory=list)
+    agent_rss: float = 0.0
+    teardown: float = float("nan")
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.exactly_once and not self.problems
+
+
+def ready(ars: Mapping[str, Any]) -> bool:
+    status = ars.get("status") or {}
+    conditions = {c.get("type"): c.get("status") for c in status.get("conditions") or []}
+    return status.get("phase") == "Running" and conditions.get("Ready") == "True"
+
+
+async def wait_for(check: Callable[[], Awaitable[bool]], *, timeout: float, what: str) -> float:
+    """Seconds until ``check()`` was true, polling every POLL s; raises TimeoutError naming ``what``."""
+    start = time.monotonic()
+    while not await check():
+        if time.monotonic() - start > timeout:
+            raise TimeoutError(f"timed out after {timeout:.0f}s waiting for {what}")
+        await asyncio.sleep(POLL)
+    return time.monotonic() - start
+
+
+class Bench:
+    def __init__(self, system: System, args: argparse.Namespace, sets: int, namespace: str) -> None:
+        self.system = system
+        self.args = args
+        self.sets = sets
+        self.namespace = namespace
+        self.names = [f"set-{i:03d}" for i in range(sets)]
+        self.result = SizeResult(sets=sets)
+
+    @property
+    def kube(self) -> KubeClient:
+        return self.system.kube
+
+    def controller_cpu(self) -> float:
+        return cpu_seconds(self.system.controller_pid)
+
+    def agent_cpu(self) -> float:
+        """The node agent's CPU seconds plus its listener children's (those still running)."""
+        listeners = self.system.listener_pids().values()
+        return cpu_seconds(self.system.agent_pid) + sum(cpu_seconds(pid) for pid in listeners)
+
+    async def setup(self) -> None:
+        # A Secret per set, as the scale-set chart makes one per release (the controller watches each one a
+        # listener is built from); --shared-secret: one for all.
+        if self.args.shared_secret:
+            shared = await self.system.create_pat_secret(self.namespace)
+            secrets = dict.fromkeys(self.names, shared)
+        else:
+            secrets = {name: f"{name}-github-secret" for name in self.names}
+            await asyncio.gather(*(self.system.create_pat_secret(self.namespace, s) for s in secrets.values()))
+        started = time.monotonic()
+        await asyncio.gather(*(
+            self.kube.create(AUTOSCALING_RUNNER_SETS, scale_sets.autoscaling_runner_set(
+                name=name, namespace=self.namespace, config_url=self.system.config_url(), secret=secrets[name],
+                min_runners=0, max_runners=5, template=scale_sets.runner_template(),
+            ), namespace=self.namespace)
+            for name in self.names
+        ))  # fmt: skip
+        timeout = self.args.timeout
+        result = self.result
+
+        async def all_listeners() -> bool:
+            return len(self.system.listener_pids()) >= self.sets
+
+        async def converged() -> bool:
+            listed = await self.kube.list(AUTOSCALING_RUNNER_SETS, namespace=self.namespace)
+            ids = set()
+            for ars in listed.items:
+                if not ready(ars):
+                    return False
+                with contextlib.suppress(KeyError, ValueError):
+                    ids.add(int(ObjectView(ars).annotations[keys.ANNOTATION_RUNNER_SCALE_SET_ID]))
+            held = {s.get("scaleSetId") for s in await self.system.sim.sessions() if s.get("ownerName")}
+            if len(ids) == self.sets and ids <= held and math.isnan(result.sessions):
+                result.sessions = time.monotonic() - started
+            return len(listed.items) == self.sets and len(ids) == self.sets and ids <= held
+
+        listeners = asyncio.create_task(wait_for(all_listeners, timeout=timeout, what="every listener process"))
+        try:
+            await wait_for(converged, timeout=timeout, what=f"{self.sets} scale sets to converge")
+            result.converged = time.monotonic() - started
+            result.listeners_started = await listeners
+        finally:
+            listeners.cancel()
+        if math.isnan(result.sessions):
+            result.sessions = result.converged
+
+    async def workload(self) -> None:
+        args = self.args
+        spec = WorkloadSpec(jobs=args.jobs * self.sets, rate=args.rate * self.sets, duration_min=args.duration_min,
+                            duration_max=args.duration_max, seed=args.seed)  # fmt: skip
+        targets = [name for name in self.names for _ in range(args.jobs)]
+        random.Random(args.seed).shuffle(targets)
+        start = time.monotonic()
+        for job, target in zip(plan(spec), targets, strict=True):
+            await asyncio.sleep(max(0.0, job.at - (time.monotonic() - start)))
+            await self.system.sim.enqueue_job(target, repository=f"{ORG}/many", duration=job.duration,
+                                              display_name=f"{target}-{job.display_name}")  # fmt: skip
+        self.result.jobs = spec.jobs
+
+        async def all_completed() -> bool:
+            counts = (await self.system.sim.stats()).get("jobs") or {}
+            return int(counts.get("completed") or 0) >= spec.jobs
+
+        await wait_for(all_completed, timeout=args.timeout, what=f"{spec.jobs} jobs to complete")
+        self.result.jobs_seconds = time.monotonic() - start
+        jobs = await self.system.sim.jobs()
+        audit = audit_jobs(jobs)
+        self.result.exactly_once = audit.exactly_once and audit.total == spec.jobs
+        if not self.result.exactly_once:
+            self.result.problems.append(
+                f"jobs: {audit.total} seen, {audit.completed} completed, ran twice: {audit.ran_more_than_once[:5]}"
+                f", never ran: {audit.never_ran[:5]}"
+            )
+        latencies = queue_latencies(jobs)
+        self.result.latency_p50, self.result.latency_p95 = percentile(latencies, 0.5), percentile(latencies, 0.95)
+
+    async def teardown(self) -> None:
+        started = time.monotonic()
+        await asyncio.gather(*(self.kube.delete(AUTOSCALING_RUNNER_SETS, name, namespace=self.namespace,
+                                                missing_ok=True) for name in self.names))  # fmt: skip
+
+        async def gone() -> bool:
+            return not (await self.kube.list(AUTOSCALING_RUNNER_SETS, namespace=self.namespace)).items
+
+        await wait_for(gone, timeout=self.args.timeout, what="every AutoscalingRunnerSet to be deleted")
+        self.result.teardown = time.monotonic() - started
+
+    async def run(self) -> SizeResult:
+        result = self.result
+        await self.measure("setup", self.setup)
+        await self.measure("idle", self.idle)
+        await self.measure("workload", self.workload)
+        result.listener_rss = [memory_mb(pid) for pid in self.system.listener_pids().values()]
+        result.agent_rss = memory_mb(self.system.agent_pid)
+        result.controller_rss = memory_mb(self.system.controller_pid)
+        result.controller_peak = memory_mb(self.system.controller_pid, "VmHWM")
+        await self.measure("teardown", self.teardown)
+        return result
+
+    async def measure(self, window: str, step: Callable[[], Awaitable[None]]) -> None:
+        """Run ``step``, recording the controller's CPU seconds, API requests and p95s over it."""
+        result = self.result
+        ctl, agent = self.controller_cpu(), self.agent_cpu()
+        text = await self.system.controller_metrics()
+        before, requests = histogram_buckets(text), client_requests(text)
+        await step()
+        result.cpu[window] = self.controller_cpu() - ctl
+        result.agent_cpu[window] = self.agent_cpu() - agent
+        text = await self.system.controller_metrics()
+        after, done = histogram_buckets(text), client_requests(text)
+        result.requests[window] = (done[0] - requests[0], done[1] - requests[1])
+        result.p95[window] = {
+            histogram: {
+                name: histogram_quantile(buckets, before.get(histogram, {}).get(name, {}), 0.95)
+                for name, buckets in by_controller.items()
+            }
+            for histogram, by_controller in after.items()
+        }
+        print(f"  {self.sets} sets: {window} done (load average {load_average()})", file=sys.stderr, flush=True)
+
+    async def idle(self) -> None:
+        pids = self.system.listener_pids().values()
+        before = sum(cpu_seconds(pid) for pid in pids)
+        started = time.monotonic()
+        await asyncio.sleep(self.args.idle)  # the window measured: nothing to wait for but time
+        self.result.idle_seconds = time.monotonic() - started
+        self.result.listeners_cpu_idle = sum(cpu_seconds(pid) for pid in pids) - before
+
+
+async def run_size(cluster: TestCluster, args: argparse.Namespace, sets: int) -> SizeResult:
+    run_id = uuid.uuid4().hex[:6]
+    namespace = f"many-sets-{run_id}"
+    workdir = Path(tempfile.mkdtemp(prefix=f"arc-scaleset-many-{sets}-"))
+    options = SystemOptions(
+        controller_namespace=f"arc-many-{run_id}",
+        watch_namespace=namespace,
+        long_poll_seconds=args.long_poll,
+        ready_timeout=args.timeout,
+    )
+    system = System(workdir, kubeconfig=cluster.kubeconfig, options=options)
+    await system.start()
+    ok = False
+    try:
+        await system.ensure_namespace(namespace)
+        result = await Bench(system, args, sets, namespace).run()
+        ok = result.ok
+        return result
+    finally:
+        await system.stop()
+        with contextlib.suppress(Exception):
+            async with KubeClient.from_kubeconfig(cluster.kubeconfig) as kube:
+                for name in (namespace, options.controller_namespace):
+                    with contextlib.suppress(NotFound):
+                        await kube.delete(resources.NAMESPACES, name)
+        if ok:
+            shutil.rmtree(workdir, ignore_errors=True)
+        else:
+            print(f"  logs kept in {workdir / 'logs'}", file=sys.stderr)
+
+
+# -- report ----------------------------------------------------------------------------------------------
+
+
+def report(results: Sequence[SizeResult]) -> None:
+    for r in results:
+        n = r.sets
+        rss = r.listener_rss
+        print(f"sets: {n}")
+        print(
+            f"  converged: {'yes' if r.ok else 'NO'}; every listener process started after {r.listeners_started:.1f} s,"
+            f" every session held after {r.sessions:.1f} s, every ARS Running and Ready after {r.converged:.1f} s"
+        )
+        once = "yes" if r.exactly_once else "NO"
+        print(
+            f"  jobs: {r.jobs} completed after {r.jobs_seconds:.1f} s, exactly once: {once};"
+            f" queue-to-start p50 {r.latency_p50:.1f} s, p95 {r.latency_p95:.1f} s"
+        )
+        print("  controller CPU seconds: " + ", ".join(f"{w} {s:.2f} ({s / n:.3f} per set)" for w, s in r.cpu.items()))
+        idle_rate = r.cpu.get("idle", 0.0) / r.idle_seconds if r.idle_seconds else float("nan")
+        listener_rate = r.listeners_cpu_idle / r.idle_seconds / n if r.idle_seconds else float("nan")
+        print(
+            f"  idle: controller {idle_rate * 1000:.1f} ms CPU per s ({idle_rate * 1000 / n:.2f} per set),"
+            f" listeners {listener_rate * 1000:.2f} ms per s each"
+        )
+        print("  controller API requests (writes): " + ", ".join(
+            f"{w} {total} ({writes})" for w, (total, writes) in r.requests.items()
+        ) + f"; workload per job {r.requests.get('workload', (0, 0))[0] / max(r.jobs, 1):.1f}")  # fmt: skip
+        print("  node agent + listeners CPU seconds: " + ", ".join(f"{w} {s:.2f}" for w, s in r.agent_cpu.items()))
+        for window in ("setup", "workload", "teardown"):
+            for histogram, what in ((RECONCILE_HISTOGRAM, "reconcile time"), (QUEUE_HISTOGRAM, "queue wait")):
+                found = sorted(r.p95.get(window, {}).get(histogram, {}).items())
+                print(f"  {what} p95, {window}: " + ", ".join(
+                    f"{name} {p95:g} s ({count})" for name, (p95, count) in found if count
+                ))  # fmt: skip
+        print(f"  controller RSS: {r.controller_rss:.1f} MB (peak {r.controller_peak:.1f} MB)")
+        if rss:
+            print(
+                f"  listener RSS: {len(rss)} processes, median {statistics.median(rss):.1f} MB,"
+                f" max {max(rss):.1f} MB, total {sum(rss):.0f} MB; node agent {r.agent_rss:.1f} MB"
+            )
+        print(f"  teardown: every ARS gone after {r.teardown:.1f} s")
+        for problem in r.problems:
+            print(f"  problem: {problem}")
+    if len(results) < 2:
+        return
+    small, large = min(results, key=lambda r: r.sets), max(results, key=lambda r: r.sets)
+    if small.sets == large.sets:
+        return
+    print(f"per-set cost, {large.sets} sets / {small.sets} sets (1.00: no growth with the number of sets):")
+
+    def ratio(a: float, b: float) -> str:
+        return f"{a / b:.2f}" if b > 0 and a == a and b == b else "n/a"
+
+    rows = [
+        ("controller CPU, setup", large.cpu.get("setup", 0) / large.sets, small.cpu.get("setup", 0) / small.sets),
+        ("controller CPU, idle (per s)", large.cpu.get("idle", 0) / large.idle_seconds / large.sets,
+         small.cpu.get("idle", 0) / small.idle_seconds / small.sets),
+        ("controller CPU, workload (per job)", large.cpu.get("workload", 0) / max(large.jobs, 1),
+         small.cpu.get("workload", 0) / max(small.jobs, 1)),
+        ("controller CPU, teardown", large.cpu.get("teardown", 0) / large.sets,
+         small.cpu.get("teardown", 0) / small.sets),
+        ("API requests, setup", large.requests.get("setup", (0, 0))[0] / large.sets,
+         small.requests.get("setup", (0, 0))[0] / small.sets),
+        ("API requests, workload (per job)", large.requests.get("workload", (0, 0))[0] / max(large.jobs, 1),
+         small.requests.get("workload", (0, 0))[0] / max(small.jobs, 1)),
+        ("API requests, teardown", large.requests.get("teardown", (0, 0))[0] / large.sets,
+         small.requests.get("teardown", (0, 0))[0] / small.sets),
+        ("controller RSS (MB)", large.controller_rss / large.sets, small.controller_rss / small.sets),
+        ("listener RSS (median MB)", statistics.median(large.listener_rss or [0]),
+         statistics.median(small.listener_rss or [0])),
+        ("time to converge", large.converged / large.sets, small.converged / small.sets),
+        ("time to tear down", large.teardown / large.sets, small.teardown / small.sets),
+    ]  # fmt: skip
+    for label, a, b in rows:
+        print(f"  {label}: {ratio(a, b)}  ({a:.4g} vs {b:.4g})")
+    print(f"p95, {large.sets} sets / {small.sets} sets:")
+    for window in ("setup", "workload", "teardown"):
+        for histogram, what in ((RECONCILE_HISTOGRAM, "reconcile time"), (QUEUE_HISTOGRAM, "queue wait")):
+            big, little = large.p95.get(window, {}).get(histogram, {}), small.p95.get(window, {}).get(histogram, {})
+            for name in sorted(set(big) & set(little)):
+                a, b = big[name][0], little[name][0]
+                if math.isnan(a) or math.isnan(b):
+                    continue  # no reconcile of that controller in that window at one of the sizes
+                print(f"  {what}, {window}, {name}: {ratio(a, b)}  ({a:g} s vs {b:g} s)")
+
+
+async def main(args: argparse.Namespace) -> int:
+    sizes = [int(s) for s in re.split(r"[,\s]+", args.sets.strip()) if s]
+    print(f"machine: {os.cpu_count()} cores; load average at start {load_average()}", file=sys.stderr)
+    results = []
+    with start_test_cluster(reuse=Path(args.reuse) if args.reuse else None) as cluster:
+        for sets in sizes:
+            print(f"running {sets} scale sets ...", file=sys.stderr, flush=True)
+            results.append(await run_size(cluster, args, sets))
+    print(f"load average at the end: {load_average()}")
+    report(results)
+    return 0 if all(r.ok for r in results) else 1
+
+
+def parse_args(argv: Sequence[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sets", default="10,100", help="sizes to run, comma-separated (default: 10,100)")
+    parser.add_argument("--jobs", type=int, default=3, help="jobs per scale set (default: 3)")
+    parser.add_argument("--rate", type=float, default=0.02,
+                        help="job arrivals per second per scale set (default: 0.02)")  # fmt: skip
+    parser.add_argument("--duration-min", type=float, default=2.0, help="shortest job, seconds (default: 2)")
+    parser.add_argument("--duration-max", type=float, default=6.0, help="longest job, seconds (default: 6)")
+    parser.add_argument("--idle", type=float, default=30.0, help="seconds of the idle window (default: 30)")
+    parser.add_argument("--long-poll", type=float, default=5.0,
+                        help="the simulated GitHub's message long poll, seconds (default: 5)")  # fmt: skip
+    parser.add_argument("--shared-secret", action="store_true",
+                        help="one credentials Secret for all sets (default: one per set, as charts make)")  # fmt: skip
+    parser.add_argument("--seed", type=int, default=1, help="workload seed (default: 1)")
+    parser.add_argument("--timeout", type=float, default=600.0, help="seconds any one wait may take (default: 600)")
+    parser.add_argument("--reuse", help="work directory of a running cluster (arc-scaleset cluster up --dir)")
+    args = parser.parse_args(argv)
+    if args.jobs < 1 or args.rate <= 0 or not 0 <= args.duration_min <= args.duration_max:
+        parser.error("need --jobs >= 1, --rate > 0 and 0 <= --duration-min <= --duration-max")
+    return args
+
+
+if __name__ == "__main__":
+    sys.exit(asyncio.run(main(parse_args(sys.argv[1:]))))

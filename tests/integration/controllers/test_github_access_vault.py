@@ -1,0 +1,162 @@
+"""Where the controller reads a vault scale set's secrets (``vaultConfig``): the GitHub credentials and the GitHub
+proxy's credentials from the vault, the vault's own proxy credentials from a Kubernetes Secret, and each failure
+as the condition a user can act on. Against the real control plane, the simulated Azure (identity endpoint and
+Key Vault over TLS) with the real SDK, and a real forward proxy (tinyproxy) for ``vaultConfig.proxy``.
+
+The sim serves under this machine's host name, not a loopback address: loopback is never proxied.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+import tempfile
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import aiohttp.connector
+import pytest
+
+from arc_scaleset.api.common import AzureKeyVaultConfig, ProxyConfig, ProxyServerConfig, VaultConfig
+from arc_scaleset.api.credentials import AppConfig
+from arc_scaleset.controllers.errors import InvalidSecret, InvalidVaultConfig, VaultSecretNotFound
+from arc_scaleset.controllers.github_access import GitHubAccess
+from arc_scaleset.github import ActionsClientPool, SystemInfo
+from arc_scaleset.github.keyvault import VERIFY_CHALLENGE_RESOURCE_ENV, KeyVaultSecrets
+from arc_scaleset.kube import resources
+from arc_scaleset.kube.client import KubeClient
+from arc_scaleset_lab.harness.proxy import TinyProxy
+from arc_scaleset_lab.sim.azure import make_client_certificate
+from arc_scaleset_lab.sim.server import SimulatedGitHub
+from arc_scaleset_lab.sim.state import SimConfig
+
+TENANT = "tenant-of-the-vault"
+CLIENT = "client-of-the-controller"
+LAB_ENV = {VERIFY_CHALLENGE_RESOURCE_ENV: "false"}
+TOKEN = "ghp_only_in_the_vault_0123456789"
+
+
+@dataclass
+class Vault:
+    sim: SimulatedGitHub
+    certificate_path: str
+
+    def config(
+        self, *, proxy: ProxyConfig | None = None, vault_type: str = "azure_key_vault", certificate_path: str = ""
+    ) -> VaultConfig:
+        return VaultConfig(
+            type=vault_type,
+            azure_key_vault=AzureKeyVaultConfig(
+                url=self.sim.url + "/",
+                tenant_id=TENANT,
+                client_id=CLIENT,
+                certificate_path=certificate_path or self.certificate_path,
+            ),
+            proxy=proxy,
+        )
+
+
+@pytest.fixture(scope="module")
+def proxy() -> Iterator[TinyProxy]:
+    workdir = Path(tempfile.mkdtemp(prefix="arc-scaleset-vault-proxy-"))
+    with TinyProxy(workdir) as running:
+        yield running
+    shutil.rmtree(workdir, ignore_errors=True)
+
+
+@pytest.fixture
+async def vault(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Vault]:
+    host = socket.gethostname()
+    async with await SimulatedGitHub.start(config=SimConfig(), tls=True, host=host) as sim:
+        assert sim.ca_pem is not None
+        ca_file = tmp_path / "ca.pem"
+        ca_file.write_text(sim.ca_pem)
+        # aiohttp verifies with a default context it made at import: trust the sim's CA there (as SSL_CERT_FILE
+        # does for a process started with it).
+        aiohttp.connector._SSL_CONTEXT_VERIFIED.load_verify_locations(cafile=str(ca_file))
+        monkeypatch.setenv("AZURE_AUTHORITY_HOST", sim.url)
+        pem = make_client_certificate(CLIENT)
+        sim.azure.register_client(TENANT, CLIENT, pem)
+        certificate = tmp_path / "client.pem"
+        certificate.write_text(pem)
+        yield Vault(sim, str(certificate))
+
+
+@pytest.fixture
+async def github(kube: KubeClient) -> AsyncIterator[GitHubAccess]:
+    access = GitHubAccess(
+        kube,
+        pool=ActionsClientPool(system_info=SystemInfo(subsystem="vault-test")),
+        environ=LAB_ENV,
+        vault_secrets=KeyVaultSecrets(ttl=0.0, environ=LAB_ENV),
+    )
+    try:
+        yield access
+    finally:
+        await access.vault_secrets.close()
+        await access.pool.aclose()
+
+
+async def test_with_a_vault_the_credentials_come_from_the_vault_secret_githubconfigsecret_names(
+    vault: Vault, github: GitHubAccess, namespace: str
+) -> None:
+    vault.sim.azure.set_secret("scale-set-creds", json.dumps({"github_token": TOKEN}))
+    # No Kubernetes Secret of that name exists in the namespace.
+    config = await github.app_config(namespace=namespace, secret_name="scale-set-creds", vault=vault.config())
+    assert config == AppConfig(github_token=TOKEN)
+
+
+async def test_with_a_vault_the_controllers_github_proxy_credentials_come_from_the_vault_too(
+    vault: Vault, github: GitHubAccess, namespace: str
+) -> None:
+    vault.sim.azure.set_secret("proxy-creds", json.dumps({"username": "proxy user", "password": "p@ss/word"}))
+    proxy = ProxyConfig(
+        https=ProxyServerConfig(url="http://proxy.corp.example:3128", credential_secret_ref="proxy-creds")
+    )
+    settings = await github.proxy_settings(namespace=namespace, proxy=proxy, vault=vault.config())
+    assert settings is not None
+    assert settings.https_proxy == "http://proxy%20user:p%40ss%2Fword@proxy.corp.example:3128"
+
+
+async def test_the_vault_is_reached_through_vaultconfig_proxy_with_credentials_from_a_kubernetes_secret(
+    vault: Vault, github: GitHubAccess, namespace: str, kube: KubeClient, proxy: TinyProxy
+) -> None:
+    vault.sim.azure.set_secret("scale-set-creds", json.dumps({"github_token": TOKEN}))
+    await kube.create(
+        resources.SECRETS,
+        {"metadata": {"name": "vault-proxy"}, "stringData": {"username": proxy.user, "password": proxy.password}},
+        namespace=namespace,
+    )
+    vault_proxy = ProxyConfig(https=ProxyServerConfig(url=proxy.url, credential_secret_ref="vault-proxy"))
+    tunnels_before = len(proxy.tunnels())
+    config = await github.app_config(
+        namespace=namespace, secret_name="scale-set-creds", vault=vault.config(proxy=vault_proxy)
+    )
+    assert config == AppConfig(github_token=TOKEN)
+    # Both the token request and the secret read went through the proxy, which checked its credentials.
+    opened = proxy.tunnels()[tunnels_before:]
+    assert opened, proxy.requests()
+    assert {t.target for t in opened} == {urlsplit(vault.sim.url).netloc}
+
+
+async def test_vault_failures_are_reported_as_conditions_naming_the_secret_never_its_value(
+    vault: Vault, github: GitHubAccess, namespace: str, tmp_path: Path
+) -> None:
+    with pytest.raises(VaultSecretNotFound, match="has no secret named 'absent'"):
+        await github.app_config(namespace=namespace, secret_name="absent", vault=vault.config())
+
+    vault.sim.azure.set_secret("not-json", f"github_token={TOKEN}")
+    with pytest.raises(InvalidSecret) as caught:
+        await github.app_config(namespace=namespace, secret_name="not-json", vault=vault.config())
+    assert "not valid JSON" in caught.value.message
+    assert TOKEN not in caught.value.message
+
+    with pytest.raises(InvalidVaultConfig, match="the only vault type is 'azure_key_vault'"):
+        await github.app_config(namespace=namespace, secret_name="absent", vault=vault.config(vault_type="hashicorp"))
+
+    moved = vault.config(certificate_path=str(tmp_path / "gone.pem"))
+    with pytest.raises(InvalidVaultConfig, match="is not a file in this container"):
+        await github.app_config(namespace=namespace, secret_name="absent", vault=moved)

@@ -1,0 +1,42 @@
+"""What the long-running processes import: nothing that only some paths need (their memory is the product's)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+# Imported only where they are used: rich by nobody in these processes (the image has none), PyJWT and
+# cryptography for GitHub Apps and githubServerTLS, PyYAML for a kubeconfig file, the lab for its commands.
+LAZY = ("rich", "jwt", "cryptography", "yaml", "arc_scaleset_lab")
+
+# What each command imports before it serves (its module imports, and those of its run()).
+RUNTIME = {
+    "controller": (
+        "arc_scaleset.kube.client",
+        "arc_scaleset.kube.manager",
+        "arc_scaleset.kube.leader_election",
+        "arc_scaleset.cmd.controller_setup",
+        "arc_scaleset.controllers.context",
+    ),
+    "listener": ("arc_scaleset.listener.app",),
+}
+
+
+@pytest.mark.parametrize("command", sorted(RUNTIME))
+def test_the_process_does_not_load_what_only_some_paths_need(command: str) -> None:
+    # A fresh interpreter started as the command line starts it (main() reads sys.argv), stopped by --help.
+    code = f"""
+import contextlib, importlib, sys
+sys.argv = ["arc-scaleset", {command!r}, "--help"]
+from arc_scaleset import cli
+with contextlib.redirect_stdout(None), contextlib.suppress(SystemExit):
+    cli.main()
+for name in {RUNTIME[command]!r}:
+    importlib.import_module(name)
+print(" ".join(name for name in {LAZY!r} if sys.modules.get(name) is not None))
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+
+    assert done.stdout.split() == [], done.stdout
