@@ -54,9 +54,6 @@ from arc_scaleset.api.naming import (
     listener_config_secret_name,
     listener_pod_name,
     listener_proxy_secret_name,
-    listener_role_binding_name,
-    listener_role_name,
-    listener_service_account_name,
 )
 from arc_scaleset.api.views import AutoscalingListenerView
 from arc_scaleset.controllers.autoscalinglistener.children import (
@@ -72,6 +69,7 @@ from arc_scaleset.controllers.autoscalinglistener.config import (
     listener_config,
     uses_vault,
 )
+from arc_scaleset.controllers.autoscalinglistener.deletion import delete_children, get_or_none
 from arc_scaleset.controllers.autoscalinglistener.listener_health import (
     INDEX_RUNNER_SET,
     listener_readiness,
@@ -122,7 +120,6 @@ from arc_scaleset.kube.controller import Controller, Request, Result, Watch
 from arc_scaleset.kube.errors import AlreadyExists, BadRequest, Conflict, Forbidden, Invalid, NotFound
 from arc_scaleset.kube.finalizers import add_finalizer, has_finalizer, remove_finalizer
 from arc_scaleset.kube.informer import Object
-from arc_scaleset.kube.manager import NamespaceNotCachedError
 from arc_scaleset.kube.ownerrefs import is_controlled_by
 from arc_scaleset.kube.resources import CONFIG_MAPS, PODS, ROLE_BINDINGS, ROLES, SECRETS, SERVICE_ACCOUNTS, Resource
 from arc_scaleset.kube.views import ObjectView
@@ -168,6 +165,12 @@ class AutoscalingListenerReconciler:
         self.service_accounts = ctx.cache(SERVICE_ACCOUNTS)
         self.roles = ctx.cache(ROLES)
         self.role_bindings = ctx.cache(ROLE_BINDINGS)
+        self._child_caches = {
+            PODS: self.pods,
+            SERVICE_ACCOUNTS: self.service_accounts,
+            ROLES: self.roles,
+            ROLE_BINDINGS: self.role_bindings,
+        }
         self.scale_sets = ctx.cache(AUTOSCALING_RUNNER_SETS)
         # The listener reports its state on the set it scales (docs/listener.md): the cache every other
         # controller shares, watched for that annotation alone.
@@ -341,7 +344,7 @@ class AutoscalingListenerReconciler:
             if not credentials:
                 return
             for name in (listener_config_secret_name(listener.name), listener_proxy_secret_name(listener.name)):
-                secret = await self._get_uncached(SECRETS, namespace, name)
+                secret = await get_or_none(self.ctx.kube, SECRETS, namespace, name)
                 if secret is not None and is_controlled_by(secret, obj):
                     with contextlib.suppress(NotFound, Conflict):
                         await self.ctx.kube.delete(
@@ -376,7 +379,9 @@ class AutoscalingListenerReconciler:
         shareable: set[tuple[Kind, str]] = set()
         for kind, name in {(ref.kind, ref.name) for ref in references(template) if not allowed.permits(ref)}:
             try:
-                found = await self._get_uncached(SECRETS if kind == "Secret" else CONFIG_MAPS, listener.namespace, name)
+                found = await get_or_none(
+                    self.ctx.kube, SECRETS if kind == "Secret" else CONFIG_MAPS, listener.namespace, name
+                )
             except Forbidden:
                 found = None
             if found is not None and is_shareable(found):
@@ -452,7 +457,7 @@ class AutoscalingListenerReconciler:
             self.ctx.kube, listener.spec.autoscaling_runner_set_namespace, listener.spec.proxy
         )
         desired = desired_proxy_secret(obj, listener, data, excluded=self.ctx.settings.exclude_label_prefixes)
-        live = await self._get_uncached(SECRETS, listener.namespace, ObjectView(desired).name)
+        live = await get_or_none(self.ctx.kube, SECRETS, listener.namespace, ObjectView(desired).name)
         if live is not None and data_differs(live, desired):
             stored = await self._ensure(SECRETS, desired, live, owner=obj, replace=("data",))
         else:
@@ -476,7 +481,7 @@ class AutoscalingListenerReconciler:
         root_ca = await ctx.github.root_ca_pem(namespace=scale_set_namespace, tls=listener.spec.github_server_tls)
         config = listener_config(listener, app_config=app_config, server_root_ca=root_ca, settings=ctx.settings)
         desired = desired_config_secret(obj, listener, config, excluded_prefixes=ctx.settings.exclude_label_prefixes)
-        live = await self._get_uncached(SECRETS, listener.namespace, ObjectView(desired).name)
+        live = await get_or_none(self.ctx.kube, SECRETS, listener.namespace, ObjectView(desired).name)
         changed = live is not None and data_differs(live, desired)
         stored = await self._ensure(SECRETS, desired, live, owner=obj, replace=("data",) if changed else ())
         if changed:
@@ -489,12 +494,6 @@ class AutoscalingListenerReconciler:
         if uses_vault(listener):
             return f"{ObjectView(stored).resource_version}+vault:{credentials_stamp(app_config)}"
         return ObjectView(stored).resource_version
-
-    async def _get_uncached(self, resource: Resource, namespace: str, name: str) -> dict[str, Any] | None:
-        try:
-            return await self.ctx.kube.get(resource, name, namespace=namespace)
-        except NotFound:
-            return None
 
     # -- the pod --------------------------------------------------------------------------------------
 
@@ -623,41 +622,7 @@ class AutoscalingListenerReconciler:
     async def _delete(self, obj: Object, listener: AutoscalingListener) -> Result:
         if not has_finalizer(obj, AUTOSCALING_LISTENER_FINALIZER):
             return Result()
-        scale_set_namespace = listener.spec.autoscaling_runner_set_namespace
-        children: list[tuple[Resource, str, str]] = [
-            (PODS, listener.namespace, listener.name),
-            (SECRETS, listener.namespace, listener_config_secret_name(listener.name)),
-            (SECRETS, listener.namespace, listener_proxy_secret_name(listener.name)),
-            (SERVICE_ACCOUNTS, listener.namespace, listener_service_account_name(listener.name)),
-        ]
-        if scale_set_namespace:
-            children += [
-                (ROLE_BINDINGS, scale_set_namespace, listener_role_binding_name(listener.name)),
-                (ROLES, scale_set_namespace, listener_role_name(listener.name)),
-            ]
-        remaining = 0
-        for resource, namespace, name in children:
-            if self._deleting_in_cache(resource, namespace, name, obj):
-                remaining += 1  # asked already; its removal (watched) brings the listener back: no request
-                continue
-            live = await self._get_uncached(resource, namespace, name)
-            if live is None:
-                continue
-            foreign = foreign_reason(resource.kind, live, obj)
-            if foreign is not None:
-                # Only what this listener owns is deleted (its spec may name any namespace).
-                log.info("AutoscalingListener %s/%s: not deleting %s", listener.namespace, listener.name, foreign)
-                continue
-            if ObjectView(live).is_deleting:
-                remaining += 1
-                continue
-            try:
-                await self.ctx.kube.delete(
-                    resource, name, namespace=namespace, preconditions=Preconditions(uid=ObjectView(live).uid)
-                )
-            except (NotFound, Conflict):
-                continue  # gone, or replaced by a newer object of that name (not this listener's)
-            remaining += 1
+        remaining = await delete_children(self.ctx.kube, self._child_caches, obj, listener)
         self.ctx.metrics.set_listener_running(
             scale_set_labels(listener.name, listener.namespace, listener.metadata.labels), False
         )
@@ -666,31 +631,6 @@ class AutoscalingListenerReconciler:
         self.backoff.forget(f"{listener.namespace}/{listener.name}")
         await remove_finalizer(self.ctx.kube, AUTOSCALING_LISTENERS, obj, AUTOSCALING_LISTENER_FINALIZER)
         return Result()
-
-    def _deleting_in_cache(self, resource: Resource, namespace: str, name: str, owner: Object) -> bool:
-        """Whether the cache shows this listener's child ``namespace/name`` as being deleted already.
-
-        The deletion passes repeat every DELETION_REQUEUE_SECONDS until the children are gone; reading each
-        child from the API every time cost several requests per listener per second, and with many listeners
-        deleted at once (a hundred scale sets removed) those took the whole client rate limit. Kinds this
-        controller caches are looked up there; Secrets (not cached) are still read.
-        """
-        cache = {
-            PODS: self.pods,
-            SERVICE_ACCOUNTS: self.service_accounts,
-            ROLES: self.roles,
-            ROLE_BINDINGS: self.role_bindings,
-        }.get(resource)
-        if cache is None:
-            return False
-        with contextlib.suppress(NamespaceNotCachedError):
-            cached = cache.get(namespace, name)
-            return (
-                cached is not None
-                and ObjectView(cached).is_deleting
-                and foreign_reason(resource.kind, cached, owner) is None
-            )
-        return False
 
     # -- status and events ----------------------------------------------------------------------------
 
