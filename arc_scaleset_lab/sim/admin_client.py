@@ -115,6 +115,9 @@ class SimAdminClient:
     async def add_token(self, token: str, *, scopes: Sequence[str] | None = None) -> None:
         await self._call("POST", "/_sim/tokens", json={"token": token, "scopes": list(scopes or [])})
 
+    async def revoke_token(self, token: str) -> None:
+        await self._call("POST", "/_sim/tokens/revoke", json={"token": token})
+
     async def create_app(self, *, app_id: int, installation_id: int) -> dict[str, Any]:
         result: dict[str, Any] = await self._call(
             "POST", "/_sim/apps", json={"appId": app_id, "installationId": installation_id}

@@ -62,6 +62,7 @@ class AdminRoutes:
         r.add_post("/_sim/scalesets/{scale_set_id}/evict-session", self.evict_session)
         r.add_delete("/_sim/scalesets/{scale_set_id}", self.delete_scale_set)
         r.add_post("/_sim/tokens", self.add_token)
+        r.add_post("/_sim/tokens/revoke", self.revoke_token)
         r.add_post("/_sim/apps", self.add_app)
         r.add_post("/_sim/runner-groups", self.add_runner_group)
         r.add_get("/_sim/faults", self.list_faults)
@@ -197,6 +198,15 @@ class AdminRoutes:
         if not isinstance(token, str) or not token:
             return _fail(400, "token is required")
         self._credentials.add_token(token, scopes=frozenset(body.get("scopes") or DEFAULT_PAT_SCOPES))
+        return no_content()
+
+    async def revoke_token(self, request: web.Request) -> web.Response:
+        """The PAT no longer authenticates (a rotated-out token revoked on GitHub); admin tokens already issued
+        for it keep working until they expire (``expire-admin-tokens`` ends them)."""
+        token = (await _body(request)).get("token")
+        if not isinstance(token, str) or not token:
+            return _fail(400, "token is required")
+        self._credentials.remove_token(token)
         return no_content()
 
     async def add_app(self, request: web.Request) -> web.Response:

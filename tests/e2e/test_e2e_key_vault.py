@@ -222,7 +222,8 @@ async def test_rotating_the_secret_in_the_vault_reaches_the_listener_once_and_th
     world: VaultWorld,
 ) -> None:
     system = world.system
-    await system.sim.set_vault_secret("rotated-github", _pat_json(system.pat))
+    original = await _new_pat(system)  # its own token, revoked below (the system's PAT serves other tests)
+    await system.sim.set_vault_secret("rotated-github", _pat_json(original))
     async with _vault_scale_set(world, "rotated", vault_secret="rotated-github") as runners:
         ready = await runners.wait_ready(timeout=90)
         listener = ready.listener_name
@@ -253,6 +254,11 @@ async def test_rotating_the_secret_in_the_vault_reaches_the_listener_once_and_th
             new_pod_for_the_rotated_secret, timeout=60, what="a new listener pod for the rotated vault secret"
         )
         await runners.wait(lambda s: s.session_owner is not None, timeout=60, what="the new listener's session")
+        # The old token is revoked and every admin token issued so far ended: only the rotated token can still
+        # register runners and hold a session, so the jobs below run only if the controller (the next runners'
+        # JIT configs) and the listener both use it.
+        await system.sim.revoke_token(original)
+        await system.sim.expire_admin_tokens()
         await runners.enqueue(2, duration=0.5)
         await runners.assert_every_job_ran_once(timeout=90)
         # Several refresh intervals went by while the jobs ran: the listener was recreated once, not again.
