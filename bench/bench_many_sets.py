@@ -1,6 +1,6 @@
 """Many scale sets: N AutoscalingRunnerSets, one listener process each, a steady workload across them.
 
-    .venv/bin/python bench/bench_many_sets.py [--sets 10,100] [--jobs 3] [--rate 0.02] [--idle 30]
+    .venv/bin/python bench/bench_many_sets.py [--sets 10,100] [--jobs 2] [--rate 0.008] [--idle 30]
                                               [--duration-min 2] [--duration-max 6] [--seed 1] [--shared-secret]
                                               [--long-poll 5] [--timeout 600] [--reuse DIR]
 
@@ -19,7 +19,9 @@ process (leader election on, watching the bench's namespace) and the node agent,
 3. **workload**: ``--jobs`` jobs per set, each set's jobs in random order among the others', arriving as a
    Poisson process of ``--rate`` jobs per second *per set* (so the load per set is the same at every size),
    each running ``--duration-min`` to ``--duration-max`` seconds. Timed until every job completed; the jobs
-   must each have run exactly once.
+   must each have run exactly once. The default rate keeps 100 sets (0.8 jobs/s) under what the controller's
+   default client limit of 20 requests per second carries (about 16 to 20 requests per job): past it, jobs
+   queue behind the limit whatever the number of sets, which is not what this measures.
 4. **teardown**: every ARS deleted at once, timed until none is left (listeners, runner sets, GitHub scale
    sets removed by the controller).
 
@@ -324,7 +326,8 @@ class Bench:
         before, requests = histogram_buckets(text), client_requests(text)
         await step()
         result.cpu[window] = self.controller_cpu() - ctl
-        result.agent_cpu[window] = self.agent_cpu() - agent
+        if window != "teardown":  # the listeners that exit take their CPU seconds with them
+            result.agent_cpu[window] = self.agent_cpu() - agent
         text = await self.system.controller_metrics()
         after, done = histogram_buckets(text), client_requests(text)
         result.requests[window] = (done[0] - requests[0], done[1] - requests[1])
@@ -479,9 +482,9 @@ async def main(args: argparse.Namespace) -> int:
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sets", default="10,100", help="sizes to run, comma-separated (default: 10,100)")
-    parser.add_argument("--jobs", type=int, default=3, help="jobs per scale set (default: 3)")
-    parser.add_argument("--rate", type=float, default=0.02,
-                        help="job arrivals per second per scale set (default: 0.02)")  # fmt: skip
+    parser.add_argument("--jobs", type=int, default=2, help="jobs per scale set (default: 2)")
+    parser.add_argument("--rate", type=float, default=0.008,
+                        help="job arrivals per second per scale set (default: 0.008)")  # fmt: skip
     parser.add_argument("--duration-min", type=float, default=2.0, help="shortest job, seconds (default: 2)")
     parser.add_argument("--duration-max", type=float, default=6.0, help="longest job, seconds (default: 6)")
     parser.add_argument("--idle", type=float, default=30.0, help="seconds of the idle window (default: 30)")

@@ -14,6 +14,10 @@ go-retryablehttp semantics, with a cap so that no caller waits on GitHub for lon
   never retried (a proxy or a misbehaving service must not make the process hold an unbounded body);
 - error details are scrubbed of every secret the client holds (:mod:`._secrets`) before they are clipped, so a
   secret cut by the clip cannot leave its first half behind.
+
+At debug level every attempt logs ``github request start`` and ``github request end`` (method, path without
+the query, outcome, seconds, and whether the connection was new or reused from the pool): enough to tell a
+request that hung from a caller that never sent one. Headers, bodies and queries are never logged.
 """
 
 from __future__ import annotations
@@ -374,7 +378,8 @@ class HttpTransport:
                     body=payload.removeprefix(UTF8_BOM),
                 )
         except BaseException as exc:
-            outcome = _cause(exc)
+            # The class only: an exception's text can carry the request's URL with its query.
+            outcome = "timed out" if isinstance(exc, TimeoutError) else exc.__class__.__name__
             raise
         finally:
             _log.debug(

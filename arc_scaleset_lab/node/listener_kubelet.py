@@ -431,7 +431,9 @@ class ListenerKubelet:
             await self.kube.patch(
                 PODS,
                 worker.name,
-                terminated_status_patch(pod, code, finished_at=_now_rfc3339()),
+                terminated_status_patch(
+                    pod, code, finished_at=_now_rfc3339(), listener=worker.arc_container or LISTENER_CONTAINER_NAME
+                ),
                 namespace=worker.namespace,
                 patch_type=PatchType.STRATEGIC,
                 subresource="status",
@@ -489,11 +491,14 @@ def exit_code_of(returncode: int) -> int:
     return 128 - returncode if returncode < 0 else returncode
 
 
-def terminated_status_patch(pod: Mapping[str, Any], returncode: int, *, finished_at: str) -> dict[str, Any]:
+def terminated_status_patch(
+    pod: Mapping[str, Any], returncode: int, *, finished_at: str, listener: str = LISTENER_CONTAINER_NAME
+) -> dict[str, Any]:
     """The strategic-merge status patch of a ``restartPolicy: Never`` pod whose listener ended with ``returncode``.
 
-    Every container is reported terminated (nothing else runs here): the listener with its exit code,
-    the others with 0. The pod's UID rides along so that the write fails on a recreated pod of that name.
+    Every container is reported terminated (nothing else runs here): the listener (container ``listener``;
+    ARC's pods name it ``autoscaler``) with its exit code, the others with 0. The pod's UID rides along so
+    that the write fails on a recreated pod of that name.
     """
     code = exit_code_of(returncode)
     status = pod.get("status") or {}
@@ -504,7 +509,7 @@ def terminated_status_patch(pod: Mapping[str, Any], returncode: int, *, finished
     container_statuses = []
     for container in (pod.get("spec") or {}).get("containers") or ():
         name = container.get("name")
-        exit_code = code if name == LISTENER_CONTAINER_NAME else 0
+        exit_code = code if name == listener else 0
         container_statuses.append(
             {
                 "name": name,

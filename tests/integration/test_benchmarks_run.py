@@ -92,6 +92,11 @@ def test_semantic_benchmark_prints_a_ratio_per_case() -> None:
     assert re.search(r"^runner template, identical\s+[\d.]+ us\s+[\d.]+ us\s+[\d.]+\s", out, re.MULTILINE), out
 
 
+def test_runner_index_benchmark_prints_the_ratio_of_a_full_pass_to_an_indexed_one() -> None:
+    out = run_bench("bench_runner_index.py", "--runners", "40", "--rounds", "1")
+    assert re.search(r"^\s+40 runners, 10 passes: full [\d.]+ s .* ratio full/index [\d.]+$", out, re.MULTILINE), out
+
+
 @pytest.mark.skipif(
     not can_run_arc_listener(), reason="ARC's listener gets its service account in a mount namespace: root only"
 )

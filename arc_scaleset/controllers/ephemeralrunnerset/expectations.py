@@ -58,6 +58,18 @@ class CreationExpectations:
             return 0
         return len(pending.names)
 
+    def discard(self, key: str, name: str) -> None:
+        """Stop awaiting ``name``: the set deleted it, so its cache had shown it (a cleanup plan is made from
+        the cache). A runner created just before a revision and removed by that revision's cleanup (a pass that
+        does not look at :meth:`outstanding`) can be gone before a later pass sees it; still awaited, it would
+        hold the set's scale-up for the whole timeout."""
+        pending = self._pending.get(key)
+        if pending is None:
+            return
+        pending.names.discard(name)
+        if not pending.names:
+            del self._pending[key]
+
     def forget(self, key: str) -> None:
         self._pending.pop(key, None)
 

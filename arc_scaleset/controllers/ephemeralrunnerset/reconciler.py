@@ -457,6 +457,7 @@ class EphemeralRunnerSetReconciler:
 
         def deleted(name: str) -> None:
             self.deletions.expect(key, name)
+            self.expectations.discard(key, name)
             self._ctx.metrics.count_deleted(labels, reasons.get(name, removal), runner=f"{view.namespace}/{name}")
 
         return deleted

@@ -141,13 +141,14 @@ class SetRunners:
 
 
 def _remove(members: list[RunnerView], view: RunnerView) -> None:
-    """Remove ``view`` (by name) from ``members``, a list in :func:`_order`."""
+    """Remove ``view`` (this very object) from ``members``, a list in :func:`_order`."""
     at = bisect.bisect_left(members, _order(view), key=_order)
-    if at < len(members) and members[at].name == view.name:
+    if at < len(members) and members[at] is view:
         del members[at]
         return
-    # Unreachable while (created, name) is unique in a set; kept so a surprise cannot leave a stale entry.
+    # Only when (created, name) is not unique (same-named runners of other namespaces claiming the set as
+    # owner): look further rather than remove the wrong one or leave a stale entry.
     for index, member in enumerate(members):
-        if member.name == view.name:
+        if member is view:
             del members[index]
             return

@@ -16,6 +16,7 @@ from arc_scaleset_lab.node.arc_listener import (
     give_arc_metrics_a_free_port,
     prepare_in_cluster,
 )
+from arc_scaleset_lab.node.listener_kubelet import terminated_status_patch
 from arc_scaleset_lab.node.pod_sandbox import Sandbox, SandboxError
 
 
@@ -64,3 +65,13 @@ def test_the_metrics_address_of_arcs_config_moves_to_a_free_loopback_port(tmp_pa
     assert orjson.loads(config.read_bytes())["metricsAddr"] == f"127.0.0.1:{port}"
     config.write_bytes(orjson.dumps({"configureUrl": "https://github.com/o", "metricsAddr": ""}))
     assert give_arc_metrics_a_free_port(str(config), tmp_path) is None
+
+
+def test_an_arc_listener_that_fails_marks_its_autoscaler_container_failed() -> None:
+    pod = pod_with({"name": "autoscaler", "image": "gha:0.6.1", "command": [ARC_LISTENER_COMMAND]})
+    pod["metadata"]["uid"] = "u-1"
+    patch = terminated_status_patch(pod, 1, finished_at="2026-03-01T12:00:00Z", listener="autoscaler")
+    assert patch["status"]["phase"] == "Failed"
+    [autoscaler] = patch["status"]["containerStatuses"]
+    assert autoscaler["name"] == "autoscaler"
+    assert autoscaler["state"]["terminated"]["exitCode"] == 1
