@@ -122,6 +122,11 @@ def app_config_from_secret_data(data: Mapping[str, bytes | str]) -> AppConfig:
             # Not quoted: an installation ID is not secret, but the value might be a secret in the wrong key.
             raise CredentialsError(f"{INSTALLATION_ID_KEY} is not an integer")
         installation_id = int(installation_text, 10)
+    return _validated(values, installation_id)
+
+
+def _validated(values: Mapping[str, str], installation_id: int) -> AppConfig:
+    """The credentials of the parsed ``values`` (string fields by key), under the credential rule."""
     return AppConfig(
         github_token=values.get(TOKEN_KEY, ""),
         github_app_id=values.get(APP_ID_KEY, ""),
@@ -173,12 +178,7 @@ def app_config_from_json(text: str) -> AppConfig:
         )
     elif not -(2**63) <= installation_id < 2**63:
         raise CredentialsError(f"{INSTALLATION_ID_KEY} is out of range for a 64-bit integer")
-    return AppConfig(
-        github_token=values.get(TOKEN_KEY, ""),
-        github_app_id=values.get(APP_ID_KEY, ""),
-        github_app_installation_id=installation_id,
-        github_app_private_key=values.get(PRIVATE_KEY_KEY, ""),
-    ).validated()
+    return _validated(values, installation_id)
 
 
 def _json_type(value: object) -> str:

@@ -25,10 +25,8 @@ from pathlib import Path
 from typing import Any, Final
 from urllib.parse import urlsplit
 
-import orjson
-
 from arc_scaleset.kube.credentials import ConnectionConfig
-from arc_scaleset_lab.cluster.localcluster import LOOPBACK, free_port
+from arc_scaleset_lab.cluster.localcluster import LOOPBACK
 from arc_scaleset_lab.node.pod_sandbox import Sandbox, SandboxError
 
 ARC_LISTENER_COMMAND: Final = "/github-runnerscaleset-listener"
@@ -92,20 +90,5 @@ def arc_listener_argv(binary: Path, sandbox: Sandbox) -> list[str]:
     ]  # fmt: skip
 
 
-def give_arc_metrics_a_free_port(config_path: str | None, sandbox_root: Path) -> int | None:
-    """Point the materialised ARC listener config's ``metricsAddr`` at a free loopback port; that port."""
-    if not config_path:
-        return None
-    path = Path(config_path)
-    if not path.is_file() or sandbox_root not in path.resolve().parents:
-        return None
-    try:
-        document = orjson.loads(path.read_bytes())
-    except orjson.JSONDecodeError:
-        return None
-    if not isinstance(document, dict) or str(document.get("metricsAddr") or "") in ("", "0"):
-        return None
-    port = free_port()
-    document["metricsAddr"] = f"{LOOPBACK}:{port}"
-    path.write_bytes(orjson.dumps(document))
-    return port
+ARC_METRICS_ADDR_KEY = "metricsAddr"
+"""Where ARC 0.27's listener config holds its metrics address (ours: ``metrics_addr``)."""

@@ -55,9 +55,9 @@ from arc_scaleset.kube.resources import PODS
 from arc_scaleset_lab.cluster.localcluster import LOOPBACK, free_port
 from arc_scaleset_lab.cluster.processes import die_with_parent
 from arc_scaleset_lab.node.arc_listener import (
+    ARC_METRICS_ADDR_KEY,
     arc_listener_argv,
     arc_listener_container,
-    give_arc_metrics_a_free_port,
     prepare_in_cluster,
 )
 from arc_scaleset_lab.node.pod_sandbox import (
@@ -368,7 +368,9 @@ class ListenerKubelet:
         env.update(worker.sandbox.env)
         if worker.arc_container:
             env.update(prepare_in_cluster(worker.sandbox, self._connection, worker.namespace))
-            worker.metrics_port = give_arc_metrics_a_free_port(env.get(CONFIG_PATH_ENV), worker.sandbox.root)
+            worker.metrics_port = give_metrics_a_free_port(
+                env.get(CONFIG_PATH_ENV), worker.sandbox.root, key=ARC_METRICS_ADDR_KEY
+            )
             return env
         worker.metrics_port = give_metrics_a_free_port(env.get(CONFIG_PATH_ENV), worker.sandbox.root)
         worker.probe_port = give_probes_a_free_port(env)
@@ -539,8 +541,9 @@ def terminated_status_patch(
     }
 
 
-def give_metrics_a_free_port(config_path: str | None, sandbox_root: Path) -> int | None:
-    """Point a materialised listener config's ``metrics_addr`` at a free loopback port; that port.
+def give_metrics_a_free_port(config_path: str | None, sandbox_root: Path, *, key: str = "metrics_addr") -> int | None:
+    """Point a materialised listener config's metrics address (``key``: ``metrics_addr``, or ARC 0.27's
+    ``metricsAddr``) at a free loopback port; that port.
 
     Only a config file inside the sandbox (a copy the kubelet made) is touched; the Secret is not.
     """
@@ -553,10 +556,10 @@ def give_metrics_a_free_port(config_path: str | None, sandbox_root: Path) -> int
         document = orjson.loads(path.read_bytes())
     except orjson.JSONDecodeError:
         return None  # the listener reports an unreadable config itself
-    if not isinstance(document, dict) or str(document.get("metrics_addr") or "") in ("", "0"):
+    if not isinstance(document, dict) or str(document.get(key) or "") in ("", "0"):
         return None
     port = free_port()
-    document["metrics_addr"] = f"{LOOPBACK}:{port}"
+    document[key] = f"{LOOPBACK}:{port}"
     path.write_bytes(orjson.dumps(document))
     return port
 

@@ -12,11 +12,11 @@ import pytest
 from arc_scaleset.kube.credentials import ConnectionConfig
 from arc_scaleset_lab.node.arc_listener import (
     ARC_LISTENER_COMMAND,
+    ARC_METRICS_ADDR_KEY,
     arc_listener_container,
-    give_arc_metrics_a_free_port,
     prepare_in_cluster,
 )
-from arc_scaleset_lab.node.listener_kubelet import terminated_status_patch
+from arc_scaleset_lab.node.listener_kubelet import give_metrics_a_free_port, terminated_status_patch
 from arc_scaleset_lab.node.pod_sandbox import Sandbox, SandboxError
 
 
@@ -60,11 +60,11 @@ def test_the_metrics_address_of_arcs_config_moves_to_a_free_loopback_port(tmp_pa
     config = tmp_path / "volumes" / "listener-config" / "config.json"
     config.parent.mkdir(parents=True)
     config.write_bytes(orjson.dumps({"configureUrl": "https://github.com/o", "metricsAddr": ":8080"}))
-    port = give_arc_metrics_a_free_port(str(config), tmp_path)
+    port = give_metrics_a_free_port(str(config), tmp_path, key=ARC_METRICS_ADDR_KEY)
     assert port is not None
     assert orjson.loads(config.read_bytes())["metricsAddr"] == f"127.0.0.1:{port}"
     config.write_bytes(orjson.dumps({"configureUrl": "https://github.com/o", "metricsAddr": ""}))
-    assert give_arc_metrics_a_free_port(str(config), tmp_path) is None
+    assert give_metrics_a_free_port(str(config), tmp_path, key=ARC_METRICS_ADDR_KEY) is None
 
 
 def test_an_arc_listener_that_fails_marks_its_autoscaler_container_failed() -> None:
