@@ -71,6 +71,7 @@ from arc_scaleset_lab.demo.summary import audit_jobs, percentile, queue_latencie
 from arc_scaleset_lab.harness import scale_sets
 from arc_scaleset_lab.harness.cluster import TestCluster, start_test_cluster
 from arc_scaleset_lab.harness.system import ORG, System, SystemOptions
+from arc_scaleset_lab.harness.waiting import eventually
 from arc_scaleset_lab.sim.workload import WorkloadSpec, plan
 
 POLL = 1.0
@@ -191,10 +192,7 @@ def ready(ars: Mapping[str, Any]) -> bool:
 async def wait_for(check: Callable[[], Awaitable[bool]], *, timeout: float, what: str) -> float:
     """Seconds until ``check()`` was true, polling every POLL s; raises TimeoutError naming ``what``."""
     start = time.monotonic()
-    while not await check():
-        if time.monotonic() - start > timeout:
-            raise TimeoutError(f"timed out after {timeout:.0f}s waiting for {what}")
-        await asyncio.sleep(POLL)
+    await eventually(check, what, timeout=timeout, interval=POLL, max_interval=POLL)
     return time.monotonic() - start
 
 

@@ -211,10 +211,28 @@ async def measure(system: System, namespace: str, levels: list[int], args: argpa
         listeners = system.listener_pids()
         print(f"{level} idle runners (Running after {seconds:.0f} s):")
         print(f"  controller: {(await steady_memory(controller)).text()}")
-        for pod, pid in sorted(listeners.items()):
-            print(f"  listener {pod}: {(await steady_memory(pid)).text()}")
+        for pod in sorted(listeners):
+            print(f"  listener {pod}: {(await steady_listener_memory(system, pod, timeout=args.timeout)).text()}")
         if index == 0 and args.jobs:
             await load(system, name, listeners, args.jobs, timeout=args.timeout)
+
+
+async def steady_listener_memory(system: System, pod: str, *, timeout: float) -> Memory:
+    """:func:`steady_memory` of the listener of ``pod``. A changed ``minRunners`` changes the listener's config,
+    so the controller replaces the listener (same pod name, new process) while the runners scale: a process
+    that exits while sampled is sampled again in its successor."""
+
+    async def sampled() -> Memory | None:
+        pid = system.listener_pids().get(pod)
+        if pid is None:
+            return None
+        try:
+            return await steady_memory(pid)
+        except FileNotFoundError:  # /proc/<pid> went with the replaced process
+            return None
+
+    found: Memory = await eventually(sampled, f"listener {pod} to run", timeout=timeout, interval=1.0)
+    return found
 
 
 async def load(system: System, scale_set: str, listeners: dict[str, int], jobs: int, *, timeout: float) -> None:

@@ -69,6 +69,7 @@ from arc_scaleset_lab.cluster.localcluster import free_port
 from arc_scaleset_lab.cluster.processes import ManagedProcess
 from arc_scaleset_lab.harness.cluster import install_crds, start_test_cluster
 from arc_scaleset_lab.harness.system import arc_scaleset_command
+from arc_scaleset_lab.harness.waiting import eventually
 from arc_scaleset_lab.node.arc_listener import can_run_arc_listener
 from arc_scaleset_lab.sim.admin_client import SimAdminClient
 
@@ -169,18 +170,8 @@ class PeakSampler:
 async def until(check: Callable[[], Awaitable[bool] | bool], what: str, *, timeout: float,
                 interval: float = 0.1) -> float:  # fmt: skip
     """Wait until ``check()`` holds (polled with backoff up to ``interval``); the monotonic time it held."""
-    deadline = time.monotonic() + timeout
-    delay = 0.01
-    while True:
-        result = check()
-        if not isinstance(result, bool):
-            result = await result
-        if result:
-            return time.monotonic()
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"timed out after {timeout:.0f}s waiting for {what}")
-        await asyncio.sleep(delay)
-        delay = min(interval, delay * 2)
+    await eventually(check, what, timeout=timeout, interval=0.01, max_interval=interval)
+    return time.monotonic()
 
 
 def parse_time(value: str | None) -> dt.datetime | None:

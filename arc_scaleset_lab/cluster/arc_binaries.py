@@ -21,7 +21,6 @@ import hashlib
 import json
 import shutil
 import subprocess
-import tempfile
 from pathlib import Path
 from typing import Any, Final
 
@@ -88,27 +87,15 @@ def _module_source(go: str) -> Path:
 
 def build(*, progress: binaries.ProgressCallback | None = None, force: bool = False) -> Path:
     """Build ARC's manager and listener and copy its CRDs into :func:`bin_dir` unless complete; that directory."""
-    target = bin_dir()
-    if is_built(target) and not force:
-        return target
-    go = binaries._go()
-    with binaries._build_lock(target.parent):
-        if is_built(target) and not force:  # another process finished it while we waited
-            return target
-        staging = Path(tempfile.mkdtemp(prefix=".build-", dir=target.parent))
-        try:
-            binaries._run_step(go, _STEP, staging, progress)
-            crds = staging / CRD_DIR
-            crds.mkdir()
-            for source in sorted((_module_source(go) / "config" / "crd" / "bases").glob("actions.github.com_*.yaml")):
-                shutil.copyfile(source, crds / source.name)
-            (staging / ".complete").write_text(cache_key() + "\n")
-            if target.exists():
-                shutil.rmtree(target)
-            staging.rename(target)
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
-    return target
+
+    def fill(go: str, staging: Path) -> None:
+        binaries.run_step(go, _STEP, staging, progress)
+        crds = staging / CRD_DIR
+        crds.mkdir()
+        for source in sorted((_module_source(go) / "config" / "crd" / "bases").glob("actions.github.com_*.yaml")):
+            shutil.copyfile(source, crds / source.name)
+
+    return binaries.build_cached(bin_dir(), key=cache_key(), is_complete=is_built, fill=fill, force=force)
 
 
 def crd_documents(directory: Path | None = None) -> list[dict[str, Any]]:

@@ -137,7 +137,7 @@ def _count_packages(go: str, step: BuildStep, cwd: Path, env: dict[str, str]) ->
     return max(1, len(listed.stdout.split()))
 
 
-def _run_step(go: str, step: BuildStep, out_dir: Path, progress: ProgressCallback | None) -> None:
+def run_step(go: str, step: BuildStep, out_dir: Path, progress: ProgressCallback | None) -> None:
     cwd = modules_dir() / step.module_dir
     env = {**os.environ, "CGO_ENABLED": "0"}
     total = _count_packages(go, step, cwd, env)
@@ -162,18 +162,38 @@ def _run_step(go: str, step: BuildStep, out_dir: Path, progress: ProgressCallbac
 
 def build(*, progress: ProgressCallback | None = None, force: bool = False) -> Path:
     """Build every binary into :func:`bin_dir` unless it is already complete; return that directory."""
-    target = bin_dir()
-    if is_built(target) and not force:
+
+    def fill(go: str, staging: Path) -> None:
+        for step in BUILD_STEPS:
+            run_step(go, step, staging, progress)
+
+    return build_cached(bin_dir(), key=cache_key(), is_complete=is_built, fill=fill, force=force)
+
+
+def build_cached(
+    target: Path,
+    *,
+    key: str,
+    is_complete: Callable[[Path], bool],
+    fill: Callable[[str, Path], None],
+    force: bool = False,
+) -> Path:
+    """``target``, filled by ``fill(go, staging)`` unless ``is_complete(target)`` (and not ``force``).
+
+    One build at a time per cache directory (a file lock: parallel test runs share the cache); the build goes
+    into a staging directory renamed onto ``target`` only once complete and marked with ``key``, so a build
+    that fails or is killed leaves nothing a later run would take for complete.
+    """
+    if is_complete(target) and not force:
         return target
     go = _go()
     with _build_lock(target.parent):
-        if is_built(target) and not force:  # another process finished the build while we waited
+        if is_complete(target) and not force:  # another process finished the build while we waited
             return target
         staging = Path(tempfile.mkdtemp(prefix=".build-", dir=target.parent))
         try:
-            for step in BUILD_STEPS:
-                _run_step(go, step, staging, progress)
-            (staging / ".complete").write_text(cache_key() + "\n")
+            fill(go, staging)
+            (staging / ".complete").write_text(key + "\n")
             if target.exists():
                 shutil.rmtree(target)
             staging.rename(target)

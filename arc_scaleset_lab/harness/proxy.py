@@ -19,13 +19,13 @@ import re
 import secrets
 import shutil
 import subprocess
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
 from arc_scaleset_lab.cluster.localcluster import free_port
 from arc_scaleset_lab.cluster.processes import die_with_parent
+from arc_scaleset_lab.harness.waiting import wait_until
 
 PROXY_EGRESS_ADDRESS = "127.0.0.2"
 _ESTABLISHED = re.compile(r'Established connection to host "(?P<host>[^"]+)"')
@@ -122,12 +122,16 @@ class TinyProxy:
             preexec_fn=die_with_parent if self.tie_to_parent else None,
         )
         output.close()
-        deadline = time.monotonic() + 10
-        while "Accepting connections" not in self._log_text():
-            if self._process.poll() is not None or time.monotonic() > deadline:
-                self.stop()
-                raise ProxyUnavailableError(f"tinyproxy did not start: see {self.workdir}")
-            time.sleep(0.05)
+        process = self._process
+        try:  # until it accepts connections, or exits
+            wait_until(lambda: process.poll() is not None or "Accepting connections" in self._log_text(),
+                       "tinyproxy to start", timeout=10)  # fmt: skip
+            started = process.poll() is None
+        except TimeoutError:
+            started = False
+        if not started:
+            self.stop()
+            raise ProxyUnavailableError(f"tinyproxy did not start: see {self.workdir}")
 
     def stop(self) -> None:
         if self._process is not None and self._process.poll() is None:

@@ -5,7 +5,6 @@ namespace. Uninstalling the scale set leaves nothing behind (ARC #3282: objects 
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import tempfile
 import uuid
@@ -22,7 +21,6 @@ from arc_scaleset.kube.errors import AlreadyExists, NotFound
 from arc_scaleset_lab.harness import scale_sets
 from arc_scaleset_lab.harness.cluster import TestCluster
 from arc_scaleset_lab.harness.helm import Helm, service_account_kubeconfig
-from arc_scaleset_lab.harness.runner_tracker import RunnerTracker
 from arc_scaleset_lab.harness.system import System, SystemOptions
 from arc_scaleset_lab.harness.waiting import eventually
 from tests.charts.paths import CONTROLLER_CHART, SCALE_SET_CHART
@@ -90,15 +88,7 @@ async def test_charts_install_a_scale_set_that_runs_jobs_with_only_the_charts_pe
         "template": scale_sets.runner_template(),
         "controllerServiceAccount": {"namespace": CONTROLLER_NAMESPACE, "name": CONTROLLER_SERVICE_ACCOUNT},
     }
-    tracker = RunnerTracker(system.kube, namespace=RUNNER_NAMESPACE, runner_set=SCALE_SET)
-    handle = ScaleSetHandle(
-        system=system,
-        namespace=RUNNER_NAMESPACE,
-        name=SCALE_SET,
-        min_runners=1,
-        tracker=tracker,
-        tracking=asyncio.create_task(tracker.run(), name="tracker"),
-    )
+    handle = ScaleSetHandle.tracked(system, namespace=RUNNER_NAMESPACE, name=SCALE_SET, min_runners=1)
     try:
         await helm.install(SCALE_SET_CHART, SCALE_SET, RUNNER_NAMESPACE, values)
         await handle.wait_ready(timeout=90)

@@ -7,20 +7,22 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import aiohttp
 import pytest
 
 from arc_scaleset.api.autoscalingrunnerset import AUTOSCALING_RUNNER_SETS
+from arc_scaleset.kube import resources
 from arc_scaleset.kube.errors import NotFound
 from arc_scaleset_lab.demo.summary import audit_jobs
 from arc_scaleset_lab.harness import scale_sets
 from arc_scaleset_lab.harness.runner_tracker import RunnerTracker
 from arc_scaleset_lab.harness.scale_sets import ScaleSetSnapshot
-from arc_scaleset_lab.harness.system import ORG, System
+from arc_scaleset_lab.harness.system import ORG, System, SystemOptions
 
 REPOSITORY = f"{ORG}/e2e"
 
@@ -46,6 +48,23 @@ class ScaleSetHandle:
     tracking: asyncio.Task[None]
     revision: int = 1
     job_ids: list[int] = field(default_factory=list)
+
+    @classmethod
+    def tracked(
+        cls, system: System, *, namespace: str, name: str, min_runners: int, every_runner_set: bool = False
+    ) -> ScaleSetHandle:
+        """A handle on scale set ``name`` whose runners a :class:`RunnerTracker` follows from now on: those of
+        its runner sets, or with ``every_runner_set`` those of every set in the namespace (ARC's sets, taken
+        over, carry other names)."""
+        tracker = RunnerTracker(system.kube, namespace=namespace, runner_set=None if every_runner_set else name)
+        return cls(
+            system=system,
+            namespace=namespace,
+            name=name,
+            min_runners=min_runners,
+            tracker=tracker,
+            tracking=asyncio.create_task(tracker.run(), name=f"tracker-{name}"),
+        )
 
     async def snapshot(self) -> ScaleSetSnapshot:
         return await scale_sets.observe(
@@ -169,15 +188,7 @@ class ScaleSetFactory:
             secret = await self.system.create_app_secret(self.namespace, name=f"{name}-github-app")
         else:
             secret = await self.system.create_pat_secret(self.namespace, name=f"{name}-github-token")
-        tracker = RunnerTracker(self.system.kube, namespace=self.namespace, runner_set=name)
-        handle = ScaleSetHandle(
-            system=self.system,
-            namespace=self.namespace,
-            name=name,
-            min_runners=min_runners,
-            tracker=tracker,
-            tracking=asyncio.create_task(tracker.run(), name=f"tracker-{name}"),
-        )
+        handle = ScaleSetHandle.tracked(self.system, namespace=self.namespace, name=name, min_runners=min_runners)
         self.created.append(handle)
         manifest = scale_sets.autoscaling_runner_set(
             name=name,
@@ -208,3 +219,29 @@ async def active_faults(system: System) -> list[dict[str, Any]]:
         body = await response.json()
     rules: list[dict[str, Any]] = body["faults"] if isinstance(body, dict) else body
     return rules
+
+
+@contextlib.asynccontextmanager
+async def started_system(
+    workdir: Path, *, kubeconfig: Path, namespace: str, options: SystemOptions
+) -> AsyncIterator[System]:
+    """A system of its own (a test module's: its own controller namespace and options) with its scale-set
+    ``namespace`` made; stopped when the block ends, also on failure. ``workdir`` stays the caller's (its logs
+    may still be read after the stop)."""
+    running = System(workdir, kubeconfig=kubeconfig, options=options)
+    await running.start()
+    try:
+        await running.ensure_namespace(namespace, labels={"arc-scaleset.dev/test": "true"})
+        yield running
+    finally:
+        await running.stop()
+
+
+async def listener_recreations(system: System, listener_name: str) -> int:
+    """How many times the controller recreated the listener's pod (its ``ListenerPodRecreating`` Events)."""
+    events = (await system.kube.list(resources.EVENTS, namespace=system.controller_namespace)).items
+    return sum(
+        int((e.get("series") or {}).get("count", 1))
+        for e in events
+        if e.get("reason") == "ListenerPodRecreating" and (e.get("regarding") or {}).get("name") == listener_name
+    )

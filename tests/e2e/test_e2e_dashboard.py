@@ -25,7 +25,7 @@ from arc_scaleset.api.listener_config import CONFIG_PATH_ENV
 from arc_scaleset_lab.harness.cluster import TestCluster
 from arc_scaleset_lab.harness.system import System, SystemOptions
 from arc_scaleset_lab.harness.waiting import eventually
-from tests.e2e.harness import ScaleSetFactory
+from tests.e2e.harness import ScaleSetFactory, started_system
 from tests.unit.observability.test_dashboard import DASHBOARD, GROUPING, MATCHER_LABEL, METRIC, queries
 
 RUN_ID = uuid.uuid4().hex[:6]
@@ -41,13 +41,12 @@ async def metrics_system(cluster: TestCluster) -> AsyncIterator[System]:
         long_poll_seconds=2.0,
         controller_args=("--listener-metrics-addr=:8080",),  # after the harness's "=0": the last one wins
     )
-    running = System(workdir, kubeconfig=cluster.kubeconfig, options=options)
-    await running.start()
     try:
-        await running.ensure_namespace(NAMESPACE, labels={"arc-scaleset.dev/test": "true"})
-        yield running
+        async with started_system(
+            workdir, kubeconfig=cluster.kubeconfig, namespace=NAMESPACE, options=options
+        ) as running:
+            yield running
     finally:
-        await running.stop()
         shutil.rmtree(workdir, ignore_errors=True)
 
 

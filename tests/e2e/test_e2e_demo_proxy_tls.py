@@ -78,7 +78,9 @@ async def test_the_demo_behind_a_proxy_with_a_private_ca_runs_every_job_and_all_
     assert traffic.tunnels > 0
     assert traffic.direct == {}, "requests that reached the sim without the proxy"
     assert traffic.refused == 0
-    assert traffic.runner_pods == options.runners_min, "the idle runners left at the end, all set to the proxy"
+    # Read once at the end: a runner that just finished its job may still have its pod beside the idle ones.
+    assert traffic.runner_pods >= options.runners_min, "the idle runners left at the end"
+    assert traffic.runner_pods_without_proxy == (), "every runner pod takes https_proxy from the proxy Secret"
     assert summary.ok
     assert any(line.startswith("proxy:") and "none bypassed it" in line for line in summary.lines())
     # The proxy's password is a secret of the run like the PAT: no process logged it.

@@ -10,7 +10,6 @@ the lab's listener processes run (a cluster mounts it into the pod with ``listen
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import contextlib
 import json
@@ -34,11 +33,10 @@ from arc_scaleset.kube import resources
 from arc_scaleset.kube.errors import NotFound
 from arc_scaleset_lab.harness import scale_sets
 from arc_scaleset_lab.harness.cluster import TestCluster
-from arc_scaleset_lab.harness.runner_tracker import RunnerTracker
 from arc_scaleset_lab.harness.secret_scan import find_leaks, find_leaks_in_objects
 from arc_scaleset_lab.harness.system import System, SystemOptions
 from arc_scaleset_lab.sim.azure import make_client_certificate
-from tests.e2e.harness import ScaleSetHandle, describe
+from tests.e2e.harness import ScaleSetHandle, describe, listener_recreations, started_system
 
 RUN_ID = uuid.uuid4().hex[:6]
 NAMESPACE = f"e2e-vault-{RUN_ID}"
@@ -66,10 +64,7 @@ async def world(cluster: TestCluster) -> AsyncIterator[VaultWorld]:
         azure_on_sim=True,
         controller_args=(f"--vault-refresh-interval={REFRESH}",),
     )
-    running = System(workdir, kubeconfig=cluster.kubeconfig, options=options)
-    await running.start()
-    try:
-        await running.ensure_namespace(NAMESPACE, labels={"arc-scaleset.dev/test": "true"})
+    async with started_system(workdir, kubeconfig=cluster.kubeconfig, namespace=NAMESPACE, options=options) as running:
         pem = make_client_certificate(CLIENT)
         running.ledger.add_private_key(pem[pem.index("-----BEGIN PRIVATE KEY-----") :], "vault client key")
         certificate = workdir / "vault-client.pem"
@@ -85,8 +80,6 @@ async def world(cluster: TestCluster) -> AsyncIterator[VaultWorld]:
         ]
         object_leaks = find_leaks_in_objects(objects, running.ledger)
         assert not object_leaks, "secrets found in objects:\n" + "\n".join(map(str, object_leaks[:20]))
-    finally:
-        await running.stop()
     leaks = find_leaks(running.log_files(), running.ledger)
     assert not leaks, "secrets found in logs:\n" + "\n".join(map(str, leaks[:20]))
     shutil.rmtree(workdir, ignore_errors=True)
@@ -132,15 +125,7 @@ async def _vault_scale_set(
             ]
         }
     }
-    tracker = RunnerTracker(system.kube, namespace=NAMESPACE, runner_set=name)
-    handle = ScaleSetHandle(
-        system=system,
-        namespace=NAMESPACE,
-        name=name,
-        min_runners=min_runners,
-        tracker=tracker,
-        tracking=asyncio.create_task(tracker.run(), name=f"tracker-{name}"),
-    )
+    handle = ScaleSetHandle.tracked(system, namespace=NAMESPACE, name=name, min_runners=min_runners)
     await system.kube.create(AUTOSCALING_RUNNER_SETS, manifest, namespace=NAMESPACE)
     try:
         yield handle
@@ -172,16 +157,6 @@ async def _condition(handle: ScaleSetHandle, reason: str) -> dict[str, Any] | No
 async def _events(system: System, name: str, reason: str) -> list[dict[str, Any]]:
     events = (await system.kube.list(resources.EVENTS, namespace=NAMESPACE)).items
     return [e for e in events if e.get("reason") == reason and (e.get("regarding") or {}).get("name") == name]
-
-
-async def _recreations(system: System, listener_name: str) -> int:
-    """How many times the controller recreated the listener's pod (its ``ListenerPodRecreating`` Events)."""
-    events = (await system.kube.list(resources.EVENTS, namespace=system.controller_namespace)).items
-    return sum(
-        int((e.get("series") or {}).get("count", 1))
-        for e in events
-        if e.get("reason") == "ListenerPodRecreating" and (e.get("regarding") or {}).get("name") == listener_name
-    )
 
 
 async def test_a_scale_set_whose_credentials_live_only_in_the_vault_scales_up_and_down(world: VaultWorld) -> None:
@@ -238,7 +213,7 @@ async def test_rotating_the_secret_in_the_vault_reaches_the_listener_once_and_th
 
         first = await pod()
         assert first is not None
-        recreated_before = await _recreations(system, listener)
+        recreated_before = await listener_recreations(system, listener)
 
         rotated = await _new_pat(system)
         await system.sim.set_vault_secret("rotated-github", _pat_json(rotated))
@@ -262,7 +237,7 @@ async def test_rotating_the_secret_in_the_vault_reaches_the_listener_once_and_th
         await runners.enqueue(2, duration=0.5)
         await runners.assert_every_job_ran_once(timeout=90)
         # Several refresh intervals went by while the jobs ran: the listener was recreated once, not again.
-        assert await _recreations(system, listener) == recreated_before + 1
+        assert await listener_recreations(system, listener) == recreated_before + 1
 
 
 async def test_a_missing_vault_secret_is_a_condition_and_an_event_until_it_is_created(world: VaultWorld) -> None:

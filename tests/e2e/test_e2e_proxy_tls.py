@@ -8,7 +8,6 @@ outgoing side to 127.0.0.2, so the sim's record of TCP peers tells proxied reque
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import contextlib
 import json
@@ -30,9 +29,8 @@ from arc_scaleset.kube.errors import NotFound
 from arc_scaleset_lab.harness import scale_sets
 from arc_scaleset_lab.harness.cluster import TestCluster
 from arc_scaleset_lab.harness.proxy import PROXY_EGRESS_ADDRESS, TinyProxy
-from arc_scaleset_lab.harness.runner_tracker import RunnerTracker
 from arc_scaleset_lab.harness.system import System, SystemOptions
-from tests.e2e.harness import ScaleSetHandle, describe
+from tests.e2e.harness import ScaleSetHandle, describe, listener_recreations, started_system
 
 RUN_ID = uuid.uuid4().hex[:6]
 NAMESPACE = f"e2e-proxy-{RUN_ID}"
@@ -68,13 +66,8 @@ async def tls_system(cluster: TestCluster) -> AsyncIterator[System]:
         sim_host=_sim_host(),
         sim_tls=True,
     )
-    running = System(workdir, kubeconfig=cluster.kubeconfig, options=options)
-    await running.start()
-    try:
-        await running.ensure_namespace(NAMESPACE, labels={"arc-scaleset.dev/test": "true"})
+    async with started_system(workdir, kubeconfig=cluster.kubeconfig, namespace=NAMESPACE, options=options) as running:
         yield running
-    finally:
-        await running.stop()
     shutil.rmtree(workdir, ignore_errors=True)
 
 
@@ -119,15 +112,7 @@ async def _create(
             namespace=NAMESPACE,
         )
         spec["githubServerTLS"] = {"certificateFrom": {"configMapKeyRef": {"name": f"{name}-ca", "key": "ca.crt"}}}
-    tracker = RunnerTracker(system.kube, namespace=NAMESPACE, runner_set=name)
-    handle = ScaleSetHandle(
-        system=system,
-        namespace=NAMESPACE,
-        name=name,
-        min_runners=min_runners,
-        tracker=tracker,
-        tracking=asyncio.create_task(tracker.run(), name=f"tracker-{name}"),
-    )
+    handle = ScaleSetHandle.tracked(system, namespace=NAMESPACE, name=name, min_runners=min_runners)
     await system.kube.create(AUTOSCALING_RUNNER_SETS, manifest, namespace=NAMESPACE)
     return handle
 
@@ -229,16 +214,6 @@ async def _listener_config(system: System, listener_name: str) -> dict[str, Any]
     return dict(json.loads(base64.b64decode(secret["data"]["config.json"])))
 
 
-async def _recreations(system: System, listener_name: str) -> int:
-    """How many times the controller recreated the listener's pod (its ``ListenerPodRecreating`` Events)."""
-    events = (await system.kube.list(resources.EVENTS, namespace=system.controller_namespace)).items
-    return sum(
-        int((e.get("series") or {}).get("count", 1))
-        for e in events
-        if e.get("reason") == "ListenerPodRecreating" and (e.get("regarding") or {}).get("name") == listener_name
-    )
-
-
 async def _runner_https_proxy(system: System) -> str:
     secrets_ = [
         s
@@ -269,7 +244,7 @@ async def test_a_changed_ca_or_proxy_secret_recreates_the_listener_once_and_reac
 
         # 1. The proxy credentials rotate (the proxy accepts both passwords): the listener's pod is recreated
         # once, with the new credentials, and the next runners get them through the runner proxy Secret.
-        first_uid, recreated_before = await pod_uid(), await _recreations(tls_system, listener)
+        first_uid, recreated_before = await pod_uid(), await listener_recreations(tls_system, listener)
         await tls_system.kube.patch(
             resources.SECRETS,
             "rotated-proxy-credentials",
@@ -289,11 +264,11 @@ async def test_a_changed_ca_or_proxy_secret_recreates_the_listener_once_and_reac
         await runners.enqueue(1, duration=0.5)
         await runners.assert_every_job_ran_once(timeout=90)
         assert proxy.rotated_password in await _runner_https_proxy(tls_system)
-        assert await _recreations(tls_system, listener) == recreated_before + 1
+        assert await listener_recreations(tls_system, listener) == recreated_before + 1
 
         # 2. The CA ConfigMap changes (a bundle: the CA twice): the config Secret's server_root_ca follows, the
         # pod is recreated once more, and the listener still connects with it.
-        second_uid, recreated_before = await pod_uid(), await _recreations(tls_system, listener)
+        second_uid, recreated_before = await pod_uid(), await listener_recreations(tls_system, listener)
         assert tls_system.sim_ca_pem
         bundle = tls_system.sim_ca_pem + tls_system.sim_ca_pem
         await tls_system.kube.patch(
@@ -308,7 +283,7 @@ async def test_a_changed_ca_or_proxy_secret_recreates_the_listener_once_and_reac
         await runners.wait(lambda s: s.session_owner is not None, timeout=60, what="the new listener's session")
         await runners.enqueue(1, duration=0.5)
         await runners.assert_every_job_ran_once(timeout=90)
-        assert await _recreations(tls_system, listener) == recreated_before + 1
+        assert await listener_recreations(tls_system, listener) == recreated_before + 1
 
 
 async def test_a_no_proxy_host_bypasses_the_proxy_through_the_whole_system(

@@ -32,7 +32,6 @@ from arc_scaleset.kube.resources import Resource
 from arc_scaleset.kube.views import ObjectView
 from arc_scaleset_lab.harness import scale_sets
 from arc_scaleset_lab.harness.arc_install import ArcInstaller, ArcScaleSet, listener_session_key_names
-from arc_scaleset_lab.harness.runner_tracker import RunnerTracker
 from arc_scaleset_lab.harness.system import System
 from arc_scaleset_lab.harness.waiting import eventually
 from tests.e2e.harness import ScaleSetFactory, ScaleSetHandle
@@ -155,14 +154,8 @@ async def install_arc_scale_set(
         max_runners=max_runners,
         template=scale_sets.runner_template(env={scale_sets.TEMPLATE_REVISION_ENV: "1"}),
     )
-    tracker = RunnerTracker(system.kube, namespace=factory.namespace)
-    handle = ScaleSetHandle(
-        system=system,
-        namespace=factory.namespace,
-        name=name,
-        min_runners=min_runners,
-        tracker=tracker,
-        tracking=asyncio.create_task(tracker.run(), name=f"tracker-{name}"),
+    handle = ScaleSetHandle.tracked(
+        system, namespace=factory.namespace, name=name, min_runners=min_runners, every_runner_set=True
     )
     factory.created.append(handle)
     return arc, handle
