@@ -1,6 +1,7 @@
 """Resident memory of the controller manager and of one listener, as separate processes, at a runner count.
 
-    .venv/bin/python bench/bench_memory.py [--runners 200,1000] [--jobs 200] [--qps 100] [--reuse DIR]
+    .venv/bin/python bench/bench_memory.py [--runners 200,1000] [--jobs 200] [--qps 100] [--credentials pat|app]
+        [--reuse DIR]
 
 Starts a fresh local control plane (or reuses ``--reuse``) and the whole system as the demo and the e2e
 suite run it (``arc_scaleset_lab.harness.system``): the simulated GitHub, ``arc-scaleset controller`` (its
@@ -21,8 +22,9 @@ the RSS of a process that imported them and did nothing else.
 
 The figures are the kernel's (``/proc/<pid>/status``), in MB of 2^20 bytes. Nothing here is a ratio:
 memory does not depend on the machine's speed, but it does on the Python build and the installed packages.
-The scale set's credentials are a PAT: a GitHub App adds PyJWT and cryptography (about 9 MB) to both
-processes.
+The scale set's credentials are a PAT, or with ``--credentials app`` a GitHub App registered in the simulated
+GitHub (as ``bench_vs_arc.py`` and the e2e suite use): an App adds PyJWT and cryptography (about 9 MB) to
+both processes, and its JWTs are signed while they run.
 """
 
 from __future__ import annotations
@@ -184,7 +186,11 @@ async def measure(system: System, namespace: str, levels: list[int], args: argpa
     assert controller is not None
     print(f"controller, idle (no scale set): {(await steady_memory(controller)).text()}")
     await system.ensure_namespace(namespace)
-    secret = await system.create_pat_secret(namespace)
+    if args.credentials == "app":
+        secret = await system.create_app_secret(namespace)
+    else:
+        secret = await system.create_pat_secret(namespace)
+    print(f"credentials: {'GitHub App' if args.credentials == 'app' else 'PAT'}")
     name = SCALE_SET
     ars = autoscaling_runner_set(
         name=name,
@@ -267,6 +273,9 @@ if __name__ == "__main__":
         "--jobs", type=int, default=200, help="jobs arriving at once for the listener's load figure (0: none)"
     )
     parser.add_argument("--qps", type=int, default=100, help="the controller's Kubernetes client QPS (burst: twice)")
+    parser.add_argument(
+        "--credentials", choices=("pat", "app"), default="pat", help="the scale set's GitHub credentials (default pat)"
+    )
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds to wait for each level or the jobs")
     parser.add_argument("--reuse", help="work directory of a running cluster (arc-scaleset cluster up --dir)")
     asyncio.run(main(parser.parse_args()))

@@ -77,8 +77,8 @@ REPO = Path(__file__).resolve().parents[1]
 PAT = "ghp_bench_scale_up_0123456789"
 APP_ID, INSTALLATION_ID = 4242, 4343
 TEMPLATE = {"spec": {"containers": [{"name": "runner", "image": "ghcr.io/actions/actions-runner:latest"}]}}
-WRITE_VERBS = ("create", "update", "patch", "delete")
-APISERVER_WRITE_VERBS = frozenset({"POST", "PUT", "PATCH", "DELETE", "APPLY"})
+WRITE_VERBS = ("create", "update", "patch", "delete", "deletecollection")
+APISERVER_WRITE_VERBS = frozenset({"POST", "PUT", "PATCH", "DELETE", "DELETECOLLECTION", "APPLY"})
 _METRIC_LINE = re.compile(r"^apiserver_request_total\{(?P<labels>[^}]*)\} (?P<value>\S+)$")
 _LABEL = re.compile(r'(\w+)="([^"]*)"')
 POLL = 0.02

@@ -28,8 +28,8 @@ pods, ``arc-scaleset listener`` for ours) serve every round. A round of one side
 
 Figures per round: the times above; API server requests per runner during scale-up and scale-down
 (``apiserver_request_total``, every client: controller, listener, scheduler, kwok, node agent -- the same
-others on both sides), writes (POST/PUT/PATCH/DELETE/APPLY) and reads (GET/LIST); the controller's CPU
-seconds in each window and its peak RSS (VmHWM: a fresh process per round); the listener's peak RSS
+others on both sides), writes (POST/PUT/PATCH/DELETE/DELETECOLLECTION/APPLY) and reads (GET/LIST); the
+controller's CPU seconds in each window and its peak RSS (VmHWM: a fresh process per round); the listener's peak RSS
 (sampled every 0.5 s, every listener process of the round); job latency p50/p95. Printed per side as
 medians over the rounds, then as ratios project/ARC (below 1: the project is faster or cheaper).
 On a 2-core machine every process competes for CPU; the load average is printed with the figures.
@@ -83,7 +83,7 @@ RUNNER_TEMPLATE = {
                         "command": ["/home/runner/run.sh"]}],
     }
 }  # fmt: skip
-WRITE_VERBS = frozenset({"POST", "PUT", "PATCH", "DELETE", "APPLY"})
+WRITE_VERBS = frozenset({"POST", "PUT", "PATCH", "DELETE", "DELETECOLLECTION", "APPLY"})
 READ_VERBS = frozenset({"GET", "LIST"})
 _METRIC_LINE = re.compile(r"^apiserver_request_total\{(?P<labels>[^}]*)\} (?P<value>\S+)$")
 _LABEL = re.compile(r'(\w+)="([^"]*)"')

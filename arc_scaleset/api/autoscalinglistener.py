@@ -10,8 +10,6 @@ from pydantic.config import JsonDict
 from arc_scaleset.api.autoscalingrunnerset import MAX_RUNNERS_UNBOUNDED
 from arc_scaleset.api.common import (
     CONDITIONS_LIST_MARKERS,
-    GROUP,
-    VERSION,
     ApiModel,
     Condition,
     KubeObject,
@@ -23,9 +21,8 @@ from arc_scaleset.api.common import (
     TLSConfig,
     VaultConfig,
 )
+from arc_scaleset.api.constants import AUTOSCALING_LISTENERS as AUTOSCALING_LISTENERS
 from arc_scaleset.kube.resources import Resource
-
-AUTOSCALING_LISTENERS = Resource(GROUP, VERSION, "autoscalinglisteners", "AutoscalingListener", namespaced=True)
 
 _MIN_NOT_ABOVE_MAX: JsonDict = {
     "rule": "!has(self.minRunners) || !has(self.maxRunners) || self.minRunners <= self.maxRunners",

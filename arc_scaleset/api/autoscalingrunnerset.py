@@ -9,8 +9,6 @@ from pydantic.config import JsonDict
 
 from arc_scaleset.api.common import (
     CONDITIONS_LIST_MARKERS,
-    GROUP,
-    VERSION,
     ApiModel,
     Condition,
     KubeObject,
@@ -21,12 +19,9 @@ from arc_scaleset.api.common import (
     TLSConfig,
     VaultConfig,
 )
+from arc_scaleset.api.constants import AUTOSCALING_RUNNER_SETS as AUTOSCALING_RUNNER_SETS
+from arc_scaleset.api.constants import MAX_RUNNERS_UNBOUNDED as MAX_RUNNERS_UNBOUNDED
 from arc_scaleset.kube.resources import Resource
-
-MAX_RUNNERS_UNBOUNDED = 2_147_483_647
-"""The effective ``maxRunners`` when none is set (Go's MaxInt32)."""
-
-AUTOSCALING_RUNNER_SETS = Resource(GROUP, VERSION, "autoscalingrunnersets", "AutoscalingRunnerSet", namespaced=True)
 
 _MIN_NOT_ABOVE_MAX: JsonDict = {
     "rule": "!has(self.minRunners) || !has(self.maxRunners) || self.minRunners <= self.maxRunners",

@@ -19,18 +19,24 @@ plain dicts (:data:`PodTemplateSpec`), passed through untouched.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Annotated, Any, ClassVar, Self
 
-from pydantic import BaseModel, ConfigDict, Field, PlainSerializer, Strict, WithJsonSchema, model_validator
-from pydantic.alias_generators import to_camel
+from pydantic import Field, PlainSerializer, WithJsonSchema, model_validator
 
+# Re-exported: these live in light modules of their own so that the listener can import them without the
+# models below (arc_scaleset.api.constants says why).
+from arc_scaleset.api.api_model import ApiModel as ApiModel
+from arc_scaleset.api.api_model import json_name as json_name
+from arc_scaleset.api.constants import API_VERSION as API_VERSION
+from arc_scaleset.api.constants import AZURE_KEY_VAULT as AZURE_KEY_VAULT
+from arc_scaleset.api.constants import GROUP as GROUP
+from arc_scaleset.api.constants import VERSION as VERSION
+from arc_scaleset.api.metrics_config import CounterMetric as CounterMetric
+from arc_scaleset.api.metrics_config import GaugeMetric as GaugeMetric
+from arc_scaleset.api.metrics_config import HistogramMetric as HistogramMetric
+from arc_scaleset.api.metrics_config import MetricsConfig as MetricsConfig
 from arc_scaleset.kube.resources import Resource
-
-GROUP = "actions.github.com"
-VERSION = "v1alpha1"
-API_VERSION = f"{GROUP}/{VERSION}"
 
 # A JSON-schema key the CRD generator (arc_scaleset.api.crds) replaces with the named definition from the
 # Kubernetes OpenAPI schema. Models carry only this marker; the expansion lives with the generator.
@@ -67,45 +73,6 @@ def format_timestamp(value: datetime) -> str:
 
 Timestamp = Annotated[datetime, PlainSerializer(format_timestamp, return_type=str, when_used="json")]
 """A ``metav1.Time``: parsed to an aware datetime, written back as ``2024-05-01T10:00:00Z``."""
-
-
-# JSON names that are not the plain camelCase of the Python name (ARC's Go field tags).
-_IRREGULAR_JSON_NAMES = {
-    "patch_id": "patchID",
-    "finished_runner_cleanup_patch_id": "finishedRunnerCleanupPatchID",
-    "github_server_tls": "githubServerTLS",
-}
-
-
-def json_name(field_name: str) -> str:
-    """The JSON (camelCase) name of a model field."""
-    return _IRREGULAR_JSON_NAMES.get(field_name) or to_camel(field_name)
-
-
-class ApiModel(BaseModel):
-    """Base of every API model: camelCase JSON names, unknown fields ignored, Python names accepted too.
-
-    Assigning a field (``status.phase = "Running"``) marks it as set, so :meth:`to_json` writes it. Note that
-    ``model_copy(update=...)`` takes Python names only (``job_id``, not ``jobId``) and does not validate.
-    """
-
-    model_config = ConfigDict(
-        alias_generator=json_name,
-        populate_by_name=True,
-        extra="ignore",
-        serialize_by_alias=True,
-        # A string literal under a field is its description, which the CRD schema (and `kubectl explain`) shows.
-        use_attribute_docstrings=True,
-    )
-
-    @classmethod
-    def from_object(cls, obj: Mapping[str, Any]) -> Self:
-        """Read a decoded JSON object (from the API server or a manifest); raises ``pydantic.ValidationError``."""
-        return cls.model_validate(dict(obj))
-
-    def to_json(self) -> dict[str, Any]:
-        """The JSON form with camelCase keys, holding only the fields that were set (never invented defaults)."""
-        return self.model_dump(by_alias=True, exclude_unset=True, mode="json")
 
 
 class OwnerReference(ApiModel):
@@ -225,10 +192,6 @@ class AzureKeyVaultConfig(ApiModel):
     certificate_path: str
 
 
-AZURE_KEY_VAULT = "azure_key_vault"
-"""The one vault type ARC knows (``vaultConfig.type``, and ``vault_type`` in the listener's config.json)."""
-
-
 class VaultConfig(ApiModel):
     """A secret store to read the GitHub credentials from instead of a Kubernetes Secret.
 
@@ -238,34 +201,6 @@ class VaultConfig(ApiModel):
     type: str = ""
     azure_key_vault: AzureKeyVaultConfig | None = None
     proxy: ProxyConfig | None = None
-
-
-class CounterMetric(ApiModel):
-    """A listener counter and the labels it carries."""
-
-    labels: list[str]
-
-
-class GaugeMetric(ApiModel):
-    """A listener gauge and the labels it carries."""
-
-    labels: list[str]
-
-
-class HistogramMetric(ApiModel):
-    """A listener histogram, its labels and (optionally) its bucket boundaries."""
-
-    labels: list[str]
-    # Numbers only: a "1.5" or a true is refused, as Go's decoder refuses it, rather than converted.
-    buckets: list[Annotated[float, Strict()]] | None = None
-
-
-class MetricsConfig(ApiModel):
-    """Which listener metrics to export, keyed by metric name."""
-
-    counters: dict[str, CounterMetric] | None = None
-    gauges: dict[str, GaugeMetric] | None = None
-    histograms: dict[str, HistogramMetric] | None = None
 
 
 class LocalObjectReference(ApiModel):

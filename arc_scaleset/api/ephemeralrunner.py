@@ -8,8 +8,6 @@ from typing import Any, ClassVar
 from pydantic import Field
 
 from arc_scaleset.api.common import (
-    GROUP,
-    VERSION,
     ApiModel,
     KubeObject,
     PodSpec,
@@ -20,10 +18,9 @@ from arc_scaleset.api.common import (
     TLSConfig,
     VaultConfig,
 )
+from arc_scaleset.api.constants import EPHEMERAL_RUNNERS as EPHEMERAL_RUNNERS
 from arc_scaleset.api.keys import CONTAINER_HOOKS_ENV, RUNNER_CONTAINER_NAME, EphemeralRunnerPhase
 from arc_scaleset.kube.resources import Resource
-
-EPHEMERAL_RUNNERS = Resource(GROUP, VERSION, "ephemeralrunners", "EphemeralRunner", namespaced=True)
 
 DONE_PHASES = frozenset({EphemeralRunnerPhase.SUCCEEDED, EphemeralRunnerPhase.FAILED, EphemeralRunnerPhase.OUTDATED})
 

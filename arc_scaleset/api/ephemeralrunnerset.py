@@ -8,17 +8,14 @@ from pydantic import Field
 
 from arc_scaleset.api.common import (
     CONDITIONS_LIST_MARKERS,
-    GROUP,
-    VERSION,
     ApiModel,
     Condition,
     KubeObject,
     ResourceMeta,
 )
+from arc_scaleset.api.constants import EPHEMERAL_RUNNER_SETS as EPHEMERAL_RUNNER_SETS
 from arc_scaleset.api.ephemeralrunner import EphemeralRunnerSpec
 from arc_scaleset.kube.resources import Resource
-
-EPHEMERAL_RUNNER_SETS = Resource(GROUP, VERSION, "ephemeralrunnersets", "EphemeralRunnerSet", namespaced=True)
 
 
 class EphemeralRunnerSetSpec(ApiModel):

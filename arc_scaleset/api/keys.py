@@ -42,6 +42,10 @@ LABEL_RUNNER_POD: Final = "runner-pod"
 LABEL_CONTROLLER_SERVICE_ACCOUNT_NAMESPACE: Final = "actions.github.com/controller-service-account-namespace"
 LABEL_CONTROLLER_SERVICE_ACCOUNT_NAME: Final = "actions.github.com/controller-service-account-name"
 LABEL_CONTROLLER_WATCH_SINGLE_NAMESPACE: Final = "actions.github.com/controller-watch-single-namespace"
+LABEL_RUNNER_INSTANCE: Final = "runner.arc-scaleset.dev/instance"
+"""Not in ARC: on an EphemeralRunner (set by its EphemeralRunnerSet at creation) and its JIT Secret, a value
+unique to that runner, so that a scale-down deletes a batch of runners and their Secrets in one request each
+(``deletecollection``, docs/controllers.md "Deleting runners in batches")."""
 LABEL_LISTENER_SHAREABLE: Final = "actions.github.com/listener-shareable"
 """Not in ARC: a cluster admin sets it to ``"true"`` on a Secret or ConfigMap of the controller namespace that
 every scale set's ``listenerTemplate`` may reference (docs/controllers.md, "The listener template policy")."""

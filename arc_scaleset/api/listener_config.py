@@ -41,9 +41,11 @@ from pydantic import (
 )
 from pydantic_core import ErrorDetails, PydanticCustomError
 
-from arc_scaleset.api.autoscalingrunnerset import MAX_RUNNERS_UNBOUNDED
-from arc_scaleset.api.common import AZURE_KEY_VAULT, MetricsConfig
+# The light modules only, never a kind's or api.common: the listener imports this module, and the kinds'
+# models would cost it about 1 MB of memory (issue 20).
+from arc_scaleset.api.constants import AZURE_KEY_VAULT, MAX_RUNNERS_UNBOUNDED
 from arc_scaleset.api.credentials import APP_KEYS, TOKEN_KEY, AppConfig
+from arc_scaleset.api.metrics_config import MetricsConfig
 
 __all__ = [
     "CONFIG_PATH_ENV",

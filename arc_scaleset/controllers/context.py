@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 
 from arc_scaleset.clock import Clock
 from arc_scaleset.controllers.github_access import GitHubAccess
+from arc_scaleset.controllers.handoff import DeletedChildren, RemovedRegistrations
 from arc_scaleset.controllers.metrics import ControllerMetrics
-from arc_scaleset.controllers.runner_github import RemovedRegistrations
 from arc_scaleset.controllers.settings import ControllerSettings
 from arc_scaleset.github import ActionsClientPool, SystemInfo
 from arc_scaleset.github.keyvault import SECRET_TTL_SECONDS, KeyVaultSecrets
@@ -49,6 +49,9 @@ class ControllerContext:
     clock: Clock
     removed_registrations: RemovedRegistrations = field(default_factory=RemovedRegistrations)
     """Runner registrations the EphemeralRunnerSet removed, so a runner's deletion path need not again."""
+    deleted_children: DeletedChildren = field(default_factory=DeletedChildren)
+    """Runner pods and JIT Secrets the EphemeralRunnerSet deleted in a batch, so a runner's deletion path need
+    not again."""
 
     def cache(self, resource: Resource) -> Cache:
         """The shared cache of ``resource`` (its informers are created on first use)."""

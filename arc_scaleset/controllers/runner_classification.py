@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from arc_scaleset.api.keys import EphemeralRunnerPhase
+from arc_scaleset.api.keys import LABEL_RUNNER_INSTANCE, EphemeralRunnerPhase
 from arc_scaleset.api.views import EphemeralRunnerView
 
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
@@ -44,6 +44,8 @@ class RunnerView:
     patch_id: int = 0
     revision: int = 0
     job_request_id: int = 0
+    instance: str = ""
+    """The runner's ``runner.arc-scaleset.dev/instance`` label (``""``: none, e.g. a runner ARC created)."""
 
     @property
     def has_job(self) -> bool:
@@ -75,6 +77,7 @@ class RunnerView:
             patch_id=er.patch_id,
             revision=er.revision,
             job_request_id=er.job_request_id,
+            instance=er.label(LABEL_RUNNER_INSTANCE),
         )
 
 

@@ -9,7 +9,6 @@ or the service no longer knows the runner), the runner is busy (``JobStillRunnin
 from __future__ import annotations
 
 import asyncio
-import collections
 import enum
 from collections.abc import Mapping
 from typing import Any, Final
@@ -24,8 +23,6 @@ from arc_scaleset.github import ActionsClient, JobStillRunning, NotFound
 CLIENT_FIELDS: Final = ("githubConfigUrl", "githubConfigSecret", "proxy", "githubServerTLS", "vaultConfig")
 """The EphemeralRunnerSpec fields that decide which client (and which credentials) a runner uses."""
 DEFAULT_CLIENT_REUSE: Final = 1.0
-DEFAULT_REMOVED_CAPACITY: Final = 10_000
-"""How many removed registrations :class:`RemovedRegistrations` remembers (the oldest are forgotten first)."""
 
 
 def _model(value: Any, model: type[ProxyConfig] | type[TLSConfig] | type[VaultConfig]) -> Any:
@@ -110,41 +107,3 @@ async def remove_registration(client: ActionsClient, runner_id: int) -> Removal:
     except NotFound:  # RunnerNotFound included: already gone
         return Removal.NOTHING_TO_REMOVE
     return Removal.REMOVED
-
-
-class RemovedRegistrations:
-    """Registrations this process saw GitHub confirm gone, by EphemeralRunner UID and runner ID.
-
-    The EphemeralRunnerSet removes an idle runner from GitHub before it deletes the EphemeralRunner, and the
-    runner's own deletion path then removes the same registration again (ARC does both): a second
-    ``RemoveRunner`` per runner of every scale-down, whose answer is known. The set records each removal
-    GitHub confirmed (removed, or not found) here, and the deletion path skips its call for that runner and
-    that runner ID (:func:`~arc_scaleset.controllers.ephemeralrunner.deletion.finalize_runner`).
-
-    In memory and bounded (``capacity``; the oldest are dropped): forgetting one only costs the call it
-    saves, so a restarted process, or a runner whose deletion path never ran, is handled as before.
-    """
-
-    def __init__(self, *, capacity: int = DEFAULT_REMOVED_CAPACITY) -> None:
-        self._capacity = capacity
-        self._removed: collections.OrderedDict[tuple[str, int], None] = collections.OrderedDict()
-
-    def __len__(self) -> int:
-        return len(self._removed)
-
-    def record(self, runner_uid: str, runner_id: int) -> None:
-        """GitHub confirmed that runner ID ``runner_id`` of the EphemeralRunner ``runner_uid`` is registered no
-        more. Only for such an answer: never for a busy runner, nor for a call that failed."""
-        if not runner_uid or runner_id <= 0:
-            return
-        self._removed[(runner_uid, runner_id)] = None
-        while len(self._removed) > self._capacity:
-            self._removed.popitem(last=False)
-
-    def take(self, runner_uid: str, runner_id: int) -> bool:
-        """Whether that removal was recorded (and forget it: a deletion path asks once)."""
-        try:
-            del self._removed[(runner_uid, runner_id)]
-        except KeyError:
-            return False
-        return True

@@ -9,24 +9,29 @@ offending key and the problem, never the value.
 
 from __future__ import annotations
 
+import base64
 import datetime as dt
 import hashlib
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
+import orjson
+
 from arc_scaleset.github.errors import GitHubError
 
-# PyJWT and cryptography are imported where an App needs them: together they are about 10 MB of resident
-# memory, which a process that uses a token (and every listener of a token scale set) never needs.
+# The App's key is held and used by the system OpenSSL (rs256.py, docs/github.md "Credentials"), imported where
+# an App needs it: it imports ctypes, which a process that uses a token never needs.
 if TYPE_CHECKING:
-    from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
-    from cryptography.hazmat.primitives.asymmetric.types import PrivateKeyTypes
+    from arc_scaleset.github.rs256 import RSAPrivateKey
 
 # The keys of an ARC GitHub config Secret (and of the listener's config.json).
 TOKEN_KEY = "github_token"
 APP_ID_KEY = "github_app_id"
 INSTALLATION_ID_KEY = "github_app_installation_id"
 PRIVATE_KEY_KEY = "github_app_private_key"
+
+# A JWT's JOSE header: the only algorithm GitHub accepts for App JWTs.
+_JWT_HEADER = b'{"alg":"RS256","typ":"JWT"}'
 
 # GitHub rejects App JWTs that live longer than 10 minutes or are issued in the future; backdating `iat`
 # by a minute absorbs clock drift between us and GitHub.
@@ -95,12 +100,14 @@ class GitHubApp:
         return (self.private_key,)
 
     def jwt(self, *, now: dt.datetime) -> str:
-        """An RS256 App JWT: ``iat`` = now - 60 s, ``exp`` = iat + 9 min, ``iss`` = the App (client) ID."""
+        """An RS256 App JWT: ``iat`` = now - 60 s, ``exp`` = iat + 9 min, ``iss`` = the App (client) ID.
+
+        The compact serialisation (RFC 7519): base64url (unpadded) header, claims and signature, joined by dots.
+        """
         issued = int((now - JWT_BACKDATE).timestamp())
         claims = {"iat": issued, "exp": issued + int(JWT_LIFETIME.total_seconds()), "iss": self.app_id}
-        import jwt as pyjwt  # see the imports: only Apps pay for it
-
-        return pyjwt.encode(claims, self._key, algorithm="RS256")
+        signing_input = _base64url(_JWT_HEADER) + b"." + _base64url(orjson.dumps(claims))
+        return (signing_input + b"." + _base64url(self._key.sign(signing_input))).decode("ascii")
 
 
 Credentials = PersonalAccessToken | GitHubApp
@@ -170,29 +177,32 @@ def _app_fingerprint(app_id: str, installation_id: int, private_key: str) -> str
     return _digest("app", app_id, str(installation_id), private_key.strip())
 
 
-def load_pem_private_key(data: bytes, password: bytes | None) -> PrivateKeyTypes:
-    """cryptography's PEM key loader, imported on first use (see the imports)."""
-    from cryptography.hazmat.primitives.serialization import load_pem_private_key as load
+def load_pem_private_key(data: bytes) -> RSAPrivateKey:
+    """The RSA private key in PEM ``data``, held by the system OpenSSL (``rs256.load_pem_private_key``, which
+    says what it raises), imported on first use (see the imports)."""
+    from arc_scaleset.github import rs256
 
-    return load(data, password)
+    return rs256.load_pem_private_key(data)
 
 
 def _load_rsa_key(pem: str) -> RSAPrivateKey:
-    from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
+    from arc_scaleset.github.rs256 import NotAnRSAKey, UnreadableKey
 
-    # `from None` everywhere: cryptography's exceptions are safe today, but the chained context would carry
+    # `from None` everywhere: rs256's exceptions carry no key material, but the chained context would carry
     # the PEM bytes in a local variable that a rich traceback renderer could print.
     if "-----BEGIN" not in pem:
         raise InvalidCredentials(f"{PRIVATE_KEY_KEY} is not PEM-encoded (no '-----BEGIN' line)")
     try:
-        key = load_pem_private_key(pem.strip().encode("utf-8"), password=None)
-    except (ValueError, TypeError):
+        return load_pem_private_key(pem.strip().encode("utf-8"))
+    except UnreadableKey:
         raise InvalidCredentials(f"{PRIVATE_KEY_KEY} could not be parsed as an unencrypted PEM private key") from None
-    except Exception:  # cryptography raises UnsupportedAlgorithm and friends for exotic keys
-        raise InvalidCredentials(f"{PRIVATE_KEY_KEY} is not a supported private key") from None
-    if not isinstance(key, RSAPrivateKey):
-        raise InvalidCredentials(f"{PRIVATE_KEY_KEY} is not an RSA key (GitHub App keys are RSA)")
-    return key
+    except NotAnRSAKey:
+        raise InvalidCredentials(f"{PRIVATE_KEY_KEY} is not an RSA key (GitHub App keys are RSA)") from None
+
+
+def _base64url(data: bytes) -> bytes:
+    """base64url without padding, as JWTs encode each part."""
+    return base64.urlsafe_b64encode(data).rstrip(b"=")
 
 
 def _digest(*parts: str) -> str:

@@ -483,6 +483,32 @@ class KubeClient:
             return None
         return obj
 
+    async def delete_collection(
+        self, resource: Resource, *, namespace: str, label_selector: str
+    ) -> builtins.list[dict[str, Any]]:
+        """Delete every object of ``resource`` in ``namespace`` that ``label_selector`` matches, in one request
+        (the ``deletecollection`` verb). Returns the objects the server still holds (finalizers, graceful pod
+        deletion); objects gone at once are not listed.
+
+        One request however many objects match: a scale-down that deletes N runners this way costs the
+        client's rate limit one request per batch instead of N (docs/controllers.md). The selector must be
+        non-empty: an empty one would delete the whole collection.
+        """
+        if not label_selector.strip():
+            raise ValueError(f"delete_collection of {resource} needs a label selector")
+        path = resource.path(namespace=self._ns(resource, namespace))
+        body = {"apiVersion": "v1", "kind": "DeleteOptions"}
+        result = await self._call(
+            "DELETE",
+            path,
+            body=body,
+            params={"labelSelector": label_selector},
+            verb="deletecollection",
+            counted=resource.plural,
+        )
+        listed = _as_object(result) if result is not None else {}
+        return [item for item in listed.get("items") or () if isinstance(item, dict)]
+
     async def request_raw(
         self,
         method: str,

@@ -32,7 +32,7 @@ from arc_scaleset.github import (
 from arc_scaleset.kube.client import KubeClient
 from arc_scaleset.listener.errors import FatalListenerError, retry_backoff
 from arc_scaleset.listener.health import DEFAULT_LIVENESS_WINDOW, POLL_BOUND, Health
-from arc_scaleset.listener.loop import Listener, LoopSettings
+from arc_scaleset.listener.loop import BOOKKEEPING_CONCURRENCY, Listener, LoopSettings
 from arc_scaleset.listener.metrics import ListenerMetrics, ScaleSetIdentity
 from arc_scaleset.listener.scaler import ResourcePatcher, Scaler
 from arc_scaleset.listener.session import CredentialStrikes, SessionKeeper, session_owner
@@ -42,6 +42,12 @@ from arc_scaleset.listener.stop import StopSignal
 log = logging.getLogger(__name__)
 
 SUBSYSTEM = "ghalistener"
+
+KUBE_CONNECTIONS = BOOKKEEPING_CONCURRENCY + 2
+"""The listener's Kubernetes requests at once: its started-job bookkeeping, the EphemeralRunnerSet patch that
+publishes a decision and the state report, so a decision never waits for a connection. A pool sized for the
+controller (32) let a burst of jobs open one more TLS connection per request in flight, about 120 KiB each
+for as long as it stays pooled."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -160,7 +166,9 @@ def build_listener(
     owned_kube: KubeClient | None = None
     if kube is None:
         try:
-            owned_kube = KubeClient.from_environment(kubeconfig, request_timeout=timing.request_timeout, clock=clock)
+            owned_kube = KubeClient.from_environment(
+                kubeconfig, request_timeout=timing.request_timeout, clock=clock, connection_limit=KUBE_CONNECTIONS
+            )
         except Exception as exc:  # any reason we cannot talk to Kubernetes is fatal and must be readable
             raise FatalListenerError(f"no usable Kubernetes credentials: {exc}") from None
         kube = owned_kube

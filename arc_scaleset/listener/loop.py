@@ -34,7 +34,7 @@ import asyncio
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
 from arc_scaleset.backoff import Backoff
 from arc_scaleset.clock import Clock
@@ -58,6 +58,11 @@ from arc_scaleset.listener.stop import StopSignal
 
 log = logging.getLogger(__name__)
 
+BOOKKEEPING_CONCURRENCY: Final = 4
+"""Started jobs recorded on their runners at once. Each is a Kubernetes request on a pooled connection of its
+own (about 120 KiB with TLS): enough for a burst of hundreds of jobs in seconds, where ARC's listener
+recorded them one at a time."""
+
 
 class QueueAPI(SessionAPI, SideAPI, Protocol):
     """The message-queue calls of :class:`arc_scaleset.github.ActionsClient` the loop uses."""
@@ -76,7 +81,7 @@ class LoopSettings:
     poll_timeout: float = 90.0
     call_timeout: float = 30.0
     attempts: int = 3
-    bookkeeping_concurrency: int = 8
+    bookkeeping_concurrency: int = BOOKKEEPING_CONCURRENCY
     remembered_ids: int = 10_000
     side_call_max_wait: float = 60.0
     drain_timeout: float = 5.0
@@ -125,8 +130,10 @@ class Listener:
         self.statistics = Statistics()
         self.last_decision: ScaleDecision | None = None
         self._handled = Remembered(settings.remembered_ids)
-        self._bookkeeping_slots = asyncio.Semaphore(settings.bookkeeping_concurrency)
-        self._bookkeeping: set[asyncio.Task[None]] = set()
+        # Started jobs waiting to be recorded, and the workers that record them: a burst of N started jobs
+        # queues N references, not N tasks (about 1.7 KiB each while they wait).
+        self._started_jobs: asyncio.Queue[JobStarted] = asyncio.Queue()
+        self._bookkeepers: list[asyncio.Task[None]] = []
 
     # ---- the loop ------------------------------------------------------------------------------------------
 
@@ -299,44 +306,53 @@ class Listener:
                 extra={"runner": job.runner_name, "request_id": job.runner_request_id, "result": job.result},
             )
         for started_job in started:
-            task = asyncio.create_task(self._record_started(started_job))
-            self._bookkeeping.add(task)
-            task.add_done_callback(self._bookkeeping.discard)
+            self._started_jobs.put_nowait(started_job)
+        if started and not self._bookkeepers:
+            self._bookkeepers = [
+                asyncio.create_task(self._record_started_jobs()) for _ in range(self.settings.bookkeeping_concurrency)
+            ]
+
+    async def _record_started_jobs(self) -> None:
+        """One bookkeeping worker: record queued started jobs, one at a time, until cancelled."""
+        while True:
+            job = await self._started_jobs.get()
+            try:
+                await self._record_started(job)
+            finally:
+                self._started_jobs.task_done()
 
     async def _record_started(self, job: JobStarted) -> None:
-        async with self._bookkeeping_slots:
-            for attempt in range(1, self.settings.attempts + 1):
-                try:
-                    async with asyncio.timeout(self.settings.call_timeout):
-                        await self.scaler.record_job_started(job)
-                    log.info("job started", extra={"runner": job.runner_name, "request_id": job.runner_request_id})
+        for attempt in range(1, self.settings.attempts + 1):
+            try:
+                async with asyncio.timeout(self.settings.call_timeout):
+                    await self.scaler.record_job_started(job)
+                log.info("job started", extra={"runner": job.runner_name, "request_id": job.runner_request_id})
+                return
+            except Exception as exc:
+                if attempt == self.settings.attempts or not is_retryable(exc):
+                    # Not retryable is a bug: log it whole, through the redacting logger, and keep going.
+                    log.warning(
+                        "giving up recording a started job on its runner",
+                        extra={"runner": job.runner_name, "error": str(exc) or error_class(exc)},
+                        exc_info=not is_retryable(exc),
+                    )
                     return
-                except Exception as exc:
-                    if attempt == self.settings.attempts or not is_retryable(exc):
-                        # Not retryable is a bug: log it whole, through the redacting logger, and keep going.
-                        log.warning(
-                            "giving up recording a started job on its runner",
-                            extra={"runner": job.runner_name, "error": str(exc) or error_class(exc)},
-                            exc_info=not is_retryable(exc),
-                        )
-                        return
-                    await self._clock.sleep(min(2.0 ** (attempt - 1), 5.0))
+                await self._clock.sleep(min(2.0 ** (attempt - 1), 5.0))
 
     async def _finish_side_work(self, *, drain: float) -> None:
         """Let pending side calls and bookkeeping finish within ``drain`` seconds (on the clock), then stop them."""
         await self.side_calls.aclose(drain=drain)
-        if not self._bookkeeping:
+        if not self._bookkeepers:
             return
         if drain > 0:
-            pending: asyncio.Future[list[BaseException | None]] = asyncio.gather(
-                *self._bookkeeping, return_exceptions=True
-            )
+            pending: asyncio.Future[None] = asyncio.ensure_future(self._started_jobs.join())
             timer: asyncio.Future[None] = asyncio.ensure_future(self._clock.sleep(drain))
             waiters: set[asyncio.Future[Any]] = {pending, timer}
             await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
             for waiter in (pending, timer):
                 waiter.cancel()
             await asyncio.gather(pending, timer, return_exceptions=True)
-        for task in list(self._bookkeeping):
+        bookkeepers, self._bookkeepers = self._bookkeepers, []
+        for task in bookkeepers:
             task.cancel()
-        await asyncio.gather(*self._bookkeeping, return_exceptions=True)
+        await asyncio.gather(*bookkeepers, return_exceptions=True)

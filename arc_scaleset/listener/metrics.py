@@ -29,9 +29,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge
 
-from arc_scaleset.api.common import CounterMetric, GaugeMetric, HistogramMetric, MetricsConfig
+from arc_scaleset.api.metrics_config import CounterMetric, GaugeMetric, HistogramMetric, MetricsConfig
+from arc_scaleset.listener.compact_metrics import LabelledCounter, LabelledHistogram
 
 log = logging.getLogger(__name__)
 
@@ -231,8 +232,9 @@ class ListenerMetrics:
         self.registry = registry if registry is not None else CollectorRegistry(auto_describe=True)
         self._scale_set = scale_set
         self._gauges: dict[str, tuple[Gauge, tuple[str, ...]]] = {}
-        self._counters: dict[str, tuple[Counter, tuple[str, ...]]] = {}
-        self._histograms: dict[str, tuple[Histogram, tuple[str, ...]]] = {}
+        # Job metrics are labelled per job name: compact series, since every distinct name stays for good.
+        self._counters: dict[str, tuple[LabelledCounter, tuple[str, ...]]] = {}
+        self._histograms: dict[str, tuple[LabelledHistogram, tuple[str, ...]]] = {}
         self._register(config if config is not None else default_metrics_config())
         self._skipped = Counter(SKIPPED_MESSAGES, _HELP[SKIPPED_MESSAGES], ("reason",), registry=self.registry)
 
@@ -248,15 +250,15 @@ class ListenerMetrics:
                 log.warning("skipping unknown counter %r in the metrics config", name)
                 continue
             labels = self._checked_labels(name, counter_spec.labels)
-            # prometheus_client appends "_total" itself; ARC's names already carry it.
-            self._counters[name] = (Counter(name, _HELP[name], labels, registry=self.registry), labels)
+            # The counter appends "_total" itself (as prometheus_client's does); ARC's names already carry it.
+            self._counters[name] = (LabelledCounter(name, _HELP[name], labels, registry=self.registry), labels)
         for name, histogram_spec in (config.histograms or {}).items():
             if name not in _KNOWN_HISTOGRAMS:
                 log.warning("skipping unknown histogram %r in the metrics config", name)
                 continue
             labels = self._checked_labels(name, histogram_spec.labels)
             buckets = histogram_spec.buckets or DEFAULT_BUCKETS
-            histogram = Histogram(name, _HELP[name], labels, buckets=buckets, registry=self.registry)
+            histogram = LabelledHistogram(name, _HELP[name], labels, buckets=buckets, registry=self.registry)
             self._histograms[name] = (histogram, labels)
 
     @staticmethod
@@ -324,13 +326,13 @@ class ListenerMetrics:
         entry = self._counters.get(name)
         if entry is not None:
             counter, labels = entry
-            counter.labels(*(values.get(label, "") for label in labels)).inc()
+            counter.inc(tuple(values.get(label, "") for label in labels))
 
     def _observe(self, name: str, values: Mapping[str, str], seconds: float | None) -> None:
         entry = self._histograms.get(name)
         if entry is not None and seconds is not None:
             histogram, labels = entry
-            histogram.labels(*(values.get(label, "") for label in labels)).observe(seconds)
+            histogram.observe(tuple(values.get(label, "") for label in labels), seconds)
 
     def record_job_started(self, job: JobFacts) -> None:
         values = self._job_label_values(job)

@@ -40,3 +40,32 @@ print(" ".join(name for name in {LAZY!r} if sys.modules.get(name) is not None))
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
 
     assert done.stdout.split() == [], done.stdout
+
+
+# The kinds' pydantic models: the controller's, never the listener's, which reads and writes the kinds as plain
+# JSON. They would add about 1 MB to every listener (issue 20); what the listener needs from the API lives in
+# light modules (arc_scaleset.api.constants, metrics_config, listener_config, listener_state, keys).
+CRD_MODELS = (
+    "arc_scaleset.api.common",
+    "arc_scaleset.api.autoscalingrunnerset",
+    "arc_scaleset.api.autoscalinglistener",
+    "arc_scaleset.api.ephemeralrunnerset",
+    "arc_scaleset.api.ephemeralrunner",
+)
+
+
+def test_the_listener_process_does_not_build_the_crd_models() -> None:
+    code = f"""
+import contextlib, importlib, sys
+sys.argv = ["arc-scaleset", "listener", "--help"]
+from arc_scaleset import cli
+with contextlib.redirect_stdout(None), contextlib.suppress(SystemExit):
+    cli.main()
+for name in {RUNTIME["listener"]!r}:
+    importlib.import_module(name)
+assert "arc_scaleset.listener.command" in sys.modules
+print(" ".join(name for name in {CRD_MODELS!r} if name in sys.modules))
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+
+    assert done.stdout.split() == [], done.stdout

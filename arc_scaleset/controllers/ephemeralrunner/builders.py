@@ -10,7 +10,7 @@ import base64
 from collections.abc import Mapping
 from typing import Any, Final
 
-from arc_scaleset.api.keys import RUNNER_CONTAINER_NAME
+from arc_scaleset.api.keys import LABEL_RUNNER_INSTANCE, RUNNER_CONTAINER_NAME
 from arc_scaleset.api.labels import filter_and_merge_labels
 from arc_scaleset.api.naming import runner_jit_secret_name
 from arc_scaleset.api.views import EphemeralRunnerView
@@ -53,7 +53,9 @@ def desired_jit_secret(
         "namespace": view.namespace,
         "ownerReferences": [controller_ref(er)],
     }
-    labels = filter_and_merge_labels(secret_meta.get("labels"), None)
+    # The runner's instance label lets a scale-down delete the Secrets of a batch of runners in one request.
+    instance = view.label(LABEL_RUNNER_INSTANCE)
+    labels = filter_and_merge_labels(secret_meta.get("labels"), {LABEL_RUNNER_INSTANCE: instance} if instance else None)
     if labels:
         metadata["labels"] = labels
     if secret_meta.get("annotations"):

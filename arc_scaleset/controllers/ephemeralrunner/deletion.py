@@ -7,10 +7,12 @@ Order and outcomes:
    registration is not leaked by a badly timed deletion. No ID anywhere, or the service no longer knows the
    runner: nothing to remove. ``JobStillRunning``: the runner is busy; come back in 30 s. Any other error
    propagates (workqueue backoff). Skipped when this process's EphemeralRunnerSet saw GitHub confirm this
-   very registration gone (:class:`~arc_scaleset.controllers.runner_github.RemovedRegistrations`): the usual
+   very registration gone (:class:`~arc_scaleset.controllers.handoff.RemovedRegistrations`): the usual
    scale-down, where ARC asks GitHub twice per runner.
 2. delete the pod and the JIT Secret (not waiting for them; the pod is also garbage-collected), and in
-   kubernetes mode the container-hook pods and Secrets labelled ``runner-pod=<name>``;
+   kubernetes mode the container-hook pods and Secrets labelled ``runner-pod=<name>``. Not the pod and the
+   Secret the EphemeralRunnerSet deleted in a batch (:class:`~arc_scaleset.controllers.handoff.DeletedChildren`):
+   then this path costs one write, step 3; while the batch is still deleting them, come back in 0.5 s;
 3. remove both finalizers in one write: a JSON patch that tests the finalizer list the cached runner shows,
    so no read is needed (a list changed meanwhile fails the test; then read and write again). Removing the
    registration finalizer together with the main one is safe: if the pass dies before this write, the next
@@ -34,6 +36,7 @@ from arc_scaleset.api.views import EphemeralRunnerView
 from arc_scaleset.controllers.context import ControllerContext
 from arc_scaleset.controllers.ephemeralrunner.builders import secret_runner_id
 from arc_scaleset.controllers.errors import ConfigurationError
+from arc_scaleset.controllers.handoff import BatchDeletion
 from arc_scaleset.controllers.runner_github import (
     Removal,
     RunnerClients,
@@ -50,6 +53,8 @@ from arc_scaleset.kube.retry import update_with_retry
 from arc_scaleset.kube.views import ObjectView
 
 JOB_STILL_RUNNING_REQUEUE: Final = 30.0
+BATCH_WAIT: Final = 0.5
+"""Seconds before a runner whose pod or Secret the set's batch is deleting right now is looked at again."""
 _FINALIZERS: Final = (EPHEMERAL_RUNNER_FINALIZER, EPHEMERAL_RUNNER_REGISTRATION_FINALIZER)
 
 
@@ -60,11 +65,19 @@ def _has_container_hooks(er: Object) -> bool:
 
 async def cleanup_runner_resources(kube: KubeClient, er: Object, *, pod: Object | None) -> None:
     """Delete the runner's pod (``pod`` as cached; ``None``: none) and JIT Secret, and its hook objects."""
+    await _delete_children(kube, er, pod=pod, pod_batched=False, secret_batched=False)
+
+
+async def _delete_children(
+    kube: KubeClient, er: Object, *, pod: Object | None, pod_batched: bool, secret_batched: bool
+) -> None:
+    """:func:`cleanup_runner_resources`, but not the pod or the Secret a batch of the set deleted."""
     view = ObjectView(er)
     name, namespace = view.name, view.namespace
-    if pod is not None and not ObjectView(pod).is_deleting:
+    if pod is not None and not ObjectView(pod).is_deleting and not pod_batched:
         await kube.delete(PODS, name, namespace=namespace, missing_ok=True)
-    await kube.delete(SECRETS, name, namespace=namespace, missing_ok=True)
+    if not secret_batched:
+        await kube.delete(SECRETS, name, namespace=namespace, missing_ok=True)
     if _has_container_hooks(er):
         selector = f"{LABEL_RUNNER_POD}={name}"
         for resource in (PODS, SECRETS):
@@ -93,6 +106,8 @@ async def finalize_runner(ctx: ControllerContext, er: Object, *, clients: Runner
     if not any(f in finalizers for f in _FINALIZERS):
         return Result()
     name, namespace = view.name, view.namespace
+    if any(ctx.deleted_children.pending(view.uid, resource.plural) for resource in (PODS, SECRETS)):
+        return Result(requeue_after=BATCH_WAIT)  # the set's batch is deleting them: nothing to do meanwhile
     if EPHEMERAL_RUNNER_REGISTRATION_FINALIZER in finalizers:
         runner_id = await _registered_runner_id(ctx.kube, er)
         # The set removes an idle runner from GitHub before it deletes it, and records the removals GitHub
@@ -113,7 +128,12 @@ async def finalize_runner(ctx: ControllerContext, er: Object, *, clients: Runner
                 raise
             if await remove_registration(client, runner_id) is Removal.BUSY:
                 return Result(requeue_after=JOB_STILL_RUNNING_REQUEUE)
-    await cleanup_runner_resources(ctx.kube, er, pod=ctx.cache(PODS).get(namespace, name))
+    pod_batched, secret_batched = (
+        ctx.deleted_children.state(view.uid, resource.plural) is BatchDeletion.DELETED for resource in (PODS, SECRETS)
+    )
+    await _delete_children(
+        ctx.kube, er, pod=ctx.cache(PODS).get(namespace, name), pod_batched=pod_batched, secret_batched=secret_batched
+    )
 
     def drop(current: dict[str, Any]) -> dict[str, Any] | None:
         current_meta = current.setdefault("metadata", {})

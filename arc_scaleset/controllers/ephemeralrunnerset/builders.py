@@ -7,6 +7,7 @@ Label and annotation precedence follows ARC: user metadata is the *base* and the
 from __future__ import annotations
 
 import copy
+import uuid
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -19,6 +20,7 @@ from arc_scaleset.api.keys import (
     EPHEMERAL_RUNNER_FINALIZER,
     EPHEMERAL_RUNNER_REGISTRATION_FINALIZER,
     LABEL_COMPONENT,
+    LABEL_RUNNER_INSTANCE,
 )
 from arc_scaleset.api.labels import filter_and_merge_labels, merge_annotations
 from arc_scaleset.api.naming import ephemeral_runner_generate_name, runner_proxy_secret_name
@@ -59,3 +61,16 @@ def desired_ephemeral_runner(ers: Mapping[str, Any], *, exclude_label_prefixes: 
         },
         "spec": runner_spec,
     }
+
+
+def with_runner_instance(runner: Mapping[str, Any]) -> dict[str, Any]:
+    """``runner`` (a :func:`desired_ephemeral_runner` body) labelled with a new, unique runner instance.
+
+    One body serves every creation of a scale-up; each creation sends it through this, so every runner gets
+    its own ``runner.arc-scaleset.dev/instance`` and a scale-down can name a batch of runners in one label
+    selector (docs/controllers.md "Deleting runners in batches"). Not a name: the API server picks the name
+    (``generateName``) and a name can be longer than a label value may be.
+    """
+    metadata = dict(runner["metadata"])
+    metadata["labels"] = {**metadata.get("labels", {}), LABEL_RUNNER_INSTANCE: uuid.uuid4().hex}
+    return {**runner, "metadata": metadata}

@@ -8,6 +8,17 @@ and GitHub.
   and the runner is skipped. A runner without a runner ID has nothing to remove and is deleted directly
   (its deletion path still unregisters it if the JIT Secret shows it registered meanwhile).
 
+The runners to delete -- the done ones and the removed ones -- are deleted once every removal has been tried:
+those that carry a ``runner.arc-scaleset.dev/instance`` label in batches of up to :data:`BATCH_SIZE`, three
+requests per batch (``deletecollection`` with a label selector naming their instances: the EphemeralRunners,
+then their pods, then their JIT Secrets), the others one by one. Each pod and Secret a batch deleted is
+recorded in ``children``, so the runner's own deletion path only drops its finalizers: a scale-down of N
+runners costs the client's rate limit about N requests instead of 4N (docs/controllers.md "Deleting runners
+in batches"). The runners go first: a runner controller that sees its pod deleted while the runner is not
+being deleted would treat it as a failure. A runner's deletion path that runs before its batch's pod and Secret
+requests returned waits for them (:class:`~arc_scaleset.controllers.handoff.DeletedChildren`); what a batch did
+not delete, its deletion path deletes, as without batches.
+
 With ``remove_limit`` (scale-down) the candidates are tried in order, ``concurrency`` at a time, until that
 many are gone: a candidate is started only while fewer than ``remove_limit`` are gone or under way, so no
 more than ``remove_limit`` are ever removed, and one that GitHub keeps (busy) or that fails leaves its slot
@@ -20,19 +31,28 @@ revision cleanup this keeps ``appliedActionableRevision`` behind until one pass 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from typing import Final
 
 from arc_scaleset.api.ephemeralrunner import EPHEMERAL_RUNNERS
+from arc_scaleset.api.keys import LABEL_RUNNER_INSTANCE
+from arc_scaleset.controllers.ephemeralrunnerset.runner_index import controller_uid
 from arc_scaleset.controllers.ephemeralrunnerset.scaling import CleanupPlan
 from arc_scaleset.controllers.errors import ConfigurationError
+from arc_scaleset.controllers.handoff import DeletedChildren, RemovedRegistrations
 from arc_scaleset.controllers.runner_classification import RunnerView
-from arc_scaleset.controllers.runner_github import Removal, RemovedRegistrations, remove_registration
+from arc_scaleset.controllers.runner_github import Removal, remove_registration
 from arc_scaleset.github import ActionsClient
 from arc_scaleset.kube.client import KubeClient
+from arc_scaleset.kube.resources import PODS, SECRETS
 
 log = logging.getLogger(__name__)
+
+BATCH_SIZE: Final = 100
+"""Runners per ``deletecollection`` request: a selector of 100 instances is about 3.5 kB of URL."""
 
 ClientSource = Callable[[], Awaitable[ActionsClient]]
 
@@ -61,17 +81,20 @@ async def execute_cleanup(
     concurrency: int = 10,
     on_deleted: Callable[[str], None] | None = None,
     removed: RemovedRegistrations | None = None,
+    children: DeletedChildren | None = None,
 ) -> CleanupResult:
     """Carry out ``plan``; see the module docstring. ``client`` is called at most once, and only when a
     registered runner must be removed (a missing GitHub secret does not stop deleting done runners).
     ``on_deleted`` is told the name of each runner as soon as its delete returned, also in a pass that fails.
     ``removed`` records each registration GitHub confirmed gone (removed or not found), so the runner's own
-    deletion path does not ask again."""
+    deletion path does not ask again; ``children`` each pod and JIT Secret a batch deleted."""
     result = CleanupResult(deleted=[], removed=[], busy=[])
     errors: list[BaseException] = []
     limit = asyncio.Semaphore(max(1, concurrency))
     cached: list[ActionsClient] = []
     client_lock = asyncio.Lock()
+    doomed: list[RunnerView] = list(plan.delete)
+    removed_names: set[str] = set()
 
     async def github() -> ActionsClient:
         async with client_lock:
@@ -79,15 +102,8 @@ async def execute_cleanup(
                 cached.append(await client())
             return cached[0]
 
-    async def delete(runner: RunnerView) -> None:
-        async with limit:
-            await kube.delete(EPHEMERAL_RUNNERS, runner.name, namespace=runner.namespace, missing_ok=True)
-        result.deleted.append(runner.name)
-        if on_deleted is not None:
-            on_deleted(runner.name)
-
     async def remove(runner: RunnerView) -> bool:
-        """True when the runner is gone (removed or nothing to remove, then deleted)."""
+        """True when the runner may go (removed from GitHub, or nothing to remove): it is then deleted below."""
         if runner.runner_id != 0:
             async with limit:
                 outcome = await remove_registration(await github(), runner.runner_id)
@@ -96,18 +112,24 @@ async def execute_cleanup(
                 return False
             if removed is not None:
                 removed.record(runner.uid, runner.runner_id)
-        await delete(runner)
-        result.removed.append(runner.name)
+        doomed.append(runner)
+        removed_names.add(runner.name)
         return True
-
-    deletions = await asyncio.gather(*(delete(runner) for runner in plan.delete), return_exceptions=True)
-    errors.extend(outcome for outcome in deletions if isinstance(outcome, BaseException))
 
     if plan.remove_limit is None:
         removals = await asyncio.gather(*(remove(runner) for runner in plan.remove), return_exceptions=True)
         errors.extend(outcome for outcome in removals if isinstance(outcome, BaseException))
     else:
         errors.extend(await _remove_up_to(plan.remove, plan.remove_limit, remove, concurrency=concurrency))
+
+    def deleted(runner: RunnerView) -> None:
+        result.deleted.append(runner.name)
+        if runner.name in removed_names:
+            result.removed.append(runner.name)
+        if on_deleted is not None:
+            on_deleted(runner.name)
+
+    errors.extend(await _delete_runners(kube, doomed, limit=limit, children=children, deleted=deleted))
     for error in errors:
         if isinstance(error, asyncio.CancelledError):
             raise error
@@ -119,6 +141,60 @@ async def execute_cleanup(
     if result.busy:
         log.info("runners kept because GitHub says they run a job: %s", ", ".join(result.busy))
     return result
+
+
+async def _delete_runners(
+    kube: KubeClient,
+    runners: Sequence[RunnerView],
+    *,
+    limit: asyncio.Semaphore,
+    children: DeletedChildren | None,
+    deleted: Callable[[RunnerView], None],
+) -> list[BaseException]:
+    """Delete ``runners``: in batches where they carry an instance label, else one by one (see the module
+    docstring); ``deleted`` is told of each as soon as its request returned. NotFound counts as deleted.
+    The errors of the requests that failed."""
+    labelled = [runner for runner in runners if runner.instance]
+    alone = [runner for runner in runners if not runner.instance]
+
+    async def one(runner: RunnerView) -> None:
+        async with limit:
+            await kube.delete(EPHEMERAL_RUNNERS, runner.name, namespace=runner.namespace, missing_ok=True)
+        deleted(runner)
+
+    async def batch(namespace: str, chunk: Sequence[RunnerView]) -> None:
+        selector = f"{LABEL_RUNNER_INSTANCE} in ({','.join(runner.instance for runner in chunk)})"
+        uids = {runner.uid for runner in chunk}
+        unsettled = {(uid, resource.plural) for uid in uids for resource in (PODS, SECRETS)}
+        if children is not None:
+            for uid, plural in unsettled:
+                children.expect(uid, plural)
+        try:
+            async with limit:
+                await kube.delete_collection(EPHEMERAL_RUNNERS, namespace=namespace, label_selector=selector)
+            for runner in chunk:
+                deleted(runner)
+            for resource in (PODS, SECRETS):
+                async with limit:
+                    gone = await kube.delete_collection(resource, namespace=namespace, label_selector=selector)
+                # Settled from the answer: deleted is only what this request deleted (a pod whose template
+                # overrode the label was not: the runner's deletion path deletes it).
+                hit = set(map(controller_uid, gone))
+                for uid in uids:
+                    unsettled.discard((uid, resource.plural))
+                    if children is not None:
+                        children.settle(uid, resource.plural, deleted=uid in hit)
+        finally:
+            if children is not None:
+                for uid, plural in unsettled:
+                    children.settle(uid, plural, deleted=False)
+
+    by_namespace = itertools.groupby(sorted(labelled, key=lambda runner: runner.namespace), lambda r: r.namespace)
+    batches = [
+        batch(namespace, chunk) for namespace, members in by_namespace for chunk in _chunks(list(members), BATCH_SIZE)
+    ]
+    outcomes = await asyncio.gather(*batches, *(one(runner) for runner in alone), return_exceptions=True)
+    return [outcome for outcome in outcomes if isinstance(outcome, BaseException)]
 
 
 async def _remove_up_to(
@@ -157,3 +233,8 @@ async def _remove_up_to(
 
     await asyncio.gather(*(worker() for _ in range(max(1, min(concurrency, limit)))))
     return errors
+
+
+def _chunks(items: Sequence[RunnerView], size: int) -> list[Sequence[RunnerView]]:
+    """``items`` cut into consecutive slices of at most ``size``."""
+    return [items[start : start + size] for start in range(0, len(items), size)]

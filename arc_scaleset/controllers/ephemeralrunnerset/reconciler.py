@@ -49,8 +49,8 @@ from arc_scaleset.api.keys import (
 from arc_scaleset.api.runner_sets import is_superseded, scale_set_uid_of
 from arc_scaleset.api.views import EphemeralRunnerSetView
 from arc_scaleset.controllers.context import ControllerContext
-from arc_scaleset.controllers.ephemeralrunnerset.builders import desired_ephemeral_runner
-from arc_scaleset.controllers.ephemeralrunnerset.cleanup import CleanupFailedError, execute_cleanup
+from arc_scaleset.controllers.ephemeralrunnerset.builders import desired_ephemeral_runner, with_runner_instance
+from arc_scaleset.controllers.ephemeralrunnerset.cleanup import CleanupFailedError, CleanupResult, execute_cleanup
 from arc_scaleset.controllers.ephemeralrunnerset.conditions import degraded_conditions, patch_conditions
 from arc_scaleset.controllers.ephemeralrunnerset.counts import (
     DEFAULT_COUNTS_INTERVAL,
@@ -305,12 +305,7 @@ class EphemeralRunnerSetReconciler:
         """Revision cleanup (module docstring, step 3); ``states``: the runners against the applied revision."""
         view = EphemeralRunnerSetView(ers)
         cleanup = revision_cleanup(states)
-        result = await execute_cleanup(
-            self._kube, cleanup, client=self._client_source(ers),
-            concurrency=self._ctx.settings.runner_create_concurrency,
-            on_deleted=self._deleted(ers, cleanup, removal=DeletedReason.REVISION),
-            removed=self._ctx.removed_registrations,
-        )  # fmt: skip
+        result = await self._cleanup(ers, cleanup, removal=DeletedReason.REVISION)
         await reconcile_runner_proxy_secret(self._kube, ers)
         await patch_applied_actionable_revision(
             self._kube, namespace=view.namespace, name=view.name, target=target,
@@ -332,12 +327,7 @@ class EphemeralRunnerSetReconciler:
                 patch_id=plan.record_finished_marker, clock=self._ctx.clock,
             )  # fmt: skip
         if not plan.cleanup.empty:
-            await execute_cleanup(
-                self._kube, plan.cleanup, client=self._client_source(ers),
-                concurrency=self._ctx.settings.runner_create_concurrency,
-                on_deleted=self._deleted(ers, plan.cleanup, removal=DeletedReason.SCALE_DOWN),
-                removed=self._ctx.removed_registrations,
-            )  # fmt: skip
+            await self._cleanup(ers, plan.cleanup, removal=DeletedReason.SCALE_DOWN)
         if plan.create > 0:
             patch_id = view.patch_id
             if plan.check_finished_marker:
@@ -361,7 +351,7 @@ class EphemeralRunnerSetReconciler:
         body = desired_ephemeral_runner(ers, exclude_label_prefixes=self._ctx.settings.exclude_label_prefixes)
 
         async def create_one() -> str:
-            created = await self._kube.create(EPHEMERAL_RUNNERS, body)
+            created = await self._kube.create(EPHEMERAL_RUNNERS, with_runner_instance(body))
             return EphemeralRunnerSetView(created).name
 
         names: list[str] = []
@@ -396,12 +386,7 @@ class EphemeralRunnerSetReconciler:
             plan = revision_cleanup(states)
             if not plan.empty:
                 try:
-                    await execute_cleanup(
-                        self._kube, plan, client=self._client_source(ers),
-                        concurrency=self._ctx.settings.runner_create_concurrency,
-                        on_deleted=self._deleted(ers, plan, removal=DeletedReason.SET_DELETED),
-                        removed=self._ctx.removed_registrations,
-                    )  # fmt: skip
+                    await self._cleanup(ers, plan, removal=DeletedReason.SET_DELETED)
                 except ConfigurationError as exc:
                     await self._ctx.events.event(ers, type="Warning", reason=exc.reason, note=exc.message,
                                                  action="Delete")  # fmt: skip
@@ -445,6 +430,15 @@ class EphemeralRunnerSetReconciler:
         index = self._indexes.pop(key, None)
         if index is not None:
             self._indexes_by_uid.pop(index.uid, None)
+
+    async def _cleanup(self, ers: Object, plan: CleanupPlan, *, removal: str) -> CleanupResult:
+        """Carry out ``plan`` for ``ers`` (:func:`.cleanup.execute_cleanup`); ``removal``: why live runners go."""
+        return await execute_cleanup(
+            self._kube, plan, client=self._client_source(ers),
+            concurrency=self._ctx.settings.runner_create_concurrency,
+            on_deleted=self._deleted(ers, plan, removal=removal),
+            removed=self._ctx.removed_registrations, children=self._ctx.deleted_children,
+        )  # fmt: skip
 
     def _deleted(self, ers: Object, plan: CleanupPlan, *, removal: str) -> Callable[[str], None]:
         """Records a runner of ``ers`` as deleted (:class:`.expectations.DeletionExpectations`) and counts it

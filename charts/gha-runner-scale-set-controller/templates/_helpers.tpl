@@ -63,6 +63,10 @@ app.kubernetes.io/part-of: gha-rs-controller
 - apiGroups: ["actions.github.com"]
   resources: [autoscalingrunnersets, autoscalinglisteners, ephemeralrunnersets, ephemeralrunners]
   verbs: [create, delete, get, list, patch, update, watch]
+# A scale-down deletes its runners in batches, named by their instance label (docs/controllers.md).
+- apiGroups: ["actions.github.com"]
+  resources: [ephemeralrunners]
+  verbs: [deletecollection]
 - apiGroups: ["actions.github.com"]
   resources: [autoscalingrunnersets/status, autoscalinglisteners/status, ephemeralrunnersets/status, ephemeralrunners/status]
   verbs: [get, patch, update]

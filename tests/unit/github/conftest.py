@@ -25,3 +25,31 @@ def ec_pem() -> str:
     return key.private_bytes(
         serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
     ).decode()
+
+
+@pytest.fixture(scope="session")
+def rsa_pkcs8_pem(rsa_private_key: rsa.RSAPrivateKey) -> str:
+    return rsa_private_key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    ).decode()
+
+
+@pytest.fixture(scope="session")
+def encrypted_rsa_pem(rsa_private_key: rsa.RSAPrivateKey) -> str:
+    return rsa_private_key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.BestAvailableEncryption(b"a passphrase nobody gives"),
+    ).decode()
+
+
+@pytest.fixture(scope="session")
+def damaged_rsa_pem(rsa_private_key: rsa.RSAPrivateKey) -> str:
+    """The RSA key with a wrong private exponent: OpenSSL reads it, but its parts do not belong together."""
+    numbers = rsa_private_key.private_numbers()
+    damaged = rsa.RSAPrivateNumbers(
+        numbers.p, numbers.q, numbers.d + 2, numbers.dmp1, numbers.dmq1, numbers.iqmp, numbers.public_numbers
+    ).private_key(unsafe_skip_rsa_key_validation=True)
+    return damaged.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL, serialization.NoEncryption()
+    ).decode()

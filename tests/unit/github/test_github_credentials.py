@@ -4,6 +4,8 @@ tests/unit/api/test_api_credentials.py): errors that never quote a secret, maske
 from __future__ import annotations
 
 import datetime as dt
+import subprocess
+import sys
 
 import jwt
 import pytest
@@ -91,15 +93,57 @@ def test_fingerprints_identify_without_revealing(rsa_pem: str) -> None:
     assert len(PersonalAccessToken(SECRET_TOKEN).fingerprint()) == 64
 
 
-def test_app_jwt_claims_are_backdated_and_short_lived(rsa_pem: str, rsa_private_key: rsa.RSAPrivateKey) -> None:
+@pytest.mark.parametrize("key_format", ["PKCS#1", "PKCS#8"])
+def test_app_jwt_verifies_as_rs256_with_backdated_short_lived_claims(
+    key_format: str, rsa_pem: str, rsa_pkcs8_pem: str, rsa_private_key: rsa.RSAPrivateKey
+) -> None:
     clock = FakeClock(start=dt.datetime(2026, 3, 1, 12, 0, 0, tzinfo=dt.UTC))
-    token = GitHubApp("Iv1.abc", 2, rsa_pem).jwt(now=clock.now())
+    pem = rsa_pem if key_format == "PKCS#1" else rsa_pkcs8_pem
+    token = GitHubApp("Iv1.abc", 2, pem).jwt(now=clock.now())
     claims = jwt.decode(
         token, rsa_private_key.public_key(), algorithms=["RS256"], options={"verify_exp": False, "verify_iat": False}
     )
     now = int(clock.now().timestamp())
     assert claims == {"iat": now - 60, "exp": now - 60 + 540, "iss": "Iv1.abc"}
-    assert jwt.get_unverified_header(token)["alg"] == "RS256"
+    assert jwt.get_unverified_header(token) == {"alg": "RS256", "typ": "JWT"}
+    assert "=" not in token  # base64url without padding, as RFC 7519 requires
+
+
+def test_an_app_signs_its_jwt_without_loading_pyjwt_or_cryptography(rsa_pem: str) -> None:
+    # A fresh interpreter, as a listener pod: those two would add about 9 MB to it (docs/github.md).
+    code = f"""
+import datetime as dt, sys
+import arc_scaleset.listener.command
+from arc_scaleset.github.credentials import GitHubApp
+GitHubApp("1", 2, {rsa_pem!r}).jwt(now=dt.datetime.now(dt.UTC))
+print(" ".join(name for name in ("jwt", "cryptography") if name in sys.modules))
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+
+    assert done.stdout.split() == []
+
+
+def test_unusable_keys_are_refused_with_a_clear_error_that_never_quotes_the_key(
+    rsa_pem: str, encrypted_rsa_pem: str, ec_pem: str, damaged_rsa_pem: str
+) -> None:
+    unreadable = "github_app_private_key could not be parsed as an unencrypted PEM private key"
+    cases = {
+        "encrypted": (encrypted_rsa_pem, unreadable),
+        "truncated": (rsa_pem[: len(rsa_pem) // 2], unreadable),
+        "garbage": ("-----BEGIN PRIVATE KEY-----\n" + "A" * 64 + "\n-----END PRIVATE KEY-----\n", unreadable),
+        "damaged (parts that do not belong together)": (damaged_rsa_pem, unreadable),
+        "EC": (ec_pem, "github_app_private_key is not an RSA key (GitHub App keys are RSA)"),
+    }
+    for case, (pem, expected) in cases.items():
+        with pytest.raises(InvalidCredentials) as caught:
+            GitHubApp("1", 2, pem)
+        message = str(caught.value)
+        assert message == expected, case
+        body = "".join(pem.splitlines()[1:-1])
+        assert body[:40] not in message, case
+        assert "PRIVATE KEY" not in message, case
+        assert caught.value.__cause__ is None, case
+        assert caught.value.__suppress_context__, case
 
 
 def test_the_fingerprint_of_fields_is_that_of_their_credentials_without_parsing_the_key(rsa_pem: str) -> None:

@@ -162,7 +162,8 @@ class FakeActions:
 class FakePatcher:
     """Records Kubernetes patches in the shared log and keeps the ERS's annotations, as the API server would.
 
-    ``fail`` holds errors to raise on the next patches (of any object).
+    ``fail`` holds errors to raise on the next patches (of any object). When ``runner_gate`` is given, patches
+    of runners wait until it is set; ``runners_waiting`` counts them.
     """
 
     def __init__(self, log: list[tuple[Any, ...]]) -> None:
@@ -171,6 +172,8 @@ class FakePatcher:
         self.missing_runners: set[str] = set()
         self.ers_annotations: dict[str, str] = {}
         self.refused_state_writes: dict[str, int] = {}  # phase -> how many writes of it still to refuse
+        self.runner_gate: asyncio.Event | None = None
+        self.runners_waiting = 0
 
     async def patch(
         self,
@@ -202,6 +205,12 @@ class FakePatcher:
             if patch:  # an empty patch only reads
                 self.log.append(("ers", name, subresource, patch))
             return {"metadata": {"name": name, "annotations": dict(self.ers_annotations)}, "spec": {}}
+        if self.runner_gate is not None:
+            self.runners_waiting += 1
+            try:
+                await self.runner_gate.wait()
+            finally:
+                self.runners_waiting -= 1
         self.log.append(("er", name, subresource, patch))
         return {}
 

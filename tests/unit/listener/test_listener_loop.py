@@ -24,6 +24,7 @@ from arc_scaleset.github.errors import (
 from arc_scaleset.github.models import JobAvailable
 from arc_scaleset.kube import errors as kube_errors
 from arc_scaleset.listener.errors import FatalListenerError
+from arc_scaleset.listener.loop import BOOKKEEPING_CONCURRENCY
 from tests.unit.listener.fakes import MAX_RUNNERS, SCALE_SET_ID, Harness, error, message, started, stats
 
 
@@ -59,6 +60,32 @@ async def test_a_message_is_acked_and_its_jobs_acquired_and_the_ers_patched_befo
     assert h.patcher.ers_patches()[-1] == {"patchID": 1, "replicas": 2}
     assert h.calls("poll")[-1] == ("poll", "session-1", 5, MAX_RUNNERS)
     await h.stop_and_wait()
+
+
+async def test_a_burst_of_started_jobs_is_recorded_on_every_runner_a_few_patches_at_a_time() -> None:
+    h = Harness()
+    h.patcher.runner_gate = asyncio.Event()
+    runners = [f"runner-{index}" for index in range(50)]
+    h.actions.poll_script.append(message(1, *(started(100 + i, name) for i, name in enumerate(runners)), assigned=5))
+    h.start()
+    await h.settle(lambda: h.patcher.runners_waiting == BOOKKEEPING_CONCURRENCY)
+    assert h.patcher.runners_waiting == BOOKKEEPING_CONCURRENCY
+    assert h.patcher.ers_patches()[-1] == {"patchID": 1, "replicas": 5}  # the decision did not wait for them
+    h.patcher.runner_gate.set()
+    await h.settle(lambda: len(h.calls("er")) == len(runners))
+    assert sorted(entry[1] for entry in h.calls("er")) == sorted(runners)
+    await h.stop_and_wait()
+
+
+async def test_started_jobs_still_unrecorded_at_shutdown_do_not_hold_it_up() -> None:
+    h = Harness()
+    h.patcher.runner_gate = asyncio.Event()  # never opened: the API server does not answer
+    h.actions.poll_script.append(message(1, *(started(100 + i, f"runner-{i}") for i in range(20)), assigned=20))
+    h.start()
+    await h.settle(lambda: h.patcher.runners_waiting == BOOKKEEPING_CONCURRENCY)
+    await h.stop_and_wait()
+    assert h.patcher.runners_waiting == 0
+    assert h.calls("er") == []
 
 
 async def test_job_started_patches_the_runner_status_with_only_non_empty_job_facts() -> None:

@@ -12,7 +12,6 @@ from typing import Any
 import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
-from cryptography.hazmat.primitives.serialization import load_pem_private_key
 
 import arc_scaleset.github.credentials as credentials_module
 from arc_scaleset.api.ephemeralrunner import EPHEMERAL_RUNNERS
@@ -21,8 +20,9 @@ from arc_scaleset.clock import FakeClock
 from arc_scaleset.controllers.ephemeralrunner.deletion import finalize_runner
 from arc_scaleset.controllers.errors import InvalidSecret
 from arc_scaleset.controllers.github_access import GitHubAccess
-from arc_scaleset.controllers.runner_github import RemovedRegistrations
+from arc_scaleset.controllers.handoff import DeletedChildren, RemovedRegistrations
 from arc_scaleset.github import ActionsClientPool, Credentials, GitHubApp, GitHubConfig, SystemInfo
+from arc_scaleset.github.rs256 import load_pem_private_key
 from arc_scaleset.kube.errors import NotFound
 from arc_scaleset.kube.resources import SECRETS, Resource
 
@@ -98,6 +98,7 @@ def _context(kube: FakeKube) -> Any:
         clock=clock,
         cache=lambda resource: no_pods,
         removed_registrations=RemovedRegistrations(),
+        deleted_children=DeletedChildren(),
     )
 
 
@@ -119,12 +120,12 @@ def _runner(index: int) -> dict[str, Any]:
 
 @pytest.fixture
 def key_loads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Counts the PEM parses of GitHub App keys (a spy around cryptography's loader)."""
+    """Counts the PEM parses of GitHub App keys (a spy around the loader)."""
     calls: list[int] = []
 
-    def spy(data: bytes, password: bytes | None, *args: Any, **kwargs: Any) -> Any:
+    def spy(data: bytes) -> Any:
         calls.append(1)
-        return load_pem_private_key(data, password, *args, **kwargs)
+        return load_pem_private_key(data)
 
     monkeypatch.setattr(credentials_module, "load_pem_private_key", spy)
     FakeActions.built = []

@@ -17,8 +17,8 @@ from arc_scaleset.clock import FakeClock
 from arc_scaleset.controllers.ephemeralrunnerset.cleanup import CleanupFailedError, execute_cleanup
 from arc_scaleset.controllers.ephemeralrunnerset.expectations import DeletionExpectations
 from arc_scaleset.controllers.ephemeralrunnerset.scaling import CleanupPlan, scale_down_candidates
+from arc_scaleset.controllers.handoff import RemovedRegistrations
 from arc_scaleset.controllers.runner_classification import RunnerView, classify
-from arc_scaleset.controllers.runner_github import RemovedRegistrations
 from arc_scaleset.github import ActionsClient, JobStillRunning, NotFound, TransientError
 
 
