@@ -487,8 +487,8 @@ class KubeClient:
         self, resource: Resource, *, namespace: str, label_selector: str
     ) -> builtins.list[dict[str, Any]]:
         """Delete every object of ``resource`` in ``namespace`` that ``label_selector`` matches, in one request
-        (the ``deletecollection`` verb). Returns the objects the server still holds (finalizers, graceful pod
-        deletion); objects gone at once are not listed.
+        (the ``deletecollection`` verb). Returns the metadata (``PartialObjectMetadata``) of the objects it
+        deleted: never a Secret's data, and a few hundred bytes per object rather than whole pods.
 
         One request however many objects match: a scale-down that deletes N runners this way costs the
         client's rate limit one request per batch instead of N (docs/controllers.md). The selector must be
@@ -505,6 +505,7 @@ class KubeClient:
             params={"labelSelector": label_selector},
             verb="deletecollection",
             counted=resource.plural,
+            accept=METADATA_LIST_ACCEPT,
         )
         listed = _as_object(result) if result is not None else {}
         return [item for item in listed.get("items") or () if isinstance(item, dict)]

@@ -32,6 +32,10 @@ from arc_scaleset.tls_buffers import shrink_tls_read_buffers
 
 log = logging.getLogger("arc_scaleset.listener")
 
+LISTENER_TLS_READ_BUFFER = 16 * 1024
+"""One TLS record: a listener reads small answers (a message of jobs, a patch's reply) on a handful of
+connections, and one pod runs per scale set, so its buffers are kept as small as a record allows."""
+
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
@@ -71,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
     configure_logging(level=config.log_level, fmt=config.log_format, stream=sys.stdout)
     # ARC's Go client exports no *_created series; keep the exposition identical.
     disable_created_metrics()  # type: ignore[no-untyped-call]
-    shrink_tls_read_buffers()
+    shrink_tls_read_buffers(LISTENER_TLS_READ_BUFFER)
     freeze_startup_objects()
     try:
         return asyncio.run(_main(config, kubeconfig=args.kubeconfig, probe_addr=args.probe_addr))

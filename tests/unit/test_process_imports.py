@@ -7,8 +7,9 @@ import sys
 
 import pytest
 
-# Imported only where they are used: rich by nobody in these processes (the image has none), PyJWT and
-# cryptography for GitHub Apps and githubServerTLS, PyYAML for a kubeconfig file, the lab for its commands.
+# Imported only where they are used: rich and PyJWT by nobody in these processes (the image has no rich; App
+# JWTs are signed through the system OpenSSL), cryptography for githubServerTLS and Key Vault, PyYAML for a
+# kubeconfig file, the lab for its commands.
 LAZY = ("rich", "jwt", "cryptography", "yaml", "arc_scaleset_lab")
 
 # What each command imports before it serves (its module imports, and those of its run()).

@@ -25,7 +25,7 @@ from arc_scaleset.github.rs256 import load_pem_private_key
 from arc_scaleset.kube.client import KubeClient
 from arc_scaleset.kube.resources import SECRETS
 from arc_scaleset_lab.harness.waiting import eventually
-from tests.integration.controllers.runner_harness import Harness, harness
+from tests.integration.controllers.runner_harness import Harness, harness, runner_template
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(180)]
 
@@ -157,3 +157,23 @@ async def test_runners_without_an_instance_label_are_still_deleted_one_by_one(h:
 async def _nothing_left(h: Harness, names: set[str]) -> bool:
     pods = {p["metadata"]["name"] for p in await h.pods()} & names
     return not pods and not await _jit_secrets(h, names)
+
+
+async def test_pods_whose_template_overrides_the_instance_label_are_still_deleted(h: Harness, spies: Spies) -> None:
+    """A batch names runners by their instance label; a pod template that sets the same label on every pod
+    makes the batch miss their pods (and never match a pod of another runner): each runner's own deletion path
+    then deletes its pod."""
+    template = runner_template()
+    template["metadata"] = {"labels": {LABEL_RUNNER_INSTANCE: "set-by-the-template"}}
+    await h.create_ers(replicas=RUNNERS // 2, patch_id=0, secret=APP_SECRET, template=template)
+    names = {r["metadata"]["name"] for r in await h.wait_running(RUNNERS // 2)}
+    assert {p["metadata"]["labels"][LABEL_RUNNER_INSTANCE] for p in await h.pods()} == {"set-by-the-template"}
+    before = collections.Counter(h.kube.request_counts)
+
+    await h.patch_ers(replicas=0, patchID=0)
+
+    await h.wait_runners(lambda rs: rs == [], what="every runner deleted")
+    await eventually(lambda: _nothing_left(h, names), timeout=30, what="no runner pod nor JIT Secret left")
+    sent = collections.Counter(h.kube.request_counts) - before
+    assert sent[("deletecollection", "ephemeralrunners")] == 1
+    assert sent[("delete", "pods")] == len(names)

@@ -247,6 +247,26 @@ async def test_delete_with_a_stale_uid_precondition_raises_conflict(kube: KubeCl
     assert await kube.get(CM, "precond", namespace=namespace)
 
 
+async def test_delete_collection_deletes_what_the_selector_names_and_answers_with_metadata_only(
+    kube: KubeClient, namespace: str
+) -> None:
+    secrets = resources.SECRETS
+    for name, batch in (("a", "one"), ("b", "two"), ("c", "three"), ("kept", "other")):
+        await kube.create(secrets, {
+            "metadata": {"name": name, "namespace": namespace, "labels": {"batch": batch}},
+            "data": {"token": base64.b64encode(b"do-not-echo").decode()},
+        })  # fmt: skip
+
+    gone = await kube.delete_collection(secrets, namespace=namespace, label_selector="batch in (one,two,three)")
+
+    assert sorted(item["metadata"]["name"] for item in gone) == ["a", "b", "c"]
+    assert all("data" not in item for item in gone)  # the answer never carries a Secret's data
+    left = await kube.list(secrets, namespace=namespace, label_selector="batch")
+    assert [item["metadata"]["name"] for item in left.items] == ["kept"]
+    with pytest.raises(ValueError, match="needs a label selector"):
+        await kube.delete_collection(secrets, namespace=namespace, label_selector=" ")
+
+
 async def test_replace_with_a_stale_resource_version_raises_conflict(kube: KubeClient, namespace: str) -> None:
     stale = await kube.create(CM, _cm("stale", v="1"), namespace=namespace)
     await kube.patch(CM, "stale", {"data": {"v": "2"}}, namespace=namespace)
