@@ -31,6 +31,7 @@ revision cleanup this keeps ``appliedActionableRevision`` behind until one pass 
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
 import logging
 from collections.abc import Awaitable, Callable, Sequence
@@ -47,6 +48,7 @@ from arc_scaleset.controllers.runner_classification import RunnerView
 from arc_scaleset.controllers.runner_github import Removal, remove_registration
 from arc_scaleset.github import ActionsClient
 from arc_scaleset.kube.client import KubeClient
+from arc_scaleset.kube.errors import Forbidden
 from arc_scaleset.kube.resources import PODS, SECRETS
 
 log = logging.getLogger(__name__)
@@ -170,13 +172,24 @@ async def _delete_runners(
             for uid, plural in unsettled:
                 children.expect(uid, plural)
         try:
-            async with limit:
-                await kube.delete_collection(EPHEMERAL_RUNNERS, namespace=namespace, label_selector=selector)
+            try:
+                async with limit:
+                    await kube.delete_collection(EPHEMERAL_RUNNERS, namespace=namespace, label_selector=selector)
+            except Forbidden:
+                # A role without `deletecollection` (ARC's, or a copy of it): one by one, as without batches;
+                # the runners' own deletion paths then delete their pods and Secrets (settled below).
+                _warn_no_deletecollection(EPHEMERAL_RUNNERS.plural)
+                await asyncio.gather(*(one(runner) for runner in chunk))
+                return
             for runner in chunk:
                 deleted(runner)
             for resource in (PODS, SECRETS):
-                async with limit:
-                    gone = await kube.delete_collection(resource, namespace=namespace, label_selector=selector)
+                try:
+                    async with limit:
+                        gone = await kube.delete_collection(resource, namespace=namespace, label_selector=selector)
+                except Forbidden:
+                    _warn_no_deletecollection(resource.plural)
+                    gone = []
                 # Settled from the answer: deleted is only what this request deleted (a pod whose template
                 # overrode the label was not: the runner's deletion path deletes it).
                 hit = set(map(controller_uid, gone))
@@ -238,3 +251,13 @@ async def _remove_up_to(
 def _chunks(items: Sequence[RunnerView], size: int) -> list[Sequence[RunnerView]]:
     """``items`` cut into consecutive slices of at most ``size``."""
     return [items[start : start + size] for start in range(0, len(items), size)]
+
+
+@functools.cache
+def _warn_no_deletecollection(plural: str) -> None:
+    """Once per process and resource: the controller's role does not grant ``deletecollection``."""
+    log.warning(
+        "the controller may not deletecollection %s: runners are deleted one by one, at up to four requests"
+        ' each (grant the verb: docs/controllers.md, "Deleting runners in batches")',
+        plural,
+    )

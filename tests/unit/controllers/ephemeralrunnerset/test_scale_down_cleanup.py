@@ -17,9 +17,10 @@ from arc_scaleset.clock import FakeClock
 from arc_scaleset.controllers.ephemeralrunnerset.cleanup import CleanupFailedError, execute_cleanup
 from arc_scaleset.controllers.ephemeralrunnerset.expectations import DeletionExpectations
 from arc_scaleset.controllers.ephemeralrunnerset.scaling import CleanupPlan, scale_down_candidates
-from arc_scaleset.controllers.handoff import RemovedRegistrations
+from arc_scaleset.controllers.handoff import DeletedChildren, RemovedRegistrations
 from arc_scaleset.controllers.runner_classification import RunnerView, classify
 from arc_scaleset.github import ActionsClient, JobStillRunning, NotFound, TransientError
+from arc_scaleset.kube.errors import Forbidden
 
 
 class FakeKube:
@@ -204,3 +205,33 @@ async def test_every_deleted_runner_is_reported_even_when_the_pass_fails() -> No
     with pytest.raises(CleanupFailedError):
         await execute_cleanup(kube, plan, client=client, concurrency=2, on_deleted=reported.append)  # type: ignore[arg-type]
     assert sorted(reported) == ["r-000", "r-002", "r-003"]
+
+
+class ForbiddingKube(FakeKube):
+    """A role that grants ``delete`` but not ``deletecollection`` (ARC's roles, or a copy of them)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.refused = 0
+
+    async def delete_collection(self, resource: Any, **_: Any) -> list[dict[str, Any]]:
+        self.refused += 1
+        raise Forbidden(status=403, reason="Forbidden", message=f"cannot deletecollection {resource.plural}")
+
+
+async def test_without_the_deletecollection_verb_labelled_runners_are_deleted_one_by_one() -> None:
+    actions, kube, children = FakeActions(), ForbiddingKube(), DeletedChildren()
+    runners = [dataclasses.replace(runner, uid=f"uid-{runner.name}", instance=f"i{runner.runner_id}")
+               for runner in idle_runners(5)]  # fmt: skip
+
+    async def client() -> ActionsClient:
+        return actions  # type: ignore[return-value]  # the one method a removal calls
+
+    plan = CleanupPlan(remove=runners, remove_limit=5)
+    await execute_cleanup(kube, plan, client=client, children=children)  # type: ignore[arg-type]
+
+    assert sorted(kube.deleted) == [runner.name for runner in runners]
+    assert kube.refused == 1
+    # Nothing is left waiting for a batch: each runner's own deletion path deletes its pod and Secret.
+    assert not any(children.pending(runner.uid, plural) for runner in runners for plural in ("pods", "secrets"))
+    assert all(children.state(runner.uid, "pods") is None for runner in runners)
