@@ -63,15 +63,11 @@ def _has_container_hooks(er: Object) -> bool:
     return container is not None and any(env.get("name") == CONTAINER_HOOKS_ENV for env in container.get("env") or ())
 
 
-async def cleanup_runner_resources(kube: KubeClient, er: Object, *, pod: Object | None) -> None:
-    """Delete the runner's pod (``pod`` as cached; ``None``: none) and JIT Secret, and its hook objects."""
-    await _delete_children(kube, er, pod=pod, pod_batched=False, secret_batched=False)
-
-
-async def _delete_children(
-    kube: KubeClient, er: Object, *, pod: Object | None, pod_batched: bool, secret_batched: bool
+async def cleanup_runner_resources(
+    kube: KubeClient, er: Object, *, pod: Object | None, pod_batched: bool = False, secret_batched: bool = False
 ) -> None:
-    """:func:`cleanup_runner_resources`, but not the pod or the Secret a batch of the set deleted."""
+    """Delete the runner's pod (``pod`` as cached; ``None``: none) and JIT Secret, and its hook objects; not
+    the pod or the Secret a batch of the set deleted (``pod_batched``, ``secret_batched``)."""
     view = ObjectView(er)
     name, namespace = view.name, view.namespace
     if pod is not None and not ObjectView(pod).is_deleting and not pod_batched:
@@ -131,7 +127,7 @@ async def finalize_runner(ctx: ControllerContext, er: Object, *, clients: Runner
     pod_batched, secret_batched = (
         ctx.deleted_children.state(view.uid, resource.plural) is BatchDeletion.DELETED for resource in (PODS, SECRETS)
     )
-    await _delete_children(
+    await cleanup_runner_resources(
         ctx.kube, er, pod=ctx.cache(PODS).get(namespace, name), pod_batched=pod_batched, secret_batched=secret_batched
     )
 

@@ -113,23 +113,31 @@ async def _jit_secrets(h: Harness, runner_names: set[str]) -> set[str]:
     return {s["metadata"]["name"] for s in (await h.kube.list(SECRETS, namespace=h.namespace)).items} & runner_names
 
 
+async def _scale_to_zero(h: Harness, names: set[str]) -> collections.Counter[tuple[str, str]]:
+    """Scale the set to 0, wait until no runner, pod or JIT Secret of ``names`` is left; the requests sent."""
+    before = collections.Counter(h.kube.request_counts)
+    await h.patch_ers(replicas=0, patchID=0)
+    await h.wait_runners(lambda rs: rs == [], what="every runner deleted")
+
+    async def nothing_left() -> bool:
+        pods = {p["metadata"]["name"] for p in await h.pods()} & names
+        return not pods and not await _jit_secrets(h, names)
+
+    await eventually(nothing_left, timeout=30, what="no runner pod nor JIT Secret left")
+    return collections.Counter(h.kube.request_counts) - before
+
+
 async def test_a_scale_down_deletes_runners_pods_and_jit_secrets_in_batches(h: Harness, spies: Spies) -> None:
     await h.create_ers(replicas=RUNNERS, patch_id=0, secret=APP_SECRET)
     names = {r["metadata"]["name"] for r in await h.wait_running(RUNNERS)}
     assert await _jit_secrets(h, names) == names
-    before = collections.Counter(h.kube.request_counts)
-
-    await h.patch_ers(replicas=0, patchID=0)
-
-    await h.wait_runners(lambda rs: rs == [], what="every runner deleted")
-    await eventually(lambda: _nothing_left(h, names), timeout=30, what="no runner pod nor JIT Secret left")
-    sent = collections.Counter(h.kube.request_counts) - before
+    sent = await _scale_to_zero(h, names)
     # One request per kind for the whole batch, where one per runner and kind was sent before (4 writes per
-    # runner in all); a runner's deletion path that runs before the batch's answer may still delete its own.
+    # runner in all): the runners' own deletion paths waited for the batch and deleted nothing themselves.
     assert sent[("deletecollection", "ephemeralrunners")] == 1
     assert sent[("delete", "ephemeralrunners")] == 0
     assert sent[("deletecollection", "pods")] == sent[("deletecollection", "secrets")] == 1
-    assert sent[("delete", "pods")] + sent[("delete", "secrets")] < RUNNERS
+    assert sent[("delete", "pods")] == sent[("delete", "secrets")] == 0
     assert h.registered() == set()
 
 
@@ -142,21 +150,10 @@ async def test_runners_without_an_instance_label_are_still_deleted_one_by_one(h:
     for name in unlabelled:
         await h.kube.patch(EPHEMERAL_RUNNERS, name, {"metadata": {"labels": {LABEL_RUNNER_INSTANCE: None}}},
                            namespace=h.namespace)  # fmt: skip
-    before = collections.Counter(h.kube.request_counts)
-
-    await h.patch_ers(replicas=0, patchID=0)
-
-    await h.wait_runners(lambda rs: rs == [], what="every runner deleted")
-    await eventually(lambda: _nothing_left(h, names), timeout=30, what="no runner pod nor JIT Secret left")
-    sent = collections.Counter(h.kube.request_counts) - before
+    sent = await _scale_to_zero(h, names)
     assert sent[("delete", "ephemeralrunners")] == len(unlabelled)
     assert sent[("deletecollection", "ephemeralrunners")] == 1
     assert h.registered() == set()
-
-
-async def _nothing_left(h: Harness, names: set[str]) -> bool:
-    pods = {p["metadata"]["name"] for p in await h.pods()} & names
-    return not pods and not await _jit_secrets(h, names)
 
 
 async def test_pods_whose_template_overrides_the_instance_label_are_still_deleted(h: Harness, spies: Spies) -> None:
@@ -168,12 +165,6 @@ async def test_pods_whose_template_overrides_the_instance_label_are_still_delete
     await h.create_ers(replicas=RUNNERS // 2, patch_id=0, secret=APP_SECRET, template=template)
     names = {r["metadata"]["name"] for r in await h.wait_running(RUNNERS // 2)}
     assert {p["metadata"]["labels"][LABEL_RUNNER_INSTANCE] for p in await h.pods()} == {"set-by-the-template"}
-    before = collections.Counter(h.kube.request_counts)
-
-    await h.patch_ers(replicas=0, patchID=0)
-
-    await h.wait_runners(lambda rs: rs == [], what="every runner deleted")
-    await eventually(lambda: _nothing_left(h, names), timeout=30, what="no runner pod nor JIT Secret left")
-    sent = collections.Counter(h.kube.request_counts) - before
+    sent = await _scale_to_zero(h, names)
     assert sent[("deletecollection", "ephemeralrunners")] == 1
     assert sent[("delete", "pods")] == len(names)
