@@ -63,12 +63,12 @@ from arc_scaleset.api.ephemeralrunnerset import EPHEMERAL_RUNNER_SETS
 from arc_scaleset.kube.client import KubeClient, PatchType
 from arc_scaleset.kube.errors import AlreadyExists, NotFound
 from arc_scaleset.kube.informer import Informer
-from arc_scaleset.kube.resources import NAMESPACES, PODS, SECRETS, Resource
+from arc_scaleset.kube.resources import NAMESPACES, PODS, Resource
 from arc_scaleset_lab.cluster import arc_binaries
 from arc_scaleset_lab.cluster.localcluster import free_port
 from arc_scaleset_lab.cluster.processes import ManagedProcess
 from arc_scaleset_lab.harness.cluster import install_crds, start_test_cluster
-from arc_scaleset_lab.harness.system import arc_scaleset_command
+from arc_scaleset_lab.harness.system import arc_scaleset_command, create_app_secret
 from arc_scaleset_lab.harness.waiting import eventually
 from arc_scaleset_lab.node.arc_listener import can_run_arc_listener
 from arc_scaleset_lab.sim.admin_client import SimAdminClient
@@ -260,22 +260,6 @@ async def http_ok(url: str) -> bool:
         return False
 
 
-async def app_secret(lab: Lab, namespace: str) -> str:
-    app_id = secrets.randbelow(900_000) + 100_000
-    installation_id = secrets.randbelow(900_000) + 100_000
-    app = await lab.sim.create_app(app_id=app_id, installation_id=installation_id)
-    body = {
-        "metadata": {"name": "github-app"},
-        "stringData": {
-            "github_app_id": str(app_id),
-            "github_app_installation_id": str(installation_id),
-            "github_app_private_key": str(app["privateKeyPem"]),
-        },
-    }
-    await lab.kube.create(SECRETS, body, namespace=namespace)
-    return "github-app"
-
-
 def runner_set(side: str, name: str, namespace: str, config_url: str, secret: str, runners: int) -> dict[str, Any]:
     # ARC deletes a set whose version label is not the one it was built with; ours accepts its own version.
     version = arc_binaries.ARC_CHART_VERSION if side == "arc" else arc_scaleset.__version__
@@ -316,7 +300,8 @@ async def run_round(lab: Lab, side: str, round_no: int, args: argparse.Namespace
     await install_crds(lab.kube, crds)
     namespace = f"bench-{side}-{round_no}-{secrets.token_hex(3)}"
     await lab.kube.create(NAMESPACES, {"metadata": {"name": namespace}})
-    secret = await app_secret(lab, namespace)
+    secret = "github-app"
+    await create_app_secret(lab.kube, lab.sim, namespace, name=secret)
     controller, metrics_url = start_controller(lab, side, round_no)
     pid = controller.pid
     assert pid is not None

@@ -108,50 +108,25 @@ __all__ = [
     "VaultConfig",
 ]
 
-# Each exported name -> the module that defines it (the lightest one that does: the constants and the metric
-# models do not pull in api.common or a kind).
-_MODULE_OF: dict[str, str] = {
-    **dict.fromkeys(
-        (
-            "API_VERSION",
-            "AUTOSCALING_LISTENERS",
-            "AUTOSCALING_RUNNER_SETS",
-            "EPHEMERAL_RUNNERS",
-            "EPHEMERAL_RUNNER_SETS",
-            "GROUP",
-            "MAX_RUNNERS_UNBOUNDED",
-            "VERSION",
-        ),
-        "constants",
+# The module that defines each exported name: the lightest one that does (the constants and the metric models
+# do not pull in api.common or a kind). tests/unit/api/test_api_package.py checks that every name resolves.
+_EXPORTED_BY: dict[str, tuple[str, ...]] = {
+    "constants": (
+        "API_VERSION", "AUTOSCALING_LISTENERS", "AUTOSCALING_RUNNER_SETS", "EPHEMERAL_RUNNERS",
+        "EPHEMERAL_RUNNER_SETS", "GROUP", "MAX_RUNNERS_UNBOUNDED", "VERSION",
     ),
-    **dict.fromkeys(("CounterMetric", "GaugeMetric", "HistogramMetric", "MetricsConfig"), "metrics_config"),
-    **dict.fromkeys(
-        (
-            "AzureKeyVaultConfig",
-            "ConfigMapKeySelector",
-            "KubeObject",
-            "LocalObjectReference",
-            "ObjectMeta",
-            "OwnerReference",
-            "ProxyConfig",
-            "ProxyServerConfig",
-            "ResourceMeta",
-            "TLSCertificateSource",
-            "TLSConfig",
-            "VaultConfig",
-        ),
-        "common",
+    "metrics_config": ("CounterMetric", "GaugeMetric", "HistogramMetric", "MetricsConfig"),
+    "common": (
+        "AzureKeyVaultConfig", "ConfigMapKeySelector", "KubeObject", "LocalObjectReference", "ObjectMeta",
+        "OwnerReference", "ProxyConfig", "ProxyServerConfig", "ResourceMeta", "TLSCertificateSource", "TLSConfig",
+        "VaultConfig",
     ),
-    **dict.fromkeys(
-        ("AutoscalingListener", "AutoscalingListenerSpec", "AutoscalingListenerStatus"), "autoscalinglistener"
-    ),
-    **dict.fromkeys(
-        ("AutoscalingRunnerSet", "AutoscalingRunnerSetSpec", "AutoscalingRunnerSetStatus"), "autoscalingrunnerset"
-    ),
-    **dict.fromkeys(("EphemeralRunner", "EphemeralRunnerSpec", "EphemeralRunnerStatus"), "ephemeralrunner"),
-    **dict.fromkeys(("EphemeralRunnerSet", "EphemeralRunnerSetSpec", "EphemeralRunnerSetStatus"), "ephemeralrunnerset"),
-}
-
+    "autoscalinglistener": ("AutoscalingListener", "AutoscalingListenerSpec", "AutoscalingListenerStatus"),
+    "autoscalingrunnerset": ("AutoscalingRunnerSet", "AutoscalingRunnerSetSpec", "AutoscalingRunnerSetStatus"),
+    "ephemeralrunner": ("EphemeralRunner", "EphemeralRunnerSpec", "EphemeralRunnerStatus"),
+    "ephemeralrunnerset": ("EphemeralRunnerSet", "EphemeralRunnerSetSpec", "EphemeralRunnerSetStatus"),
+}  # fmt: skip
+_MODULE_OF: dict[str, str] = {name: module for module, names in _EXPORTED_BY.items() for name in names}
 
 if not TYPE_CHECKING:
     # Hidden from the type checker, which sees the imports above: a module __getattr__ would make it type every

@@ -403,20 +403,8 @@ class System:
 
     async def create_app_secret(self, namespace: str, name: str = "github-app") -> str:
         """A GitHub App credentials Secret (a fresh App registered in the sim); returns its name."""
-        app_id = secrets.randbelow(900_000) + 100_000
-        installation_id = secrets.randbelow(900_000) + 100_000
-        app = await self.sim.create_app(app_id=app_id, installation_id=installation_id)
-        key_pem = str(app["privateKeyPem"])
-        self.ledger.add_private_key(key_pem, f"App {app_id} private key")
-        body = {
-            "metadata": {"name": name},
-            "stringData": {
-                "github_app_id": str(app_id),
-                "github_app_installation_id": str(installation_id),
-                "github_app_private_key": key_pem,
-            },
-        }
-        await self.kube.create(resources.SECRETS, body, namespace=namespace)
+        key_pem = await create_app_secret(self.kube, self.sim, namespace, name=name)
+        self.ledger.add_private_key(key_pem, f"the App private key of Secret {namespace}/{name}")
         return name
 
     async def controller_metrics(self) -> str:
@@ -500,3 +488,23 @@ def _listener_children(parent: int) -> dict[str, int]:
         name = (environ.get(b"HOSTNAME") or environ.get(b"POD_NAME") or entry.name.encode()).decode()
         found[name] = int(entry.name)
     return found
+
+
+async def create_app_secret(kube: KubeClient, sim: SimAdminClient, namespace: str, *, name: str = "github-app") -> str:
+    """Register a fresh GitHub App (and one installation) in the simulated GitHub and write its credentials
+    Secret ``name`` in ``namespace``, as ARC's chart does; returns the App's private key (PEM), for callers
+    that check it never reaches a log."""
+    app_id = secrets.randbelow(900_000) + 100_000
+    installation_id = secrets.randbelow(900_000) + 100_000
+    app = await sim.create_app(app_id=app_id, installation_id=installation_id)
+    key_pem = str(app["privateKeyPem"])
+    body = {
+        "metadata": {"name": name},
+        "stringData": {
+            "github_app_id": str(app_id),
+            "github_app_installation_id": str(installation_id),
+            "github_app_private_key": key_pem,
+        },
+    }
+    await kube.create(resources.SECRETS, body, namespace=namespace)
+    return key_pem

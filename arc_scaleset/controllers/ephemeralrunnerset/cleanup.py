@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import itertools
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -202,10 +201,8 @@ async def _delete_runners(
                 for uid, plural in unsettled:
                     children.settle(uid, plural, deleted=False)
 
-    by_namespace = itertools.groupby(sorted(labelled, key=lambda runner: runner.namespace), lambda r: r.namespace)
-    batches = [
-        batch(namespace, chunk) for namespace, members in by_namespace for chunk in _chunks(list(members), BATCH_SIZE)
-    ]
+    # One namespace: the runners of a plan are one set's, and a set owns only runners of its own namespace.
+    batches = [batch(chunk[0].namespace, chunk) for chunk in _chunks(labelled, BATCH_SIZE)]
     outcomes = await asyncio.gather(*batches, *(one(runner) for runner in alone), return_exceptions=True)
     return [outcome for outcome in outcomes if isinstance(outcome, BaseException)]
 

@@ -12,35 +12,33 @@ def rsa_private_key() -> rsa.RSAPrivateKey:
     return rsa.generate_private_key(public_exponent=65537, key_size=2048)
 
 
+def _pem(
+    key: rsa.RSAPrivateKey | ec.EllipticCurvePrivateKey,
+    form: serialization.PrivateFormat,
+    encryption: serialization.KeySerializationEncryption | None = None,
+) -> str:
+    return key.private_bytes(serialization.Encoding.PEM, form, encryption or serialization.NoEncryption()).decode()
+
+
 @pytest.fixture(scope="session")
 def rsa_pem(rsa_private_key: rsa.RSAPrivateKey) -> str:
-    return rsa_private_key.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL, serialization.NoEncryption()
-    ).decode()
+    return _pem(rsa_private_key, serialization.PrivateFormat.TraditionalOpenSSL)
 
 
 @pytest.fixture(scope="session")
 def ec_pem() -> str:
-    key = ec.generate_private_key(ec.SECP256R1())
-    return key.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-    ).decode()
+    return _pem(ec.generate_private_key(ec.SECP256R1()), serialization.PrivateFormat.PKCS8)
 
 
 @pytest.fixture(scope="session")
 def rsa_pkcs8_pem(rsa_private_key: rsa.RSAPrivateKey) -> str:
-    return rsa_private_key.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-    ).decode()
+    return _pem(rsa_private_key, serialization.PrivateFormat.PKCS8)
 
 
 @pytest.fixture(scope="session")
 def encrypted_rsa_pem(rsa_private_key: rsa.RSAPrivateKey) -> str:
-    return rsa_private_key.private_bytes(
-        serialization.Encoding.PEM,
-        serialization.PrivateFormat.PKCS8,
-        serialization.BestAvailableEncryption(b"a passphrase nobody gives"),
-    ).decode()
+    encryption = serialization.BestAvailableEncryption(b"a passphrase nobody gives")
+    return _pem(rsa_private_key, serialization.PrivateFormat.PKCS8, encryption)
 
 
 @pytest.fixture(scope="session")
