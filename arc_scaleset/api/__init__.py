@@ -6,7 +6,8 @@ Modules: :mod:`~arc_scaleset.api.common` (value types, metadata, base classes), 
 (child object names), :mod:`~arc_scaleset.api.labels` (label/annotation derivation),
 :mod:`~arc_scaleset.api.versions` (the version gate), :mod:`~arc_scaleset.api.crds` (CRD generation),
 :mod:`~arc_scaleset.api.listener_config` (the listener's ``config.json``, written by the controller and read by
-the listener), :mod:`~arc_scaleset.api.semantic` (semantic equality with the field rules of ARC's types),
+the listener; plain dataclasses, with :mod:`~arc_scaleset.api.listener_metrics` for its ``metrics`` section),
+:mod:`~arc_scaleset.api.semantic` (semantic equality with the field rules of ARC's types),
 :mod:`~arc_scaleset.api.views` (zero-copy views of the four kinds over cached objects).
 
 The names below are importable from the package itself (``from arc_scaleset.api import AutoscalingRunnerSet``)

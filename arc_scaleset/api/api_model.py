@@ -1,6 +1,6 @@
 """The base class of every API model (:class:`ApiModel`) and the JSON naming it applies (:func:`json_name`).
 
-Apart from :mod:`arc_scaleset.api.common` so that a module needing one small model (the listener's
+Apart from :mod:`arc_scaleset.api.common` so that a module needing one small model (the CRDs'
 ``MetricsConfig``, :mod:`arc_scaleset.api.metrics_config`) need not build every value type of the kinds;
 :mod:`arc_scaleset.api.common` re-exports both names.
 """

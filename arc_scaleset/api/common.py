@@ -24,8 +24,8 @@ from typing import Annotated, Any, ClassVar, Self
 
 from pydantic import Field, PlainSerializer, WithJsonSchema, model_validator
 
-# Re-exported: these live in light modules of their own so that the listener can import them without the
-# models below (arc_scaleset.api.constants says why).
+# Re-exported: these live in light modules of their own, so that the listener (the constants) and the lazy
+# exports of arc_scaleset.api can load them without the models below (arc_scaleset.api.constants says why).
 from arc_scaleset.api.api_model import ApiModel as ApiModel
 from arc_scaleset.api.api_model import json_name as json_name
 from arc_scaleset.api.constants import API_VERSION as API_VERSION

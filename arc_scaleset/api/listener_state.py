@@ -24,8 +24,7 @@ import datetime as dt
 import enum
 from typing import Final
 
-from pydantic import BaseModel, ConfigDict, ValidationError
-from pydantic.alias_generators import to_camel
+import msgspec
 
 __all__ = ["SCALE_SET_NOT_FOUND", "ListenerPhase", "ListenerState"]
 
@@ -49,11 +48,13 @@ class ListenerPhase(enum.StrEnum):
     """The listener process ended (shutdown or a fatal error)."""
 
 
-class ListenerState(BaseModel):
+class ListenerState(msgspec.Struct, rename="camel", kw_only=True, frozen=True):
     """The annotation's value. Times are UTC; ``sessionId`` is the session this scale set's listener last
-    created and does not know to have ended (a successor may delete it), ``None`` when there is none."""
+    created and does not know to have ended (a successor may delete it), ``None`` when there is none.
 
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore", frozen=True)
+    A msgspec Struct rather than a pydantic model: the listener writes it, and pydantic would cost the
+    listener process several MB (issue 20).
+    """
 
     scale_set_id: int
     owner: str = ""
@@ -65,7 +66,7 @@ class ListenerState(BaseModel):
 
     def to_annotation(self) -> str:
         """Compact JSON, camelCase keys, times as RFC 3339 (UTC with ``Z``)."""
-        return self.model_dump_json(by_alias=True)
+        return _ENCODER.encode(self).decode()
 
     @classmethod
     def from_annotation(cls, value: str | None) -> ListenerState | None:
@@ -73,8 +74,8 @@ class ListenerState(BaseModel):
         if not value:
             return None
         try:
-            return cls.model_validate_json(value)
-        except ValidationError:
+            return _DECODER.decode(value)
+        except msgspec.DecodeError:  # ValidationError included
             return None
 
     def same_report(self, other: ListenerState | None) -> bool:
@@ -88,3 +89,7 @@ class ListenerState(BaseModel):
             other.state,
             other.last_error_class,
         )
+
+
+_ENCODER: Final = msgspec.json.Encoder()
+_DECODER: Final = msgspec.json.Decoder(ListenerState)

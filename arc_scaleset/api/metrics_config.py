@@ -1,8 +1,10 @@
-"""Which listener metrics to export (``listenerMetrics`` of an AutoscalingRunnerSet, ``metrics`` of the
-listener's ``config.json``): :class:`MetricsConfig` and the three metric kinds it maps names to.
+"""Which listener metrics to export, as the CRDs hold it (``listenerMetrics`` of an AutoscalingRunnerSet,
+``metrics`` of an AutoscalingListener): :class:`MetricsConfig` and the three metric kinds it maps names to.
 
-Apart from :mod:`arc_scaleset.api.common` (which re-exports these names) because the listener needs these
-models and none of the kinds': it imports this module alone (docs/listener.md).
+The listener never imports these pydantic models: it reads the ``metrics`` section of its ``config.json`` into
+the plain dataclasses of :mod:`arc_scaleset.api.listener_metrics`, into which the controller converts these
+(``arc_scaleset.controllers.autoscalinglistener.config.metrics_for_listener``). A module of their own, which
+:mod:`arc_scaleset.api.common` re-exports, so that ``from arc_scaleset.api import MetricsConfig`` builds no kind.
 """
 
 from __future__ import annotations

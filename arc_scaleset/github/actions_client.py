@@ -24,8 +24,8 @@ from types import TracebackType
 from typing import Any, Self, TypeVar
 from urllib.parse import parse_qsl, quote_plus, urlencode, urlsplit, urlunsplit
 
+import msgspec
 import orjson
-from pydantic import BaseModel, ValidationError
 
 from arc_scaleset.clock import REAL_CLOCK, Clock
 from arc_scaleset.github._auth import AdminConnection, AuthChain
@@ -57,6 +57,8 @@ from arc_scaleset.github.models import (
     RunnerReference,
     RunnerScaleSet,
     RunnerSetting,
+    ServiceModel,
+    from_service,
     parse_message,
 )
 from arc_scaleset.github.proxy import ProxySettings
@@ -65,7 +67,7 @@ from arc_scaleset.github.system_info import SystemInfo
 # Session-bound calls: 401 = the queue token expired (refresh the session); 404 = the session was evicted.
 _SESSION_BOUND: Mapping[int, type[ActionsError]] = {401: MessageQueueTokenExpired, 404: SessionNotFound}
 
-_M = TypeVar("_M", bound=BaseModel)
+_M = TypeVar("_M", bound=ServiceModel)
 
 API_VERSION = "6.0-preview"
 JSON = "application/json"
@@ -229,7 +231,7 @@ class ActionsClient:
             name=name,
             runner_group_id=runner_group_id,
             labels=[Label(name=label) for label in (labels or [name])],
-            RunnerSetting=RunnerSetting(disable_update=disable_update),
+            runner_setting=RunnerSetting(disable_update=disable_update),
         )
         response = await self._admin_request("POST", "_apis/runtime/runnerscalesets", body=scale_set.request_body())
         return _model(response, RunnerScaleSet)
@@ -486,11 +488,9 @@ def _model(response: Response, model: type[_M]) -> _M:
 
 def _validate(response: Response, model: type[_M], data: Any) -> _M:
     try:
-        return model.model_validate(data)
-    except ValidationError as exc:
-        raise _unexpected(
-            response, f"unexpected {model.__name__} in response: {exc.error_count()} invalid field(s)"
-        ) from None
+        return from_service(model, data)
+    except msgspec.ValidationError as exc:
+        raise _unexpected(response, f"unexpected {model.__name__} in response: {exc}") from None
 
 
 def _list(response: Response) -> ListResponse:

@@ -1,55 +1,45 @@
-"""The Actions service's JSON objects, with the service's field names (docs/github.md) as aliases.
+"""The Actions service's JSON objects, with the service's field names (docs/github.md).
 
-Models accept unknown fields (the service adds some over time) and fill absent ones with Go-style zero
-values. Secrets (``encodedJITConfig``, ``messageQueueAccessToken``) are excluded from ``repr``/``str``.
-Timestamps are parsed leniently (the service sends .NET's seven fractional digits) and Go's zero time
-(``0001-01-01T00:00:00Z``) reads as ``None``.
+The models are msgspec Structs, not pydantic models: the listener decodes every message with them, and
+msgspec costs it about a tenth of pydantic's memory (issue 20, docs/listener.md "Memory"). Read service JSON
+with :func:`from_service`, never by hand: it accepts unknown fields (the service adds some over time), fills
+absent ones with Go-style zero values, reads numbers sent as strings, and raises ``msgspec.ValidationError``
+naming the field when a value has another type. Timestamps are RFC 3339 (the service sends .NET's seven
+fractional digits, rounded to the microsecond); Go's zero time (``0001-01-01T00:00:00Z``) reads as ``None``.
+Secrets (``encodedJITConfig``, ``messageQueueAccessToken``) are kept out of ``repr``/``str``.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import re
-from typing import Annotated, Any, Literal
+from typing import Any, TypeVar
 
+import msgspec
 import orjson
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr, ValidationError
-from pydantic.alias_generators import to_camel
 
 GO_ZERO_TIME = "0001-01-01T00:00:00Z"
 NIL_UUID = "00000000-0000-0000-0000-000000000000"
 RUNNER_SCALE_SET_JOB_MESSAGES = "RunnerScaleSetJobMessages"
 
-_RFC3339 = re.compile(r"^(\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2})(\.\d+)?(Z|z|[+-]\d{2}:?\d{2})?$")
 
-
-def _parse_timestamp(value: Any) -> dt.datetime | None:
-    if value is None or value == "":
-        return None
-    if isinstance(value, dt.datetime):
-        moment = value
-    elif isinstance(value, str):
-        match = _RFC3339.match(value.strip())
-        if not match:
-            raise ValueError(f"not an RFC 3339 timestamp: {value!r}")
-        base, fraction, zone = match.groups()
-        micros = (fraction or ".0")[1:7].ljust(6, "0")
-        zone = "+00:00" if zone in (None, "Z", "z") else zone
-        moment = dt.datetime.fromisoformat(f"{base.replace(' ', 'T')}.{micros}{zone}")
-    else:
-        raise ValueError(f"not a timestamp: {value!r}")
-    if moment.year <= 1:  # Go's zero time.Time: "not set"
+def _read_time(moment: dt.datetime | None) -> dt.datetime | None:
+    """A decoded timestamp as the models keep it: ``None`` for Go's zero time, UTC when the zone is missing."""
+    if moment is None or moment.year <= 1:
         return None
     return moment if moment.tzinfo else moment.replace(tzinfo=dt.UTC)
 
 
-Timestamp = Annotated[dt.datetime | None, BeforeValidator(_parse_timestamp)]
+class ServiceModel(msgspec.Struct, rename="camel", kw_only=True):
+    """Base: camelCase JSON names (a field's ``name=`` where the service spells it otherwise)."""
 
 
-class ServiceModel(BaseModel):
-    """Base: camelCase JSON names, unknown fields ignored, Python names accepted too."""
+_Model = TypeVar("_Model", bound=ServiceModel)
 
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore")
+
+def from_service(model: type[_Model], data: Any) -> _Model:
+    """``data`` (decoded JSON) as ``model``; raises ``msgspec.ValidationError`` naming the first bad field."""
+    # strict=False: a number the service sends as a string is read, as Go's ",string" fields are.
+    return msgspec.convert(data, model, strict=False)
 
 
 class Label(ServiceModel):
@@ -76,11 +66,14 @@ class RunnerScaleSet(ServiceModel):
     name: str = ""
     runner_group_id: int = 0
     runner_group_name: str = ""
-    labels: list[Label] = Field(default_factory=list)
-    runner_setting: RunnerSetting = Field(default_factory=RunnerSetting, alias="RunnerSetting")
-    created_on: Timestamp = None
+    labels: list[Label] = msgspec.field(default_factory=list)
+    runner_setting: RunnerSetting = msgspec.field(default_factory=RunnerSetting, name="RunnerSetting")
+    created_on: dt.datetime | None = None
     runner_jit_config_url: str = ""
     statistics: Statistics | None = None
+
+    def __post_init__(self) -> None:
+        self.created_on = _read_time(self.created_on)
 
     def request_body(self) -> dict[str, Any]:
         """The body ARC's Go client would send: zero values omitted except ``RunnerSetting`` and ``createdOn``."""
@@ -121,7 +114,10 @@ class JitConfig(ServiceModel):
     """A just-in-time runner configuration: the registered runner and its one-shot config (a secret)."""
 
     runner: RunnerReference
-    encoded_jit_config: str = Field(alias="encodedJITConfig", repr=False)
+    encoded_jit_config: str = msgspec.field(name="encodedJITConfig")
+
+    def __repr__(self) -> str:
+        return f"JitConfig(runner={self.runner!r}, encoded_jit_config=<redacted>)"
 
 
 class MessageSession(ServiceModel):
@@ -135,10 +131,17 @@ class MessageSession(ServiceModel):
     owner_name: str = ""
     runner_scale_set: RunnerScaleSet | None = None
     message_queue_url: str = ""
-    message_queue_access_token: str = Field(default="", repr=False)
+    message_queue_access_token: str = ""
     statistics: Statistics | None = None
     # The scale set this session belongs to, remembered from creation (the service may omit runnerScaleSet).
-    _scale_set_id: int = PrivateAttr(default=0)
+    # A field like the others (msgspec has no private attributes); the service never sends this key.
+    _scale_set_id: int = 0
+
+    def __repr__(self) -> str:
+        return (
+            f"MessageSession(session_id={self.session_id!r}, owner_name={self.owner_name!r},"
+            f" message_queue_url={self.message_queue_url!r}, message_queue_access_token=<redacted>)"
+        )
 
     @property
     def scale_set_id(self) -> int:
@@ -148,8 +151,9 @@ class MessageSession(ServiceModel):
 
     def replace_with(self, fresh: MessageSession) -> None:
         """Take over everything a refresh returned, keeping the remembered scale set ID."""
-        for name in type(self).model_fields:
-            setattr(self, name, getattr(fresh, name))
+        for name in self.__struct_fields__:
+            if name != "_scale_set_id":
+                setattr(self, name, getattr(fresh, name))
 
 
 class JobMessageBase(ServiceModel):
@@ -163,35 +167,40 @@ class JobMessageBase(ServiceModel):
     job_display_name: str = ""
     workflow_run_id: int = 0
     event_name: str = ""
-    request_labels: list[str] = Field(default_factory=list)
-    queue_time: Timestamp = None
-    scale_set_assign_time: Timestamp = None
-    runner_assign_time: Timestamp = None
-    finish_time: Timestamp = None
+    request_labels: list[str] = msgspec.field(default_factory=list)
+    queue_time: dt.datetime | None = None
+    scale_set_assign_time: dt.datetime | None = None
+    runner_assign_time: dt.datetime | None = None
+    finish_time: dt.datetime | None = None
+
+    def __post_init__(self) -> None:
+        self.queue_time = _read_time(self.queue_time)
+        self.scale_set_assign_time = _read_time(self.scale_set_assign_time)
+        self.runner_assign_time = _read_time(self.runner_assign_time)
+        self.finish_time = _read_time(self.finish_time)
 
 
-class JobAvailable(JobMessageBase):
-    message_type: Literal["JobAvailable"] = "JobAvailable"
+class JobAvailable(JobMessageBase, tag_field="messageType", tag="JobAvailable"):
     acquire_job_url: str = ""
 
 
-class JobAssigned(JobMessageBase):
-    message_type: Literal["JobAssigned"] = "JobAssigned"
+class JobAssigned(JobMessageBase, tag_field="messageType", tag="JobAssigned"):
+    """A job the service assigned to this scale set (no fields beyond the common ones)."""
 
 
-class JobStarted(JobMessageBase):
-    message_type: Literal["JobStarted"] = "JobStarted"
+class JobStarted(JobMessageBase, tag_field="messageType", tag="JobStarted"):
     runner_id: int = 0
     runner_name: str = ""
 
 
-class JobCompleted(JobMessageBase):
-    message_type: Literal["JobCompleted"] = "JobCompleted"
+class JobCompleted(JobMessageBase, tag_field="messageType", tag="JobCompleted"):
     result: str = ""
     runner_id: int = 0
     runner_name: str = ""
 
 
+# Tagged by their messageType, as msgspec needs for a union of Structs; parse_message picks the type itself so
+# that unknown types are skipped rather than refused.
 JobMessage = JobAvailable | JobAssigned | JobStarted | JobCompleted
 
 _JOB_MESSAGE_TYPES: dict[str, type[JobMessageBase]] = {
@@ -215,7 +224,7 @@ class Message(ServiceModel):
     message_id: int
     message_type: str
     statistics: Statistics | None = None
-    jobs: list[JobMessage] = Field(default_factory=list)
+    jobs: list[JobMessage] = msgspec.field(default_factory=list)
 
     @property
     def jobs_available(self) -> list[JobAvailable]:
@@ -296,12 +305,14 @@ def parse_message(payload: Any) -> Message:
         for element in elements:
             model = _JOB_MESSAGE_TYPES.get(str(element.get("messageType")))
             if model is not None:  # unknown job message types are ignored, as the service may add some
-                jobs.append(model.model_validate(element))  # type: ignore[arg-type]
-        message = Message.model_validate({k: v for k, v in payload.items() if k != "body"})
-    except ValidationError as exc:
-        fields = sorted({".".join(str(part) for part in error["loc"]) for error in exc.errors()})
-        detail = f"message has fields of the wrong type: {', '.join(fields)}"
-        raise MessageFormatError(detail, reason=UNREADABLE_FIELDS, message_id=message_id) from None
+                jobs.append(from_service(model, element))  # type: ignore[arg-type]
+        message = from_service(Message, {k: v for k, v in payload.items() if k != "body"})
+    except msgspec.ValidationError as exc:
+        # msgspec's text names the field and the JSON types ("Expected `int`, got `str` - at `$.runnerId`"),
+        # never the value.
+        raise MessageFormatError(
+            f"message has a field of the wrong type: {exc}", reason=UNREADABLE_FIELDS, message_id=message_id
+        ) from None
     message.jobs = jobs
     return message
 
@@ -316,4 +327,4 @@ class ListResponse(ServiceModel):
     """``{count, value: [...]}`` envelopes; the items stay raw for the caller to validate."""
 
     count: int = 0
-    value: list[Any] = Field(default_factory=list)
+    value: list[Any] = msgspec.field(default_factory=list)

@@ -11,7 +11,7 @@ import asyncio
 import enum
 
 import aiohttp
-import pydantic
+import msgspec
 
 from arc_scaleset.backoff import Backoff
 from arc_scaleset.github.errors import (
@@ -98,7 +98,7 @@ def is_retryable(exc: BaseException) -> bool:
         | aiohttp.ClientError
         | OSError
         | MessageFormatError
-        | pydantic.ValidationError,
+        | msgspec.ValidationError,
     )
 
 

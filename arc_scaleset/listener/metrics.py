@@ -31,7 +31,7 @@ from typing import Protocol
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
-from arc_scaleset.api.metrics_config import CounterMetric, GaugeMetric, HistogramMetric, MetricsConfig
+from arc_scaleset.api.listener_metrics import CounterSpec, GaugeSpec, HistogramSpec, ListenerMetricsConfig
 from arc_scaleset.listener.compact_metrics import LabelledCounter, LabelledHistogram
 
 log = logging.getLogger(__name__)
@@ -100,18 +100,18 @@ _KNOWN_COUNTERS = (STARTED_JOBS, COMPLETED_JOBS)
 _KNOWN_HISTOGRAMS = (JOB_STARTUP_DURATION, JOB_EXECUTION_DURATION, JOB_QUEUE_DURATION)
 
 
-def default_metrics_config() -> MetricsConfig:
+def default_metrics_config() -> ListenerMetricsConfig:
     """The metric set registered when the config has no ``metrics`` section."""
-    return MetricsConfig(
-        gauges={name: GaugeMetric(labels=list(SCALE_SET_LABELS)) for name in _DEFAULT_GAUGES},
+    return ListenerMetricsConfig(
+        gauges={name: GaugeSpec(labels=SCALE_SET_LABELS) for name in _DEFAULT_GAUGES},
         counters={
-            STARTED_JOBS: CounterMetric(labels=list(STARTED_JOB_LABELS)),
-            COMPLETED_JOBS: CounterMetric(labels=list(COMPLETED_JOB_LABELS)),
+            STARTED_JOBS: CounterSpec(labels=STARTED_JOB_LABELS),
+            COMPLETED_JOBS: CounterSpec(labels=COMPLETED_JOB_LABELS),
         },
         histograms={
-            JOB_STARTUP_DURATION: HistogramMetric(labels=list(STARTED_JOB_LABELS)),
-            JOB_EXECUTION_DURATION: HistogramMetric(labels=list(COMPLETED_JOB_LABELS)),
-            JOB_QUEUE_DURATION: HistogramMetric(labels=list(STARTED_JOB_LABELS)),
+            JOB_STARTUP_DURATION: HistogramSpec(labels=STARTED_JOB_LABELS),
+            JOB_EXECUTION_DURATION: HistogramSpec(labels=COMPLETED_JOB_LABELS),
+            JOB_QUEUE_DURATION: HistogramSpec(labels=STARTED_JOB_LABELS),
         },
     )
 
@@ -226,7 +226,7 @@ class ListenerMetrics:
         self,
         *,
         scale_set: ScaleSetIdentity,
-        config: MetricsConfig | None = None,
+        config: ListenerMetricsConfig | None = None,
         registry: CollectorRegistry | None = None,
     ) -> None:
         self.registry = registry if registry is not None else CollectorRegistry(auto_describe=True)
@@ -238,7 +238,7 @@ class ListenerMetrics:
         self._register(config if config is not None else default_metrics_config())
         self._skipped = Counter(SKIPPED_MESSAGES, _HELP[SKIPPED_MESSAGES], ("reason",), registry=self.registry)
 
-    def _register(self, config: MetricsConfig) -> None:
+    def _register(self, config: ListenerMetricsConfig) -> None:
         for name, gauge_spec in (config.gauges or {}).items():
             if name not in _DEFAULT_GAUGES:
                 log.warning("skipping unknown gauge %r in the metrics config", name)

@@ -6,6 +6,7 @@ namespace. Uninstalling the scale set leaves nothing behind (ARC #3282: objects 
 from __future__ import annotations
 
 import contextlib
+import shutil
 import tempfile
 import uuid
 from collections.abc import AsyncIterator
@@ -41,9 +42,10 @@ CHART_OBJECTS = (
 
 
 @pytest.fixture
-async def system(cluster: TestCluster) -> AsyncIterator[System]:
+async def system(cluster: TestCluster, request: pytest.FixtureRequest) -> AsyncIterator[System]:
     """The controller chart installed in its own namespace, watching RUNNER_NAMESPACE only, and the system
-    running with the controller authenticated as the chart's ServiceAccount."""
+    running with the controller authenticated as the chart's ServiceAccount. Its work directory (logs, and the
+    ServiceAccount's token) is removed afterwards, unless a test failed."""
     helm = Helm(kubeconfig=cluster.kubeconfig)
     workdir = Path(tempfile.mkdtemp(prefix="arc-scaleset-helm-"))
     async with KubeClient.from_kubeconfig(cluster.kubeconfig) as admin:
@@ -74,6 +76,10 @@ async def system(cluster: TestCluster) -> AsyncIterator[System]:
             for namespace in (CONTROLLER_NAMESPACE, RUNNER_NAMESPACE):
                 with contextlib.suppress(NotFound):
                     await admin.delete(resources.NAMESPACES, namespace)
+        if request.session.testsfailed:
+            print(f"\nchart test logs kept in {running.log_dir}")
+        else:
+            shutil.rmtree(workdir, ignore_errors=True)
 
 
 async def test_charts_install_a_scale_set_that_runs_jobs_with_only_the_charts_permissions_and_uninstall_cleanly(

@@ -45,7 +45,7 @@ print(" ".join(name for name in {LAZY!r} if sys.modules.get(name) is not None))
 
 # The kinds' pydantic models: the controller's, never the listener's, which reads and writes the kinds as plain
 # JSON. They would add about 1 MB to every listener (issue 20); what the listener needs from the API lives in
-# light modules (arc_scaleset.api.constants, metrics_config, listener_config, listener_state, keys).
+# light modules (arc_scaleset.api.constants, listener_config, listener_metrics, listener_state, keys).
 CRD_MODELS = (
     "arc_scaleset.api.common",
     "arc_scaleset.api.autoscalingrunnerset",
@@ -66,6 +66,36 @@ for name in {RUNTIME["listener"]!r}:
     importlib.import_module(name)
 assert "arc_scaleset.listener.command" in sys.modules
 print(" ".join(name for name in {CRD_MODELS!r} if name in sys.modules))
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+
+    assert done.stdout.split() == [], done.stdout
+
+
+# pydantic itself: importing it and building the first models' schemas costs a listener about 10 MB (issue 20).
+# The listener's config (api/listener_config.py, api/listener_metrics.py, api/go_json.py) is plain dataclasses.
+def test_the_listener_config_model_does_not_import_pydantic() -> None:
+    code = """
+import sys
+import arc_scaleset.api.listener_config
+print(" ".join(name for name in sys.modules if name.partition(".")[0] in ("pydantic", "pydantic_core")))
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+
+    assert done.stdout.split() == [], done.stdout
+
+
+def test_the_listener_process_does_not_import_pydantic() -> None:
+    code = f"""
+import contextlib, importlib, sys
+sys.argv = ["arc-scaleset", "listener", "--help"]
+from arc_scaleset import cli
+with contextlib.redirect_stdout(None), contextlib.suppress(SystemExit):
+    cli.main()
+for name in {RUNTIME["listener"]!r}:
+    importlib.import_module(name)
+assert "arc_scaleset.listener.command" in sys.modules
+print(" ".join(name for name in sys.modules if name.partition(".")[0] in ("pydantic", "pydantic_core")))
 """
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
 

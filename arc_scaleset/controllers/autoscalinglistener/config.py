@@ -17,6 +17,8 @@ from arc_scaleset.api.credentials import AppConfig
 from arc_scaleset.api.keys import LISTENER_CONFIG_SECRET_KEY
 from arc_scaleset.api.labels import filter_and_merge_labels
 from arc_scaleset.api.listener_config import AzureKeyVaultListenerConfig, ListenerConfig, ListenerConfigError
+from arc_scaleset.api.listener_metrics import ListenerMetricsConfig
+from arc_scaleset.api.metrics_config import MetricsConfig
 from arc_scaleset.api.naming import listener_config_secret_name
 from arc_scaleset.controllers.errors import ConfigurationError
 from arc_scaleset.controllers.settings import ControllerSettings
@@ -82,12 +84,19 @@ def listener_config(
             log_format=settings.listener_log_format,
             metrics_addr=settings.listener_metrics_addr if metrics_enabled else "",
             metrics_endpoint=settings.listener_metrics_endpoint if metrics_enabled else "",
-            metrics=spec.metrics,
+            metrics=metrics_for_listener(spec.metrics),
         )
     except ListenerConfigError as exc:
         raise InvalidListenerConfig(
             "the listener configuration would be rejected: " + "; ".join(exc.problems)
         ) from None
+
+
+def metrics_for_listener(metrics: MetricsConfig | None) -> ListenerMetricsConfig | None:
+    """The AutoscalingListener's ``spec.metrics`` as the listener reads it: decoded from the JSON the CRD model
+    writes (only the fields that were set), so the file carries what the object says, as ARC's controller copies
+    it. The CRD model has already refused any value the decoding would (labels are strings, buckets numbers)."""
+    return None if metrics is None else ListenerMetricsConfig.from_document(metrics.to_json())
 
 
 def desired_config_secret(

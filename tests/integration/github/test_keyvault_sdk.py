@@ -145,7 +145,7 @@ async def test_a_burst_of_reads_of_one_secret_costs_one_vault_call_until_the_val
 
 
 def _listener_config(vault: Vault, lookup_key: str) -> ListenerConfig:
-    return ListenerConfig.model_validate(
+    return ListenerConfig.from_document(
         {
             "configure_url": vault.sim.config_url("org"),
             "vault_type": "azure_key_vault",

@@ -103,7 +103,7 @@ def listener_config(env: ListenerSim, namespace: str, **overrides: Any) -> Liste
         "metrics": None,
     }
     document.update(overrides)
-    return ListenerConfig.model_validate(document)
+    return ListenerConfig.from_document(document)
 
 
 @pytest.fixture

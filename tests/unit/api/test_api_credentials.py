@@ -68,7 +68,7 @@ def listener_config_outcome(data: dict[str, str]) -> AppConfig | str:
     if "github_app_installation_id" in data:
         document["github_app_installation_id"] = int(data["github_app_installation_id"] or 0)
     try:
-        return ListenerConfig.model_validate(document).app_config()
+        return ListenerConfig.from_document(document).app_config()
     except ListenerConfigError as exc:
         (problem,) = exc.problems
         return problem

@@ -8,9 +8,9 @@ import orjson
 import pytest
 
 from arc_scaleset.api.autoscalingrunnerset import MAX_RUNNERS_UNBOUNDED
-from arc_scaleset.api.common import GaugeMetric, HistogramMetric, MetricsConfig
 from arc_scaleset.api.credentials import AppConfig
 from arc_scaleset.api.listener_config import ListenerConfig, ListenerConfigError
+from arc_scaleset.api.listener_metrics import GaugeSpec, HistogramSpec, ListenerMetricsConfig
 from tests.unit.api.listener_config_fixtures import ARC_WRITTEN_PAT_CONFIG, PRIVATE_KEY, TOKEN
 
 
@@ -22,7 +22,7 @@ def valid(**overrides: Any) -> dict[str, Any]:
 
 def problems_of(document: dict[str, Any]) -> list[str]:
     with pytest.raises(ListenerConfigError) as caught:
-        ListenerConfig.model_validate(document)
+        ListenerConfig.from_document(document)
     return caught.value.problems
 
 
@@ -64,16 +64,16 @@ def test_what_is_written_reads_back_identically() -> None:
         log_format="json",
         metrics_addr=":8080",
         metrics_endpoint="/metrics",
-        metrics=MetricsConfig(
-            gauges={"gha_desired_runners": GaugeMetric(labels=["name"])},
-            histograms={"gha_job_startup_duration_seconds": HistogramMetric(labels=[], buckets=[1.0, 5.5])},
+        metrics=ListenerMetricsConfig(
+            gauges={"gha_desired_runners": GaugeSpec(labels=("name",))},
+            histograms={"gha_job_startup_duration_seconds": HistogramSpec(labels=(), buckets=(1.0, 5.5))},
         ),
     )
     assert ListenerConfig.from_json(config.to_json()) == config
 
 
 def test_an_arc_written_github_app_config_loads_with_the_app_id_as_a_string() -> None:
-    config = ListenerConfig.model_validate(
+    config = ListenerConfig.from_document(
         valid(
             github_token="",
             github_app_id="Iv1.abc123",
@@ -88,7 +88,7 @@ def test_an_arc_written_github_app_config_loads_with_the_app_id_as_a_string() ->
 
 
 def test_an_older_arc_config_with_a_numeric_app_id_and_a_string_installation_id_loads() -> None:
-    config = ListenerConfig.model_validate(
+    config = ListenerConfig.from_document(
         valid(github_token="", github_app_id=12345, github_app_installation_id="99", github_app_private_key=PRIVATE_KEY)
     )
     assert (config.github_app_id, config.github_app_installation_id) == ("12345", 99)
@@ -97,18 +97,18 @@ def test_an_older_arc_config_with_a_numeric_app_id_and_a_string_installation_id_
 def test_null_and_missing_keys_read_as_go_zero_values() -> None:
     document = valid(runner_scale_set_name=None, metrics_addr=None)
     del document["max_runners"]
-    config = ListenerConfig.model_validate(document)
+    config = ListenerConfig.from_document(document)
     assert config.max_runners == MAX_RUNNERS_UNBOUNDED
     assert (config.runner_scale_set_name, config.metrics_addr) == ("", "")
 
 
 def test_unknown_keys_are_ignored() -> None:
-    config = ListenerConfig.model_validate(valid(azure_key_vault=None, something_new={"a": 1}))
+    config = ListenerConfig.from_document(valid(azure_key_vault=None, something_new={"a": 1}))
     assert "something_new" not in config.to_document()
 
 
 def test_metrics_customisation_is_read_with_labels_and_buckets() -> None:
-    config = ListenerConfig.model_validate(
+    config = ListenerConfig.from_document(
         valid(
             metrics={
                 "counters": {"gha_started_jobs_total": {"labels": ["repository"]}},
@@ -120,15 +120,43 @@ def test_metrics_customisation_is_read_with_labels_and_buckets() -> None:
     assert config.metrics is not None
     assert config.metrics.counters is not None
     assert config.metrics.gauges is not None
-    assert config.metrics.counters["gha_started_jobs_total"].labels == ["repository"]
-    assert config.metrics.gauges["gha_desired_runners"].labels == ["name", "namespace"]
-    assert config.metrics.gauges["gha_idle_runners"].labels == []
+    assert config.metrics.counters["gha_started_jobs_total"].labels == ("repository",)
+    assert config.metrics.gauges["gha_desired_runners"].labels == ("name", "namespace")
+    assert config.metrics.gauges["gha_idle_runners"].labels == ()
     assert config.metrics.histograms is not None
-    assert config.metrics.histograms["gha_job_startup_duration_seconds"].buckets == [1.0, 5.5]
+    assert config.metrics.histograms["gha_job_startup_duration_seconds"].buckets == (1.0, 5.5)
+
+
+def test_null_metric_labels_and_buckets_read_as_go_zero_values_and_unknown_sections_are_ignored() -> None:
+    config = ListenerConfig.from_document(
+        valid(
+            metrics={
+                "counters": None,
+                "gauges": {"gha_desired_runners": {"labels": None}},
+                "histograms": {"gha_job_startup_duration_seconds": {"labels": ["repository"], "buckets": None}},
+                "summaries": {"anything": 1},
+            }
+        )
+    )
+    assert config.metrics == ListenerMetricsConfig(
+        gauges={"gha_desired_runners": GaugeSpec(labels=())},
+        histograms={"gha_job_startup_duration_seconds": HistogramSpec(labels=("repository",), buckets=None)},
+    )
+
+
+def test_a_metrics_section_arcs_controller_wrote_is_written_back_byte_for_byte() -> None:
+    # Go writes a float64 bucket bound without a fraction as an integer, and omits absent kinds and buckets.
+    section = (
+        '{"counters":{"gha_started_jobs_total":{"labels":["repository"]}},'
+        '"histograms":{"gha_job_startup_duration_seconds":{"labels":[],"buckets":[1,5.5,30]},'
+        '"gha_job_execution_duration_seconds":{"labels":["job_result"]}}}'
+    )
+    arc_written = ARC_WRITTEN_PAT_CONFIG.replace('"metrics":null', f'"metrics":{section}')
+    assert ListenerConfig.from_json(arc_written).to_json().decode() == arc_written
 
 
 def test_empty_log_settings_take_arcs_defaults() -> None:
-    config = ListenerConfig.model_validate(valid(log_level="", log_format=""))
+    config = ListenerConfig.from_document(valid(log_level="", log_format=""))
     assert (config.log_level, config.log_format) == ("debug", "text")
 
 
@@ -159,6 +187,20 @@ def test_the_controllers_constructor_call_gets_the_same_rules_and_messages() -> 
         ListenerConfig(configure_url="https://github.com/org", github_token=TOKEN, ephemeral_runner_set_namespace="ns",
                        ephemeral_runner_set_name="set", runner_scale_set_id=0)  # fmt: skip
     assert caught.value.problems == ["runner_scale_set_id is required and must not be 0"]
+
+
+def test_the_controllers_constructor_call_decodes_its_values_as_the_file_is_read() -> None:
+    with pytest.raises(ListenerConfigError) as caught:
+        ListenerConfig(**valid(max_runners="ten", github_token=None, github_app_id=12345))
+    assert caught.value.problems == [
+        "max_runners must be an integer, got a string",
+        "no credentials provided: either a PAT or GitHub App credentials should be provided (the GitHub App "
+        "credentials lack github_app_installation_id, github_app_private_key)",
+    ]
+    config = ListenerConfig(**valid(github_token="", github_app_id=12345, github_app_installation_id="99",
+                                    github_app_private_key=PRIVATE_KEY, max_runners=30.0, log_level=""))  # fmt: skip
+    assert (config.github_app_id, config.github_app_installation_id) == ("12345", 99)
+    assert (config.max_runners, config.log_level) == (30, "debug")
 
 
 def test_wrong_types_are_named_without_quoting_the_value() -> None:
@@ -198,6 +240,22 @@ def test_problems_inside_the_metrics_section_are_named_by_path_and_all_reported(
         "metrics.gauges.gha_desired_runners.labels.0 must be a string, got a number",
         "metrics.histograms.gha_job_startup_duration_seconds.buckets.0 must be a number, got a string",
         "metrics.histograms.gha_job_execution_duration_seconds.buckets must be strictly increasing",
+    ]
+
+
+def test_a_null_label_or_bucket_is_refused_rather_than_read_as_empty() -> None:
+    problems = problems_of(
+        valid(
+            metrics={
+                "gauges": {"gha_desired_runners": {"labels": ["name", None]}},
+                "histograms": {"gha_job_startup_duration_seconds": {"labels": [], "buckets": [1, None, True]}},
+            }
+        )
+    )
+    assert problems == [
+        "metrics.gauges.gha_desired_runners.labels.1 must be a string, got null",
+        "metrics.histograms.gha_job_startup_duration_seconds.buckets.1 must be a number, got null",
+        "metrics.histograms.gha_job_startup_duration_seconds.buckets.2 must be a number, got a boolean",
     ]
 
 
@@ -262,7 +320,7 @@ def test_incomplete_app_credentials_are_refused_naming_what_is_missing() -> None
 
 
 def test_a_token_with_part_of_an_app_uses_the_token_as_arcs_listener_does() -> None:
-    config = ListenerConfig.model_validate(valid(github_app_id="1", github_app_private_key=PRIVATE_KEY))
+    config = ListenerConfig.from_document(valid(github_app_id="1", github_app_private_key=PRIVATE_KEY))
     assert not config.uses_github_app
     assert config.app_config() == AppConfig(github_token=TOKEN)
 
@@ -282,7 +340,7 @@ def test_a_vault_config_as_arcs_controller_writes_it_loads_without_credentials_i
         vault_lookup_key="gh-secret",
         azure_key_vault=AZURE_KEY_VAULT_CONFIG,
     )
-    config = ListenerConfig.model_validate(document)
+    config = ListenerConfig.from_document(document)
     assert config.azure_key_vault is not None
     assert config.azure_key_vault.url == "https://my-vault.vault.azure.net/"
     assert config.secrets() == []
@@ -299,14 +357,14 @@ def test_a_vault_config_is_written_with_azure_key_vault_after_the_lookup_key_and
         vault_lookup_key="gh-secret",
         azure_key_vault=AZURE_KEY_VAULT_CONFIG,
     )
-    written = ListenerConfig.model_validate(document).to_document()
+    written = ListenerConfig.from_document(document).to_document()
     assert list(written)[:4] == ["configure_url", "vault_type", "vault_lookup_key", "azure_key_vault"]
     assert written["azure_key_vault"] == AZURE_KEY_VAULT_CONFIG
     assert ListenerConfig.from_json(orjson.dumps(written)).to_document() == written
 
 
 def test_a_config_without_a_vault_has_no_azure_key_vault_key_as_arc_omits_it() -> None:
-    assert "azure_key_vault" not in ListenerConfig.model_validate(valid()).to_document()
+    assert "azure_key_vault" not in ListenerConfig.from_document(valid()).to_document()
 
 
 def test_azure_key_vault_without_its_settings_is_refused_naming_what_is_missing() -> None:
@@ -326,6 +384,22 @@ def test_azure_key_vault_without_its_settings_is_refused_naming_what_is_missing(
     ]
 
 
+def test_a_mistyped_vault_setting_is_reported_once_by_its_path() -> None:
+    problems = problems_of(
+        valid(
+            github_token="",
+            vault_type="azure_key_vault",
+            vault_lookup_key="gh-secret",
+            azure_key_vault={**AZURE_KEY_VAULT_CONFIG, "tenant_id": 3},
+        )
+    )
+    assert problems == ["azure_key_vault.tenant_id must be a string, got a number"]
+    problems = problems_of(
+        valid(github_token="", vault_type="azure_key_vault", vault_lookup_key="gh-secret", azure_key_vault="vault")
+    )
+    assert problems == ["azure_key_vault must be an object, got a string"]
+
+
 def test_an_unknown_vault_type_is_refused() -> None:
     problems = problems_of(valid(github_token="", vault_type="hashicorp", vault_lookup_key="x"))
     assert problems == ["vault_type must be empty or 'azure_key_vault', got 'hashicorp'"]
@@ -337,8 +411,8 @@ def test_a_vault_without_lookup_key_is_refused() -> None:
 
 
 def test_secrets_never_appear_in_the_repr_or_in_problems() -> None:
-    pat = ListenerConfig.model_validate(valid())
-    app = ListenerConfig.model_validate(
+    pat = ListenerConfig.from_document(valid())
+    app = ListenerConfig.from_document(
         valid(github_token="", github_app_id="1", github_app_installation_id=2, github_app_private_key=PRIVATE_KEY)
     )
     assert TOKEN not in repr(pat)
@@ -346,12 +420,12 @@ def test_secrets_never_appear_in_the_repr_or_in_problems() -> None:
     assert pat.secrets() == [TOKEN]
     assert app.secrets() == [PRIVATE_KEY]
     with pytest.raises(ListenerConfigError) as caught:
-        ListenerConfig.model_validate(valid(github_app_private_key=PRIVATE_KEY, runner_scale_set_id="x"))
+        ListenerConfig.from_document(valid(github_app_private_key=PRIVATE_KEY, runner_scale_set_id="x"))
     assert "MIIsecret" not in str(caught.value)
     assert TOKEN not in str(caught.value)
 
 
 def test_a_token_leaves_the_app_fields_empty() -> None:
-    config = ListenerConfig.model_validate(valid())
+    config = ListenerConfig.from_document(valid())
     assert not config.uses_github_app
     assert config.github_app_installation_id == 0

@@ -19,6 +19,7 @@ from arc_scaleset.github.models import (
     MessageSession,
     RunnerScaleSet,
     RunnerSetting,
+    from_service,
     parse_message,
 )
 from arc_scaleset.github.system_info import SystemInfo
@@ -79,7 +80,7 @@ def test_create_body_omits_zero_fields_but_always_sends_runner_setting_and_creat
         name="arc-runners",
         runner_group_id=1,
         labels=[Label(name="arc-runners"), Label(name="gpu", type="")],
-        RunnerSetting=RunnerSetting(disable_update=True),
+        runner_setting=RunnerSetting(disable_update=True),
     ).request_body()
     assert body == {
         "name": "arc-runners",
@@ -99,7 +100,8 @@ def test_update_body_carries_only_the_changed_field() -> None:
 
 
 def test_scale_set_response_parses_with_service_names_and_net_timestamps() -> None:
-    scale_set = RunnerScaleSet.model_validate(
+    scale_set = from_service(
+        RunnerScaleSet,
         {
             "id": 5,
             "name": "arc-runners",
@@ -111,17 +113,17 @@ def test_scale_set_response_parses_with_service_names_and_net_timestamps() -> No
             "runnerJitConfigUrl": "https://x/jit",
             "statistics": {"totalAssignedJobs": 2},
             "somethingNew": True,
-        }
+        },
     )
     assert scale_set.id == 5
     assert scale_set.runner_setting.disable_update
-    assert scale_set.created_on == dt.datetime(2026, 3, 1, 12, 0, 0, 123456, tzinfo=dt.UTC)
+    assert scale_set.created_on == dt.datetime(2026, 3, 1, 12, 0, 0, 123457, tzinfo=dt.UTC)  # to the nearest µs
     assert scale_set.statistics is not None
     assert scale_set.statistics.total_assigned_jobs == 2
 
 
 def test_go_zero_time_reads_as_none() -> None:
-    assert RunnerScaleSet.model_validate({"createdOn": "0001-01-01T00:00:00Z"}).created_on is None
+    assert from_service(RunnerScaleSet, {"createdOn": "0001-01-01T00:00:00Z"}).created_on is None
 
 
 def test_message_body_is_parsed_into_typed_job_messages_and_unknown_types_dropped() -> None:
@@ -166,11 +168,11 @@ def test_a_message_body_that_is_not_an_array_is_an_error() -> None:
 
 
 def test_jit_config_and_session_tokens_stay_out_of_repr_and_str() -> None:
-    jit = JitConfig.model_validate(
-        {"runner": {"id": 1, "name": "r", "runnerScaleSetId": 2}, "encodedJITConfig": "SECRETJIT"}
+    jit = from_service(
+        JitConfig, {"runner": {"id": 1, "name": "r", "runnerScaleSetId": 2}, "encodedJITConfig": "SECRETJIT"}
     )
-    session = MessageSession.model_validate(
-        {"sessionId": "s", "messageQueueUrl": "https://q", "messageQueueAccessToken": "SECRETQUEUE"}
+    session = from_service(
+        MessageSession, {"sessionId": "s", "messageQueueUrl": "https://q", "messageQueueAccessToken": "SECRETQUEUE"}
     )
     assert jit.encoded_jit_config == "SECRETJIT"
     for text in (repr(jit), str(jit), repr(session), str(session), repr([jit, session])):
@@ -178,7 +180,7 @@ def test_jit_config_and_session_tokens_stay_out_of_repr_and_str() -> None:
 
 
 def test_session_refresh_replaces_everything_but_keeps_the_scale_set_id() -> None:
-    session = MessageSession.model_validate({"sessionId": "s", "messageQueueUrl": "https://q/1"})
+    session = from_service(MessageSession, {"sessionId": "s", "messageQueueUrl": "https://q/1"})
     session._scale_set_id = 9
-    session.replace_with(MessageSession.model_validate({"sessionId": "s", "messageQueueUrl": "https://q/2"}))
+    session.replace_with(from_service(MessageSession, {"sessionId": "s", "messageQueueUrl": "https://q/2"}))
     assert (session.message_queue_url, session.scale_set_id) == ("https://q/2", 9)

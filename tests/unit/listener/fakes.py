@@ -333,7 +333,7 @@ class Harness:
 
     def app(self) -> ListenerApp:
         """The process around the loop (ListenerApp), built from these fakes instead of real clients."""
-        config = ListenerConfig.model_validate(
+        config = ListenerConfig.from_document(
             {
                 "configure_url": "https://github.com/octo",
                 "github_token": "ghp_unit_test_token_0123456789",

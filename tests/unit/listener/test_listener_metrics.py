@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import pytest
 from prometheus_client import CollectorRegistry
 
-from arc_scaleset.api.common import CounterMetric, GaugeMetric, HistogramMetric, MetricsConfig
+from arc_scaleset.api.listener_metrics import CounterSpec, GaugeSpec, HistogramSpec, ListenerMetricsConfig
 from arc_scaleset.listener.metrics import (
     DEFAULT_BUCKETS,
     ListenerMetrics,
@@ -135,12 +135,12 @@ def test_histograms_use_arcs_default_buckets() -> None:
 
 
 def test_configured_metrics_register_only_those_with_exactly_their_labels() -> None:
-    config = MetricsConfig(
-        gauges={"gha_desired_runners": GaugeMetric(labels=["name"])},
+    config = ListenerMetricsConfig(
+        gauges={"gha_desired_runners": GaugeSpec(labels=("name",))},
         counters={
-            "gha_started_jobs_total": CounterMetric(labels=["repository", "job_workflow_name", "job_workflow_target"])
+            "gha_started_jobs_total": CounterSpec(labels=("repository", "job_workflow_name", "job_workflow_target"))
         },
-        histograms={"gha_job_startup_duration_seconds": HistogramMetric(labels=["repository"], buckets=[5.0, 10.0])},
+        histograms={"gha_job_startup_duration_seconds": HistogramSpec(labels=("repository",), buckets=(5.0, 10.0))},
     )
     metrics = ListenerMetrics(scale_set=SCALE_SET, config=config)
     assert metrics.registered == {
@@ -160,8 +160,8 @@ def test_configured_metrics_register_only_those_with_exactly_their_labels() -> N
 
 
 def test_unknown_configured_metrics_are_skipped() -> None:
-    config = MetricsConfig(
-        gauges={"gha_nonsense": GaugeMetric(labels=["name"])}, counters={"gha_started_jobs": CounterMetric(labels=[])}
+    config = ListenerMetricsConfig(
+        gauges={"gha_nonsense": GaugeSpec(labels=("name",))}, counters={"gha_started_jobs": CounterSpec(labels=())}
     )
     metrics = ListenerMetrics(scale_set=SCALE_SET, config=config)
     assert metrics.registered == set()

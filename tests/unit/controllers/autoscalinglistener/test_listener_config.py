@@ -4,6 +4,7 @@ read back by the listener identically."""
 from __future__ import annotations
 
 import base64
+import dataclasses
 from pathlib import Path
 
 import orjson
@@ -110,7 +111,7 @@ def test_secret_data_drift_compares_bytes() -> None:
     config = listener_config(listener, app_config=PAT, server_root_ca=None, settings=SETTINGS)
     secret = desired_config_secret(obj, listener, config)
     assert not data_differs(secret, secret)
-    rotated = desired_config_secret(obj, listener, config.model_copy(update={"github_token": "ghp_rotated"}))
+    rotated = desired_config_secret(obj, listener, dataclasses.replace(config, github_token="ghp_rotated"))
     assert data_differs(secret, rotated)
     assert secret["metadata"]["ownerReferences"][0]["uid"] == "al-uid"
 
