@@ -38,7 +38,8 @@ _Model = TypeVar("_Model", bound=ServiceModel)
 
 def from_service(model: type[_Model], data: Any) -> _Model:
     """``data`` (decoded JSON) as ``model``; raises ``msgspec.ValidationError`` naming the first bad field."""
-    # strict=False: a number the service sends as a string is read, as Go's ",string" fields are.
+    # strict=False: a number or boolean sent as a string is read rather than refused, as the models always
+    # did; it costs nothing and a reader stricter than the service's other clients gains nothing.
     return msgspec.convert(data, model, strict=False)
 
 

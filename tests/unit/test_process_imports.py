@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import subprocess
 import sys
 
@@ -25,9 +26,10 @@ RUNTIME = {
 }
 
 
-@pytest.mark.parametrize("command", sorted(RUNTIME))
-def test_the_process_does_not_load_what_only_some_paths_need(command: str) -> None:
-    # A fresh interpreter started as the command line starts it (main() reads sys.argv), stopped by --help.
+@functools.cache
+def modules_at_start(command: str) -> frozenset[str]:
+    """The modules a fresh interpreter holds once ``command`` is ready to serve: started as the command line
+    starts it (main() reads sys.argv, stopped by --help), then the imports of its run()."""
     code = f"""
 import contextlib, importlib, sys
 sys.argv = ["arc-scaleset", {command!r}, "--help"]
@@ -36,11 +38,19 @@ with contextlib.redirect_stdout(None), contextlib.suppress(SystemExit):
     cli.main()
 for name in {RUNTIME[command]!r}:
     importlib.import_module(name)
-print(" ".join(name for name in {LAZY!r} if sys.modules.get(name) is not None))
+print(" ".join(name for name, module in sys.modules.items() if module is not None))
 """
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    return frozenset(done.stdout.split())
 
-    assert done.stdout.split() == [], done.stdout
+
+def package_modules(modules: frozenset[str], *packages: str) -> list[str]:
+    return sorted(name for name in modules if name.partition(".")[0] in packages)
+
+
+@pytest.mark.parametrize("command", sorted(RUNTIME))
+def test_the_process_does_not_load_what_only_some_paths_need(command: str) -> None:
+    assert package_modules(modules_at_start(command), *LAZY) == []
 
 
 # The kinds' pydantic models: the controller's, never the listener's, which reads and writes the kinds as plain
@@ -56,47 +66,13 @@ CRD_MODELS = (
 
 
 def test_the_listener_process_does_not_build_the_crd_models() -> None:
-    code = f"""
-import contextlib, importlib, sys
-sys.argv = ["arc-scaleset", "listener", "--help"]
-from arc_scaleset import cli
-with contextlib.redirect_stdout(None), contextlib.suppress(SystemExit):
-    cli.main()
-for name in {RUNTIME["listener"]!r}:
-    importlib.import_module(name)
-assert "arc_scaleset.listener.command" in sys.modules
-print(" ".join(name for name in {CRD_MODELS!r} if name in sys.modules))
-"""
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
-
-    assert done.stdout.split() == [], done.stdout
+    modules = modules_at_start("listener")
+    assert "arc_scaleset.listener.command" in modules
+    assert sorted(modules.intersection(CRD_MODELS)) == []
 
 
 # pydantic itself: importing it and building the first models' schemas costs a listener about 10 MB (issue 20).
-# The listener's config (api/listener_config.py, api/listener_metrics.py, api/go_json.py) is plain dataclasses.
-def test_the_listener_config_model_does_not_import_pydantic() -> None:
-    code = """
-import sys
-import arc_scaleset.api.listener_config
-print(" ".join(name for name in sys.modules if name.partition(".")[0] in ("pydantic", "pydantic_core")))
-"""
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
-
-    assert done.stdout.split() == [], done.stdout
-
-
+# The GitHub messages and the state annotation are msgspec Structs, the config plain dataclasses (docs/listener.md,
+# "Memory").
 def test_the_listener_process_does_not_import_pydantic() -> None:
-    code = f"""
-import contextlib, importlib, sys
-sys.argv = ["arc-scaleset", "listener", "--help"]
-from arc_scaleset import cli
-with contextlib.redirect_stdout(None), contextlib.suppress(SystemExit):
-    cli.main()
-for name in {RUNTIME["listener"]!r}:
-    importlib.import_module(name)
-assert "arc_scaleset.listener.command" in sys.modules
-print(" ".join(name for name in sys.modules if name.partition(".")[0] in ("pydantic", "pydantic_core")))
-"""
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
-
-    assert done.stdout.split() == [], done.stdout
+    assert package_modules(modules_at_start("listener"), "pydantic", "pydantic_core") == []
