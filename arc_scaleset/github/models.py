@@ -37,10 +37,22 @@ _Model = TypeVar("_Model", bound=ServiceModel)
 
 
 def from_service(model: type[_Model], data: Any) -> _Model:
-    """``data`` (decoded JSON) as ``model``; raises ``msgspec.ValidationError`` naming the first bad field."""
+    """``data`` (decoded JSON) as ``model``; raises ``msgspec.ValidationError`` naming the first bad field.
+
+    A member that is ``null`` reads as if it were absent (its zero value), as Go's decoder reads it into ARC's
+    structs: ``"labels": null`` is no labels, not a malformed answer.
+    """
     # strict=False: a number or boolean sent as a string is read rather than refused, as the models always
     # did; it costs nothing and a reader stricter than the service's other clients gains nothing.
-    return msgspec.convert(data, model, strict=False)
+    return msgspec.convert(_without_nulls(data), model, strict=False)
+
+
+def _without_nulls(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {key: _without_nulls(item) for key, item in value.items() if item is not None}
+    if isinstance(value, list):
+        return [_without_nulls(item) for item in value]
+    return value
 
 
 class Label(ServiceModel):

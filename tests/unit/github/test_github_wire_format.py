@@ -122,6 +122,27 @@ def test_scale_set_response_parses_with_service_names_and_net_timestamps() -> No
     assert scale_set.statistics.total_assigned_jobs == 2
 
 
+def test_null_members_read_as_go_zero_values_instead_of_failing_the_answer() -> None:
+    scale_set = from_service(
+        RunnerScaleSet,
+        {"id": 5, "name": None, "labels": None, "RunnerSetting": None, "createdOn": None, "statistics": None},
+    )
+    assert (scale_set.id, scale_set.name, scale_set.labels, scale_set.runner_setting.disable_update) == (
+        5,
+        "",
+        [],
+        False,
+    )
+    assert scale_set.created_on is None
+    body = [{"messageType": "JobAvailable", "runnerRequestId": 7, "requestLabels": None, "jobWorkflowRef": None}]
+    message = parse_message(
+        {"messageId": 1, "messageType": "RunnerScaleSetJobMessages", "statistics": None, "body": orjson.dumps(body)}
+    )
+    assert [(job.runner_request_id, job.request_labels, job.job_workflow_ref) for job in message.jobs_available] == [
+        (7, [], "")
+    ]
+
+
 def test_go_zero_time_reads_as_none() -> None:
     assert from_service(RunnerScaleSet, {"createdOn": "0001-01-01T00:00:00Z"}).created_on is None
 
