@@ -216,11 +216,9 @@ class JobCompleted(JobMessageBase, tag_field="messageType", tag="JobCompleted"):
 # that unknown types are skipped rather than refused.
 JobMessage = JobAvailable | JobAssigned | JobStarted | JobCompleted
 
+# Each job message type by its tag, the messageType it is sent with.
 _JOB_MESSAGE_TYPES: dict[str, type[JobMessageBase]] = {
-    "JobAvailable": JobAvailable,
-    "JobAssigned": JobAssigned,
-    "JobStarted": JobStarted,
-    "JobCompleted": JobCompleted,
+    str(model.__struct_config__.tag): model for model in (JobAvailable, JobAssigned, JobStarted, JobCompleted)
 }
 
 
