@@ -22,6 +22,8 @@ from arc_scaleset.kube.views import ObjectView
 
 LISTENER_READY = "Ready"
 LISTENER_DEGRADED = "Degraded"
+REASON_NOT_REPORTED = "ListenerNotReported"
+"""The scale set's ``Ready`` reason while its listener carries no ``Ready`` condition yet."""
 
 
 def scale_set_gone_report(runner_sets: Iterable[Mapping[str, Any]], scale_set_id: int) -> ListenerState | None:
@@ -41,8 +43,13 @@ def scale_set_gone_report(runner_sets: Iterable[Mapping[str, Any]], scale_set_id
 def listener_problems(
     listener: Mapping[str, Any] | None,
 ) -> tuple[tuple[str, str] | None, tuple[str, str] | None]:
-    """``(not ready, degraded)``: (reason, message) of the listener's ``Ready`` condition when it is ``False`` and
-    of its ``Degraded`` condition when it is ``True``; ``None`` for each that does not hold (or is unknown)."""
+    """``(not ready, degraded)``: (reason, message) of the listener's ``Ready`` condition when it is not ``True``
+    and of its ``Degraded`` condition when it is ``True``; ``None`` for each that does not hold.
+
+    A listener without a ``Ready`` condition has not been reported on yet (just created, or made by ARC, which
+    writes no listener status): it is not ready. Saying ``Ready`` then would be a guess that the next pass of the
+    listener's controller may take back (``PodPending``).
+    """
     if listener is None:
         return None, None
     view = AutoscalingListenerView(listener)
@@ -50,8 +57,10 @@ def listener_problems(
     ready = get_condition(view.conditions, LISTENER_READY)
     degraded = get_condition(view.conditions, LISTENER_DEGRADED)
     not_ready = (
-        (str(ready.get("reason") or "ListenerNotReady"), f"{where}: {ready.get('message') or 'not ready'}")
-        if ready is not None and ready.get("status") == "False"
+        (REASON_NOT_REPORTED, f"{where}: its controller has not reported on it yet")
+        if ready is None
+        else (str(ready.get("reason") or "ListenerNotReady"), f"{where}: {ready.get('message') or 'not ready'}")
+        if ready.get("status") != "True"
         else None
     )
     failing = (

@@ -83,3 +83,13 @@ def test_a_scale_set_whose_listener_is_ready_is_ready() -> None:
     assert get_condition(status["conditions"], "Ready")["status"] == "True"
     unknown = status_with_listener(None)  # no listener seen (yet): nothing to say about it
     assert get_condition(unknown["conditions"], "Ready")["status"] == "True"
+
+
+def test_a_scale_set_whose_listener_has_no_status_yet_is_not_ready() -> None:
+    """A listener just created (or made by ARC) carries no conditions: the scale set waits for its first report
+    instead of saying Ready and taking it back when the listener's pod turns out to be pending."""
+    status = status_with_listener({"metadata": {"name": "arc-runners-754b578d-listener", "namespace": "arc-systems"}})
+    ready = get_condition(status["conditions"], "Ready")
+    assert (ready["status"], ready["reason"]) == ("False", "ListenerNotReported")
+    assert ready["message"].startswith("listener arc-systems/arc-runners-754b578d-listener: ")
+    assert get_condition(status["conditions"], "Degraded")["status"] == "False"
