@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -46,9 +47,10 @@ def listener_problems(
     """``(not ready, degraded)``: (reason, message) of the listener's ``Ready`` condition when it is not ``True``
     and of its ``Degraded`` condition when it is ``True``; ``None`` for each that does not hold.
 
-    A listener without a ``Ready`` condition has not been reported on yet (just created, or made by ARC, which
-    writes no listener status): it is not ready. Saying ``Ready`` then would be a guess that the next pass of the
-    listener's controller may take back (``PodPending``).
+    A ``Ready`` condition that is missing (a listener just created, or made by ARC, which writes no listener
+    status) or that speaks of an earlier generation of the listener's spec (its controller has not acted on the
+    change yet) counts as not ready (:data:`REASON_NOT_REPORTED`): saying ``Ready`` then would be a guess that
+    the controller's next pass may take back (``PodPending``, ``Recreating``).
     """
     if listener is None:
         return None, None
@@ -56,16 +58,26 @@ def listener_problems(
     where = f"listener {view.namespace}/{view.name}"
     ready = get_condition(view.conditions, LISTENER_READY)
     degraded = get_condition(view.conditions, LISTENER_DEGRADED)
-    not_ready = (
-        (REASON_NOT_REPORTED, f"{where}: its controller has not reported on it yet")
-        if ready is None
-        else (str(ready.get("reason") or "ListenerNotReady"), f"{where}: {ready.get('message') or 'not ready'}")
-        if ready.get("status") != "True"
-        else None
-    )
+    not_ready: tuple[str, str] | None = None
+    if ready is None:
+        not_ready = (REASON_NOT_REPORTED, f"{where}: its controller has not reported on it yet")
+    elif _reported_generation(ready) < view.generation:
+        not_ready = (
+            REASON_NOT_REPORTED,
+            f"{where}: its controller has not reported on generation {view.generation} of its spec yet",
+        )
+    elif ready.get("status") != "True":
+        not_ready = (str(ready.get("reason") or "ListenerNotReady"), f"{where}: {ready.get('message') or 'not ready'}")
     failing = (
         (str(degraded.get("reason") or "ListenerDegraded"), f"{where}: {degraded.get('message') or 'degraded'}")
         if degraded is not None and degraded.get("status") == "True"
         else None
     )
     return not_ready, failing
+
+
+def _reported_generation(condition: Mapping[str, Any]) -> int:
+    """The condition's ``observedGeneration``; a condition without one (written by an older controller) is taken
+    as current."""
+    observed = condition.get("observedGeneration")
+    return observed if isinstance(observed, int) and not isinstance(observed, bool) else sys.maxsize

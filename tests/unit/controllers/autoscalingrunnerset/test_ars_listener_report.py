@@ -93,3 +93,19 @@ def test_a_scale_set_whose_listener_has_no_status_yet_is_not_ready() -> None:
     assert (ready["status"], ready["reason"]) == ("False", "ListenerNotReported")
     assert ready["message"].startswith("listener arc-systems/arc-runners-754b578d-listener: ")
     assert get_condition(status["conditions"], "Degraded")["status"] == "False"
+
+
+def test_a_listener_ready_for_an_earlier_spec_does_not_make_the_scale_set_ready() -> None:
+    """The scale set changed the listener's spec (generation 3); its Ready condition still speaks of generation 2,
+    which the listener's controller is about to replace: the scale set is not Ready until it has."""
+    found = listener(("True", "ListenerRunning", "polling"), ("False", "ListenerHealthy", "ok"))
+    found["metadata"]["generation"] = 3
+    for condition in found["status"]["conditions"]:
+        condition["observedGeneration"] = 2
+    ready = get_condition(status_with_listener(found)["conditions"], "Ready")
+    assert (ready["status"], ready["reason"]) == ("False", "ListenerNotReported")
+    assert "generation 3" in ready["message"]
+
+    for condition in found["status"]["conditions"]:
+        condition["observedGeneration"] = 3
+    assert get_condition(status_with_listener(found)["conditions"], "Ready")["status"] == "True"
