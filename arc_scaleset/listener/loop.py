@@ -263,6 +263,7 @@ class Listener:
 
     def _record_statistics(self, statistics: Statistics) -> None:
         self.statistics = statistics
+        self.side_calls.note_available_jobs(statistics.total_available_jobs)
         if self.metrics is not None:
             self.metrics.record_statistics(statistics)
 

@@ -15,9 +15,15 @@ Two workers, one per kind, each working through its own queue:
   next call. A request ID is never acquired twice: IDs acquired, being acquired or waiting are skipped.
 
 Each call gets ``attempts`` tries, honouring ``Retry-After`` (a longer wait than ``max_wait`` gives up at
-once, as waiting that long would delay every later call), then it is given up: the service offers an
-unacquired job again and redelivers an unacknowledged message. A session that is gone or whose token is
-refused gives up at once: the next poll finds that out and recovers. These calls never end the process.
+once, as waiting that long would delay every later call), then it is given up. An unacknowledged message is
+redelivered by the service. A job whose acquisition was given up is tried again by the listener: after a
+backoff (``retry_base`` doubling up to ``retry_cap``, never sooner than the ``Retry-After`` the service asked
+for), on the same session, until it is acquired or the service's statistics say no job is available any more
+(someone else took it, or it was cancelled). ARC's listener exits on such a failure, and its next session is
+offered the job again; this one keeps its session, so it must ask again itself, or the job would wait for a
+runner for as long as the session lives. A session that is gone or whose token is refused gives up at once:
+the next poll finds that out and recovers, and the new session is offered the waiting jobs. These calls
+never end the process.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ import asyncio
 import logging
 from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
 from arc_scaleset.backoff import Backoff
@@ -73,6 +80,19 @@ class Remembered:
         self._items.clear()
 
 
+@dataclass(frozen=True)
+class GivenUp:
+    """What :meth:`SideCalls._call` returns for a call it gave up on.
+
+    ``session_lost``: the session is gone, replaced or its token refused (the next poll recovers, and a new
+    session is offered its waiting jobs); otherwise the call kept failing, and ``retry_after`` is the wait the
+    service asked for last (0 when it asked for none).
+    """
+
+    session_lost: bool = False
+    retry_after: float = 0.0
+
+
 class SideCalls:
     """Acknowledges messages and acquires jobs for the loop, beside it (see the module docstring)."""
 
@@ -87,6 +107,8 @@ class SideCalls:
         call_timeout: float = 30.0,
         max_wait: float = 60.0,
         remembered_ids: int = 10_000,
+        retry_base: float = 5.0,
+        retry_cap: float = 60.0,
     ) -> None:
         self._api = api
         self._sessions = sessions
@@ -99,6 +121,10 @@ class SideCalls:
         self._acks: deque[tuple[MessageSession, int]] = deque(maxlen=remembered_ids)
         self._wanted: dict[int, None] = {}  # ordered: offered, waiting for the next acquisition
         self._acquiring: set[int] = set()
+        self._deferred: dict[int, None] = {}  # given up on ``_deferred_session``: acquired again after a backoff
+        self._deferred_session: MessageSession | None = None
+        self._retry_backoff = Backoff(base=retry_base, cap=retry_cap, jitter=0.2)
+        self._retry_timer: asyncio.Task[None] | None = None
         self._acks_ready = asyncio.Event()
         self._acquisitions_ready = asyncio.Event()
         self._workers: list[asyncio.Task[None]] = []
@@ -123,9 +149,16 @@ class SideCalls:
         if self._wanted:
             self._acquisitions_ready.set()
 
+    def note_available_jobs(self, count: int) -> None:
+        """The service's latest ``totalAvailableJobs``: with none available, no given-up acquisition is worth
+        trying again (the jobs were taken by someone else, or cancelled)."""
+        if count == 0 and self._deferred:
+            log.info("no job is available any more: not acquiring again", extra={"request_ids": list(self._deferred)})
+            self._deferred.clear()
+
     @property
     def idle(self) -> bool:
-        """Nothing waiting and nothing in flight."""
+        """Nothing waiting and nothing in flight (acquisitions to try again later do not count)."""
         return not self._acks and not self._wanted and self._busy == 0
 
     async def aclose(self, *, drain: float = 0.0) -> None:
@@ -142,9 +175,10 @@ class SideCalls:
                     "shutting down with calls still pending; the service redelivers or offers them again",
                     extra={"acknowledgements": len(self._acks), "acquisitions": len(self._wanted)},
                 )
-        for worker in self._workers:
-            worker.cancel()
-        await asyncio.gather(*self._workers, return_exceptions=True)
+        tasks = [*self._workers, *([self._retry_timer] if self._retry_timer is not None else [])]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
         self._workers.clear()
 
     # ---- the workers -----------------------------------------------------------------------------------
@@ -206,11 +240,39 @@ class SideCalls:
             )
         finally:
             self._acquiring.difference_update(wanted)
-        if acquired is None:
+        if isinstance(acquired, GivenUp):
+            if not acquired.session_lost:
+                self._defer(session, wanted, retry_after=acquired.retry_after)
             return
+        self._retry_backoff.reset()
         for request_id in acquired:
             self.acquired.add(request_id)
         log.info("jobs acquired", extra={"requested": len(wanted), "acquired": len(acquired)})
+
+    def _defer(self, session: MessageSession, request_ids: Iterable[int], *, retry_after: float) -> None:
+        """Acquire ``request_ids`` again on ``session`` after the retry backoff (see the module docstring)."""
+        if session is not self._deferred_session:
+            self._deferred.clear()
+            self._deferred_session = session
+        for request_id in request_ids:
+            if request_id not in self.acquired:
+                self._deferred[request_id] = None
+        if self._deferred and self._retry_timer is None:
+            delay = max(self._retry_backoff.next_delay(), retry_after)
+            log.info(
+                "acquiring the jobs again later",
+                extra={"request_ids": list(self._deferred), "retry_in_s": round(delay, 1)},
+            )
+            self._retry_timer = asyncio.create_task(self._acquire_deferred_after(delay))
+
+    async def _acquire_deferred_after(self, delay: float) -> None:
+        try:
+            await self._clock.sleep(delay)
+        finally:
+            self._retry_timer = None
+        deferred, self._deferred = list(self._deferred), {}
+        if deferred and self._deferred_session is self._sessions.session:
+            self.acquire(deferred)
 
     async def _call(
         self,
@@ -219,8 +281,8 @@ class SideCalls:
         *,
         session: MessageSession,
         context: dict[str, object],
-    ) -> T | None:
-        """``call`` with bounded attempts; None when it was given up."""
+    ) -> T | GivenUp:
+        """``call`` with bounded attempts, or why it was given up."""
         backoff = Backoff(base=1.0, cap=5.0, jitter=0.2)
         for attempt in range(1, self._attempts + 1):
             try:
@@ -232,15 +294,16 @@ class SideCalls:
                 error = {**context, "error": str(exc) or error_class(exc)}
                 if reaction_to(exc) in (Reaction.RECREATE_SESSION, Reaction.RENEW_SESSION):
                     log.warning(f"cannot {what}: the session is gone or its token refused", extra=error)
-                    return None
+                    return GivenUp(session_lost=True)
                 delay = backoff.next_delay()
                 if isinstance(exc, RateLimited) and exc.retry_after is not None:
                     delay = exc.retry_after
                 if attempt == self._attempts or delay > self._max_wait:
                     log.warning(f"giving up: cannot {what}", extra=error)
-                    return None
+                    retry_after = exc.retry_after if isinstance(exc, RateLimited) else None
+                    return GivenUp(retry_after=retry_after or 0.0)
                 log.info(f"cannot {what}; retrying", extra={**error, "retry_in_s": round(delay, 1)})
                 await self._clock.sleep(delay)
                 if session is not self._sessions.session:
-                    return None  # the session was replaced meanwhile
-        return None
+                    return GivenUp(session_lost=True)  # the session was replaced meanwhile
+        return GivenUp()

@@ -136,6 +136,25 @@ async def test_bursts_of_5xx_on_every_queue_call_are_ridden_out(
     assert not handle.task.done()
 
 
+async def test_a_job_whose_acquisition_was_given_up_is_acquired_later_on_the_same_session(
+    kube: KubeClient, namespace: str, ers: str, listener_sim: ListenerSim, start_listener: StartListener
+) -> None:
+    """Every attempt fails for a few seconds: the listener gives the call up but not the job. It keeps its
+    session, so the service does not offer the job again (only a new session is): it must ask again itself."""
+    handle = await start_listener(listener_config(listener_sim, namespace))
+    await listener_sim.sim.changes.wait_until(lambda: bool(listener_sim.sim.state.sessions))
+    session = next(iter(listener_sim.sim.state.sessions.values())).id
+    # Two tries per call (the client's own retry), three calls: all six fail.
+    listener_sim.sim.faults.add(FaultRule(route="acquire_jobs", status=502, count=6))
+    ids = await enqueue(listener_sim)
+    await all_acquired(listener_sim, ids)
+    await wait_for_replicas(kube, namespace, 1)
+    assert count_requests(listener_sim, "acquire_jobs", status=502) == 6
+    assert [s.id for s in listener_sim.sim.state.sessions.values()] == [session]
+    never_acquired_twice(handle)
+    assert not handle.task.done()
+
+
 async def test_a_429_with_retry_after_is_honoured_before_polling_again(
     kube: KubeClient, namespace: str, ers: str, listener_sim: ListenerSim, start_listener: StartListener
 ) -> None:

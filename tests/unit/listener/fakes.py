@@ -20,7 +20,7 @@ from arc_scaleset.api.listener_state import ListenerState
 from arc_scaleset.backoff import Backoff
 from arc_scaleset.clock import FakeClock
 from arc_scaleset.github.errors import ActionsError
-from arc_scaleset.github.models import JobStarted, Message, MessageSession, Statistics
+from arc_scaleset.github.models import JobAvailable, JobStarted, Message, MessageSession, Statistics
 from arc_scaleset.kube import errors as kube_errors
 from arc_scaleset.kube.client import PatchType
 from arc_scaleset.kube.resources import Resource
@@ -43,13 +43,17 @@ def error(cls: type[ActionsError], status: int = 500, **extra: Any) -> ActionsEr
     return cls(method="GET", url="https://pipelines.example/_apis/x", status=status, **extra)
 
 
-def stats(assigned: int = 0) -> Statistics:
-    return Statistics(total_assigned_jobs=assigned)
+def stats(assigned: int = 0, available: int = 0) -> Statistics:
+    return Statistics(total_assigned_jobs=assigned, total_available_jobs=available)
 
 
-def message(message_id: int, *jobs: Any, assigned: int = 0) -> Message:
+def message(message_id: int, *jobs: Any, assigned: int = 0, available: int | None = None) -> Message:
+    """A job message; ``available`` (``totalAvailableJobs``) defaults to the number of ``JobAvailable`` in it."""
+    if available is None:
+        available = sum(isinstance(job, JobAvailable) for job in jobs)
+    statistics = stats(assigned, available)
     return Message(
-        message_id=message_id, message_type="RunnerScaleSetJobMessages", statistics=stats(assigned), jobs=list(jobs)
+        message_id=message_id, message_type="RunnerScaleSetJobMessages", statistics=statistics, jobs=list(jobs)
     )
 
 

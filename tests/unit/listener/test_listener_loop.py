@@ -341,7 +341,7 @@ async def test_a_session_lost_during_ack_is_left_to_the_next_poll_to_replace_and
     await h.stop_and_wait()
 
 
-async def test_a_failed_acquisition_is_retried_a_few_times_then_left_to_the_service() -> None:
+async def test_a_failed_acquisition_is_retried_then_again_after_a_backoff_until_the_job_is_acquired() -> None:
     h = Harness()
     h.actions.poll_script.append(message(1, JobAvailable(runner_request_id=11)))
     h.actions.acquire_script.extend([error(TransientError, 502)] * 3)
@@ -351,9 +351,12 @@ async def test_a_failed_acquisition_is_retried_a_few_times_then_left_to_the_serv
     await h.settle(lambda: len(h.calls("acquire")) == 2)
     await h.clock.advance(2.0)
     await h.settle(lambda: len(h.calls("acquire")) == 3)
+    await h.run_for(4.0)
+    assert len(h.calls("acquire")) == 3, "given up: the next try waits out the retry backoff (5 s)"
     await h.run_for(60.0)
-    assert len(h.calls("acquire")) == 3
-    assert 11 not in h.listener.side_calls.acquired  # may be acquired when offered again
+    # The listener keeps its session (ARC's would exit and be offered the job again by its next session).
+    assert h.calls("acquire") == [("acquire", [11])] * 4
+    assert 11 in h.listener.side_calls.acquired
     await h.stop_and_wait()
 
 

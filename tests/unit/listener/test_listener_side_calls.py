@@ -27,7 +27,7 @@ async def test_a_rate_limited_acquisition_does_not_stop_polling_or_publishing_th
     await h.stop_and_wait()
 
 
-async def test_a_rate_limited_acquisition_honours_retry_after_and_is_given_up_after_a_few_attempts() -> None:
+async def test_a_rate_limited_acquisition_is_tried_again_never_sooner_than_retry_after_says() -> None:
     h = Harness()
     h.actions.acquire_forever = error(RateLimited, 429, retry_after=30.0)
     h.actions.poll_script.append(message(1, JobAvailable(runner_request_id=11), assigned=1))
@@ -35,8 +35,26 @@ async def test_a_rate_limited_acquisition_honours_retry_after_and_is_given_up_af
     await h.settle(lambda: bool(h.calls("acquire")))
     await h.run_for(300.0, step=1.0)
     times = h.actions.calls_at("acquire")
-    assert [round(t - times[0]) for t in times] == [0, 30, 60]
-    assert 11 not in h.listener.side_calls.acquired  # the service offers it again
+    # Given up after 3 attempts, then tried again while the service says a job is available, each call the
+    # Retry-After the service asked for after the one before.
+    assert [round(t - times[0]) for t in times] == list(range(0, 301, 30))
+    assert 11 not in h.listener.side_calls.acquired
+    await h.stop_and_wait()
+
+
+async def test_a_given_up_acquisition_is_not_tried_again_once_no_job_is_available() -> None:
+    h = Harness()
+    h.actions.acquire_script.extend([error(TransientError, 502)] * 3)
+    h.actions.poll_script.append(message(1, JobAvailable(runner_request_id=11)))
+    h.start()
+    await h.settle(lambda: bool(h.calls("acquire")))
+    await h.run_for(4.0)  # attempts 1 and 2 s apart, with jitter
+    assert len(h.calls("acquire")) == 3
+    assert h.listener.side_calls.idle  # given up, to be tried again
+    # The job went elsewhere (cancelled, or another listener took it): the next message's count says so.
+    await h.listener.handle(message(2, available=0))
+    await h.run_for(120.0, step=1.0)
+    assert len(h.calls("acquire")) == 3
     await h.stop_and_wait()
 
 
