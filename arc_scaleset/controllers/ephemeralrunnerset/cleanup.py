@@ -6,7 +6,8 @@ and GitHub.
 - ``remove``: live runners; each is first removed from GitHub (``RemoveRunner``) and only then deleted, so a
   runner that picked up a job since our cache last saw it is never deleted: GitHub answers JobStillRunning
   and the runner is skipped. A runner without a runner ID has nothing to remove and is deleted directly
-  (its deletion path still unregisters it if the JIT Secret shows it registered meanwhile).
+  (its deletion path still unregisters it if the JIT Secret shows it registered meanwhile: so a batch never
+  deletes the JIT Secret of a runner with no runner ID on record).
 
 The runners to delete -- the done ones and the removed ones -- are deleted once every removal has been tried:
 those that carry a ``runner.arc-scaleset.dev/instance`` label in batches of up to :data:`BATCH_SIZE`, three
@@ -35,7 +36,7 @@ import functools
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
 from arc_scaleset.api.ephemeralrunner import EPHEMERAL_RUNNERS
 from arc_scaleset.api.keys import LABEL_RUNNER_INSTANCE
@@ -164,7 +165,12 @@ async def _delete_runners(
         deleted(runner)
 
     async def batch(namespace: str, chunk: Sequence[RunnerView]) -> None:
-        selector = f"{LABEL_RUNNER_INSTANCE} in ({','.join(runner.instance for runner in chunk)})"
+        selector = _instances_selector(chunk)
+        # A runner with no runner ID on record may still be registered: its ID reaches the status a few seconds
+        # after registration, and until then only its JIT Secret holds it. Its Secret is left to its own
+        # deletion path, which reads the ID there and removes the registration before deleting the Secret.
+        registered = [runner for runner in chunk if runner.runner_id != 0]
+        selectors = {PODS: selector, SECRETS: _instances_selector(registered) if registered else None}
         uids = {runner.uid for runner in chunk}
         unsettled = {(uid, resource.plural) for uid in uids for resource in (PODS, SECRETS)}
         if children is not None:
@@ -183,12 +189,16 @@ async def _delete_runners(
             for runner in chunk:
                 deleted(runner)
             for resource in (PODS, SECRETS):
+                resource_selector = selectors[resource]
+                gone: list[dict[str, Any]] = []
                 try:
-                    async with limit:
-                        gone = await kube.delete_collection(resource, namespace=namespace, label_selector=selector)
+                    if resource_selector is not None:
+                        async with limit:
+                            gone = await kube.delete_collection(
+                                resource, namespace=namespace, label_selector=resource_selector
+                            )
                 except Forbidden:
                     _warn_no_deletecollection(resource.plural)
-                    gone = []
                 # Settled from the answer: deleted is only what this request deleted (a pod whose template
                 # overrode the label was not: the runner's deletion path deletes it).
                 hit = set(map(controller_uid, gone))
@@ -248,6 +258,11 @@ async def _remove_up_to(
 def _chunks(items: Sequence[RunnerView], size: int) -> list[Sequence[RunnerView]]:
     """``items`` cut into consecutive slices of at most ``size``."""
     return [items[start : start + size] for start in range(0, len(items), size)]
+
+
+def _instances_selector(runners: Sequence[RunnerView]) -> str:
+    """The label selector of exactly ``runners``' objects (their runner, pod and JIT Secret)."""
+    return f"{LABEL_RUNNER_INSTANCE} in ({','.join(runner.instance for runner in runners)})"
 
 
 @functools.cache

@@ -235,3 +235,43 @@ async def test_without_the_deletecollection_verb_labelled_runners_are_deleted_on
     # Nothing is left waiting for a batch: each runner's own deletion path deletes its pod and Secret.
     assert not any(children.pending(runner.uid, plural) for runner in runners for plural in ("pods", "secrets"))
     assert all(children.state(runner.uid, "pods") is None for runner in runners)
+
+
+class LabelledKube(FakeKube):
+    """Objects of each runner (its EphemeralRunner, pod and JIT Secret) by resource plural and instance label;
+    ``deletecollection`` deletes those its ``instance in (...)`` selector names."""
+
+    def __init__(self, runners: list[RunnerView]) -> None:
+        super().__init__()
+        owner = {runner.instance: [{"controller": True, "uid": runner.uid}] for runner in runners}
+        self.objects = {
+            (plural, runner.instance): {"metadata": {"name": runner.name, "ownerReferences": owner[runner.instance]}}
+            for plural in ("ephemeralrunners", "pods", "secrets")
+            for runner in runners
+        }
+
+    async def delete_collection(self, resource: Any, *, label_selector: str, **_: Any) -> list[dict[str, Any]]:
+        named = label_selector.split(" in (", 1)[1].rstrip(")").split(",")
+        return [self.objects.pop((resource.plural, instance)) for instance in named
+                if (resource.plural, instance) in self.objects]  # fmt: skip
+
+
+async def test_a_batch_leaves_the_jit_secret_of_a_runner_with_no_runner_id_on_record_to_its_deletion_path() -> None:
+    """A runner's ID reaches its status a few seconds after it registered; until then only its JIT Secret holds
+    it. A batch that deleted that Secret left the registration on GitHub for ever (its finalizer found no ID)."""
+    on_record = RunnerView(name="r-001", namespace="ns", phase="Running", runner_id=7, uid="uid-1", instance="i1")
+    not_yet = RunnerView(name="r-002", namespace="ns", phase="Pending", runner_id=0, uid="uid-2", instance="i2")
+    actions, kube, children = FakeActions(), LabelledKube([on_record, not_yet]), DeletedChildren()
+
+    async def client() -> ActionsClient:
+        return actions  # type: ignore[return-value]  # the one method a removal calls
+
+    result = await execute_cleanup(kube, CleanupPlan(remove=[on_record, not_yet]), client=client, children=children)  # type: ignore[arg-type]
+
+    assert sorted(result.deleted) == ["r-001", "r-002"]
+    assert actions.removed == [7]
+    assert ("secrets", "i2") in kube.objects, "the only record of r-002's registration is kept"
+    assert children.state("uid-2", "secrets") is None, "r-002's own deletion path reads and deletes it"
+    assert children.state("uid-1", "secrets") is not None
+    assert ("secrets", "i1") not in kube.objects
+    assert not any(key in kube.objects for key in [("pods", "i1"), ("pods", "i2")])
