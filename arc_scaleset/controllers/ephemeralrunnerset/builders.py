@@ -15,6 +15,7 @@ from arc_scaleset.api.common import API_VERSION
 from arc_scaleset.api.ephemeralrunner import EPHEMERAL_RUNNERS
 from arc_scaleset.api.keys import (
     ANNOTATION_ACTIONABLE_REVISION,
+    ANNOTATION_LISTENER_STATE,
     ANNOTATION_PATCH_ID,
     COMPONENT_RUNNER,
     EPHEMERAL_RUNNER_FINALIZER,
@@ -39,8 +40,11 @@ def desired_ephemeral_runner(ers: Mapping[str, Any], *, exclude_label_prefixes: 
     prefixes = tuple(exclude_label_prefixes)
     computed_labels = {**view.labels, LABEL_COMPONENT: COMPONENT_RUNNER}
     labels = filter_and_merge_labels(runner_metadata.get("labels"), computed_labels, prefixes) or {}
+    # The set's annotations, as ARC copies them, but the listener's report about itself: it describes the
+    # listener, not the runner, and would sit frozen (with the listener's session ID) on every runner pod.
+    inherited = {key: value for key, value in view.annotations.items() if key != ANNOTATION_LISTENER_STATE}
     computed_annotations = {
-        **view.annotations,
+        **inherited,
         ANNOTATION_PATCH_ID: str(view.patch_id),
         ANNOTATION_ACTIONABLE_REVISION: str(view.actionable_revision),
     }

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import copy
 import datetime as dt
 from typing import Any
 
@@ -188,6 +189,19 @@ def test_new_runner_is_stamped_with_patch_id_and_revision_and_reserved_keys_win(
     assert meta["ownerReferences"][0]["controller"] is True
     assert er["spec"]["proxySecretRef"].startswith("arc-")
     assert er["spec"]["proxySecretRef"].endswith("-runner-proxy")
+
+
+def test_the_listeners_report_on_the_set_reaches_neither_runner_nor_pod() -> None:
+    """The listener writes its state (with its message session's ID) on the set; ARC copies the set's
+    annotations to each runner, and the runner's to its pod, but that one is about the listener."""
+    ers = copy.deepcopy(ERS)
+    ers["metadata"].setdefault("annotations", {})["listener.arc-scaleset.dev/state"] = '{"sessionId":"6a1f"}'
+    er = desired_ephemeral_runner(ers)
+    er["metadata"].update(name="arc-runner-abcde", uid="er-uid")
+    the_pod = desired_runner_pod(er, runner_id=42, version="1.2.3")
+    assert "listener.arc-scaleset.dev/state" not in er["metadata"]["annotations"]
+    assert "listener.arc-scaleset.dev/state" not in the_pod["metadata"].get("annotations", {})
+    assert er["metadata"]["annotations"]["note"] == "n", "the set's other annotations are copied, as ARC does"
 
 
 def test_runner_pod_gets_the_injected_env_on_the_runner_container_only() -> None:
