@@ -69,6 +69,35 @@ async def test_default_deployment_runs_the_controller_with_arcs_flags_and_the_im
     assert ("ServiceAccount", "arc-gha-rs-controller") in kinds(objects)
 
 
+async def test_an_arc_controller_release_upgraded_to_this_chart_keeps_its_deployment_selector_and_names(
+    helm: Helm,
+) -> None:
+    """docs/migration.md upgrades ARC's controller release in place. A Deployment's selector cannot change, and
+    the scale sets' RoleBindings (made by ARC's chart) name the controller's ServiceAccount: both must be what
+    ARC's chart renders for the same release and values -- selector ``name: gha-rs-controller`` (or
+    ``nameOverride``), ``namespace``, ``instance``; full name ``<release>-<name>``, or the release name alone
+    when it contains the name."""
+    deployment = only(await render(helm), "Deployment")
+    selector = {"app.kubernetes.io/name": "gha-rs-controller", "app.kubernetes.io/namespace": NAMESPACE,
+                "app.kubernetes.io/instance": "arc"}  # fmt: skip
+    assert deployment["spec"]["selector"]["matchLabels"] == selector
+    pod_labels = deployment["spec"]["template"]["metadata"]["labels"]
+    assert selector.items() <= pod_labels.items()
+    assert selector.items() <= deployment["metadata"]["labels"].items()
+
+    cases = [
+        ("arc-gha-rs-controller", {}, "arc-gha-rs-controller"),
+        ("arc", {"nameOverride": "ctl"}, "arc-ctl"),
+        ("arc", {"fullnameOverride": "controller"}, "controller"),
+    ]
+    for release, values, name in cases:
+        objects = await render(helm, values, release=release)
+        assert ("Deployment", name) in kinds(objects), (release, values)
+        assert ("ServiceAccount", name) in kinds(objects), (release, values)
+    overridden = only(await render(helm, {"nameOverride": "ctl"}), "Deployment")
+    assert overridden["spec"]["selector"]["matchLabels"]["app.kubernetes.io/name"] == "ctl"
+
+
 async def test_leader_election_is_on_for_any_replica_count_named_after_the_release(helm: Helm) -> None:
     for replicas in (1, 2):
         container = manager(only(await render(helm, {"replicaCount": replicas}, release="prod"), "Deployment"))

@@ -3,6 +3,8 @@ that cannot work with a message naming them, and adds what each container mode n
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -206,3 +208,197 @@ async def test_the_controller_may_watch_exactly_the_secrets_a_listener_is_built_
             "resourceNames": ["my-set-gha-rs-github-secret", "proxy-auth"],
         }
     ]
+
+
+def volume_names(pod: dict[str, Any]) -> list[str]:
+    return [v["name"] for v in pod.get("volumes") or []]
+
+
+def container_names(pod: dict[str, Any], key: str) -> list[str]:
+    return [c["name"] for c in pod.get(key) or []]
+
+
+async def test_a_work_volume_mounts_and_a_dind_container_the_user_supplies_replace_what_dind_mode_adds(
+    helm: Helm,
+) -> None:
+    tls = {"certificateFrom": {"configMapKeyRef": {"name": "ca", "key": "ca.crt"}}, "runnerMountPath": "/certs"}
+    work = {
+        "name": "work",
+        "ephemeral": {"volumeClaimTemplate": {"spec": {"resources": {"requests": {"storage": "9Gi"}}}}},
+    }
+    template = {
+        "spec": {
+            "containers": [
+                {
+                    "name": "runner",
+                    "image": "ghcr.io/actions/actions-runner:latest",
+                    "volumeMounts": [
+                        {"name": "work", "mountPath": "/home/runner/_work"},
+                        {"name": "dind-sock", "mountPath": "/var/run"},
+                        {"name": "github-server-tls-cert", "mountPath": "/certs/ca.crt", "subPath": "ca.crt"},
+                    ],
+                },
+                {"name": "dind", "image": "my-own/dind"},
+            ],
+            "volumes": [work],
+        }
+    }
+    values = {"containerMode": {"type": "dind"}, "template": template, "githubServerTLS": tls}
+    ars = only(await render(helm, **values), "AutoscalingRunnerSet")
+    pod = ars["spec"]["template"]["spec"]
+    paths = [m["mountPath"] for m in runner_of(ars)["volumeMounts"]]
+    assert sorted(paths) == sorted(set(paths)) == ["/certs/ca.crt", "/home/runner/_work", "/var/run"]
+    names = container_names(pod, "initContainers") + container_names(pod, "containers")
+    assert names.count("dind") == 1, "one dind container: the chart's, as in ARC's chart"
+    assert volume_names(pod).count("work") == 1
+    assert [v for v in pod["volumes"] if v["name"] == "work"] == [work], "the user's work volume is used"
+
+
+async def test_kubernetes_mode_uses_the_users_work_volume_and_then_needs_no_claim(helm: Helm) -> None:
+    work = {"name": "work", "persistentVolumeClaim": {"claimName": "shared-work"}}
+    template = {
+        "spec": {
+            "containers": [
+                {
+                    "name": "runner",
+                    "image": "ghcr.io/actions/actions-runner:latest",
+                    "volumeMounts": [{"name": "work", "mountPath": "/home/runner/_work"}],
+                }
+            ],
+            "volumes": [work],
+        }
+    }
+    ars = only(await render(helm, containerMode={"type": "kubernetes"}, template=template), "AutoscalingRunnerSet")
+    pod = ars["spec"]["template"]["spec"]
+    assert pod["volumes"] == [work]
+    assert runner_of(ars)["volumeMounts"] == [{"name": "work", "mountPath": "/home/runner/_work"}]
+
+
+ORDER_TEMPLATE: dict[str, Any] = {
+    "spec": {
+        "initContainers": [{"name": "prepull", "image": "docker:cli"}],
+        "containers": [
+            {"name": "sidecar", "image": "busybox"},
+            {"name": "runner", "image": "ghcr.io/actions/actions-runner:latest"},
+        ],
+        "volumes": [
+            {"name": "cache", "emptyDir": {}},
+            {"name": "work", "emptyDir": {"medium": "Memory"}},
+            {"name": "tools", "emptyDir": {}},
+        ],
+    }
+}
+ORDER_TLS = {"certificateFrom": {"configMapKeyRef": {"name": "ca", "key": "ca.crt"}}, "runnerMountPath": "/certs"}
+CLAIM = {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}
+
+
+@pytest.mark.parametrize(
+    ("values", "init_containers", "containers", "volumes"),
+    [
+        (
+            {"containerMode": {"type": "dind"}},
+            ["init-dind-externals", "dind", "prepull"],
+            ["runner", "sidecar"],
+            ["dind-sock", "dind-externals", "work", "cache", "tools"],
+        ),
+        (
+            {
+                "containerMode": {"type": "kubernetes", "kubernetesModeWorkVolumeClaim": CLAIM},
+                "githubServerTLS": ORDER_TLS,
+            },
+            ["prepull"],
+            ["runner", "sidecar"],
+            ["github-server-tls-cert", "work", "cache", "tools"],
+        ),
+    ],
+    ids=["dind", "kubernetes-with-tls"],
+)
+async def test_an_arc_release_switched_to_this_chart_keeps_its_runner_pod_in_arcs_order(
+    helm: Helm, values: dict[str, Any], init_containers: list[str], containers: list[str], volumes: list[str]
+) -> None:
+    """ARC's chart puts the mode's init containers before the user's (so they run with docker up) and its own
+    volumes first; the same order here renders an equal runner spec, so no runner is replaced by the switch."""
+    ars = only(await render(helm, template=ORDER_TEMPLATE, **values), "AutoscalingRunnerSet")
+    pod = ars["spec"]["template"]["spec"]
+    assert container_names(pod, "initContainers") == init_containers
+    assert container_names(pod, "containers") == containers
+    assert volume_names(pod) == volumes
+
+
+PROBE_TEMPLATE = """apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: probe
+data:
+  serviceAccount: {{ include "gha-rs.resolvedControllerServiceAccount" (dict "given" (.Values.given | default dict)
+    "deployments" (.Values.deployments | default list) "namespace" .Release.Namespace) | quote }}
+"""
+
+
+@pytest.fixture
+def discovery_chart(tmp_path: Path) -> Path:
+    """A chart that runs the scale-set chart's own ServiceAccount resolution on Deployments given as values
+    (`lookup` answers nothing under `helm template`)."""
+    chart = tmp_path / "probe"
+    (chart / "templates").mkdir(parents=True)
+    (chart / "Chart.yaml").write_text("apiVersion: v2\nname: probe\nversion: 0.0.0\n")
+    shutil.copy(SCALE_SET_CHART / "templates" / "_helpers.tpl", chart / "templates" / "_helpers.tpl")
+    (chart / "templates" / "probe.yaml").write_text(PROBE_TEMPLATE)
+    return chart
+
+
+def controller(namespace: str, *, watches: str | None = None) -> dict[str, Any]:
+    labels = {
+        "app.kubernetes.io/part-of": "gha-rs-controller",
+        "actions.github.com/controller-service-account-namespace": namespace,
+        "actions.github.com/controller-service-account-name": f"{namespace}-gha-rs-controller",
+    }
+    if watches is not None:
+        labels["actions.github.com/controller-watch-single-namespace"] = watches
+    return {"metadata": {"name": "arc-gha-rs-controller", "namespace": namespace, "labels": labels}}
+
+
+async def discovered(helm: Helm, chart: Path, deployments: list[dict[str, Any]], given: dict[str, str]) -> str:
+    objects = await helm.template(chart, "my-set", NAMESPACE, {"deployments": deployments, "given": given})
+    return str(only(objects, "ConfigMap")["data"]["serviceAccount"])
+
+
+@pytest.mark.parametrize(
+    ("deployments", "given", "expected"),
+    [
+        ([controller("arc-system")], {}, "arc-system/arc-system-gha-rs-controller"),
+        (
+            [controller("team-a", watches="team-a-runners"), controller("team-b", watches=NAMESPACE)],
+            {},
+            "team-b/team-b-gha-rs-controller",
+        ),
+        ([controller("arc-system")], {"name": "custom-sa"}, "arc-system/custom-sa"),
+        ([controller("arc-system")], {"namespace": "elsewhere"}, "elsewhere/arc-system-gha-rs-controller"),
+        ([controller("a"), controller("b")], {"namespace": "arc", "name": "sa"}, "arc/sa"),
+    ],
+    ids=["one-cluster-wide", "the-single-namespace-one-watching-here", "name-alone", "namespace-alone", "both-given"],
+)
+async def test_the_controller_granted_the_namespace_is_the_one_arc_would_find(
+    helm: Helm, discovery_chart: Path, deployments: list[dict[str, Any]], given: dict[str, str], expected: str
+) -> None:
+    assert await discovered(helm, discovery_chart, deployments, given) == expected
+
+
+@pytest.mark.parametrize(
+    ("deployments", "message"),
+    [
+        ([], "found 0 gha-rs-controller Deployments"),
+        ([controller("a"), controller("b")], "found 2 gha-rs-controller Deployments"),
+        ([controller("a"), controller("b", watches=NAMESPACE)], "1 cluster-wide and 1 single-namespace"),
+        ([controller("a", watches="other")], 'watches namespace "runners"'),
+        ([controller("a", watches=NAMESPACE), controller("b", watches=NAMESPACE)], "found 2 gha-rs-controller"),
+    ],
+    ids=["none", "two-cluster-wide", "mixed", "none-watching-here", "two-watching-here"],
+)
+async def test_an_unclear_controller_is_refused_with_a_message_saying_what_to_set(
+    helm: Helm, discovery_chart: Path, deployments: list[dict[str, Any]], message: str
+) -> None:
+    with pytest.raises(HelmError) as refused:
+        await discovered(helm, discovery_chart, deployments, {})
+    assert message in str(refused.value)
+    assert "set controllerServiceAccount.namespace and controllerServiceAccount.name" in str(refused.value)

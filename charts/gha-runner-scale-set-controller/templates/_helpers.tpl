@@ -1,15 +1,22 @@
 {{/* Names, labels and the values shared by this chart's templates. */}}
 
+{{/* The name ARC's chart gives its objects and selects its pods by: an ARC release upgraded to this chart
+keeps its Deployment (whose selector may not change), its ServiceAccount and what binds it. */}}
 {{- define "gha-rs-controller.name" -}}
-{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
+{{- default "gha-rs-controller" .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
 {{- end -}}
 
-{{/* <release>-gha-rs-controller unless fullnameOverride is set. */}}
+{{/* fullnameOverride; else the release name when it already contains the name; else <release>-<name>. */}}
 {{- define "gha-rs-controller.fullname" -}}
 {{- if .Values.fullnameOverride -}}
 {{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
 {{- else -}}
-{{- printf "%s-gha-rs-controller" .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- $name := default "gha-rs-controller" .Values.nameOverride -}}
+{{- if contains $name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
 {{- end -}}
 {{- end -}}
 
@@ -23,6 +30,7 @@
 
 {{- define "gha-rs-controller.selectorLabels" -}}
 app.kubernetes.io/name: {{ include "gha-rs-controller.name" . }}
+app.kubernetes.io/namespace: {{ include "gha-rs-controller.namespace" . }}
 app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end -}}
 
@@ -34,7 +42,7 @@ app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 app.kubernetes.io/part-of: gha-rs-controller
 {{- range $key, $value := .Values.labels }}
-{{- if not (has $key (list "helm.sh/chart" "app.kubernetes.io/name" "app.kubernetes.io/instance" "app.kubernetes.io/version" "app.kubernetes.io/managed-by" "app.kubernetes.io/part-of")) }}
+{{- if not (has $key (list "helm.sh/chart" "app.kubernetes.io/name" "app.kubernetes.io/namespace" "app.kubernetes.io/instance" "app.kubernetes.io/version" "app.kubernetes.io/managed-by" "app.kubernetes.io/part-of")) }}
 {{ $key }}: {{ $value | quote }}
 {{- end }}
 {{- end }}

@@ -99,34 +99,86 @@ annotations:
 {{- include "gha-rs.fullname" . }}-manager
 {{- end -}}
 
-{{/* The controller's ServiceAccount as "namespace/name": from controllerServiceAccount, else from the one
-controller Deployment in the cluster (lookup: empty under `helm template`). */}}
+{{/* The controller's ServiceAccount as "namespace/name". controllerServiceAccount.namespace and .name are each
+taken as given when set (either alone, as in ARC); what is missing is discovered from the controller Deployments in
+the cluster (lookup: none under `helm template`, so `helm template` needs both set). */}}
 {{- define "gha-rs.controllerServiceAccount" -}}
 {{- $given := .Values.controllerServiceAccount | default dict -}}
-{{- if and $given.namespace $given.name -}}
-{{- printf "%s/%s" $given.namespace $given.name -}}
-{{- else -}}
-{{- $found := list -}}
-{{- $deployments := lookup "apps/v1" "Deployment" "" "" -}}
-{{- range ($deployments.items | default list) }}
-{{- if eq (index (.metadata.labels | default dict) "app.kubernetes.io/part-of" | default "") "gha-rs-controller" }}
-{{- $found = append $found . -}}
-{{- end }}
-{{- end }}
-{{- if ne (len $found) 1 -}}
-{{- fail (printf "found %d gha-rs-controller Deployments: set controllerServiceAccount.namespace and controllerServiceAccount.name to the controller's ServiceAccount" (len $found)) -}}
+{{- $deployments := list -}}
+{{- if not (and $given.namespace $given.name) -}}
+{{- $deployments = (lookup "apps/v1" "Deployment" "" "").items | default list -}}
 {{- end -}}
-{{- $labels := (index $found 0).metadata.labels -}}
-{{- printf "%s/%s" (index $labels "actions.github.com/controller-service-account-namespace") (index $labels "actions.github.com/controller-service-account-name") -}}
-{{- end -}}
+{{- include "gha-rs.resolvedControllerServiceAccount" (dict "given" $given "deployments" $deployments "namespace" (include "gha-rs.namespace" .)) -}}
 {{- end -}}
 
-{{/* Whether a container's env already names `name`. Call with (dict "container" $c "name" "X"). */}}
-{{- define "gha-rs.hasEnv" -}}
-{{- range (.container.env | default list) }}{{ if eq .name $.name }}true{{ end }}{{ end -}}
+{{/* "namespace/name" from `given` (controllerServiceAccount), what it lacks from the controller among
+`deployments` that serves `namespace`. Call with (dict "given" $values "deployments" $items "namespace" $ns). */}}
+{{- define "gha-rs.resolvedControllerServiceAccount" -}}
+{{- $namespace := .given.namespace | default "" -}}
+{{- $name := .given.name | default "" -}}
+{{- if not (and $namespace $name) -}}
+{{- $found := include "gha-rs.discoveredControllerServiceAccount" (dict "deployments" .deployments "namespace" .namespace) | splitList "/" -}}
+{{- $namespace = $namespace | default (index $found 0) -}}
+{{- $name = $name | default (index $found 1) -}}
+{{- if not (and $namespace $name) -}}
+{{- fail "the gha-rs-controller Deployment found has no actions.github.com/controller-service-account-namespace and -name labels: set controllerServiceAccount.namespace and controllerServiceAccount.name to the controller's ServiceAccount" -}}
+{{- end -}}
+{{- end -}}
+{{- printf "%s/%s" $namespace $name -}}
 {{- end -}}
 
-{{/* The runner container with what the container mode and TLS need added (the user's env wins). */}}
+{{/*
+The ServiceAccount ("namespace/name", from its labels) of the controller Deployment that serves scale sets in
+`namespace`, among `deployments` (Deployment objects), by ARC's rule: controllers are the Deployments labelled
+app.kubernetes.io/part-of=gha-rs-controller; a cluster-wide one (no actions.github.com/controller-watch-single-
+namespace label) serves every namespace and must be the only controller; otherwise the single-namespace one whose
+label names `namespace` serves it. Fails naming what to set when no controller, or more than one, fits.
+Call with (dict "deployments" $items "namespace" $ns).
+*/}}
+{{- define "gha-rs.discoveredControllerServiceAccount" -}}
+{{- $hint := "set controllerServiceAccount.namespace and controllerServiceAccount.name to the controller's ServiceAccount" -}}
+{{- $watchLabel := "actions.github.com/controller-watch-single-namespace" -}}
+{{- $clusterWide := list -}}
+{{- $singleNamespace := list -}}
+{{- range .deployments }}
+{{- $labels := .metadata.labels | default dict -}}
+{{- if and (kindIs "map" $labels) (eq (get $labels "app.kubernetes.io/part-of") "gha-rs-controller") }}
+{{- if hasKey $labels $watchLabel }}
+{{- $singleNamespace = append $singleNamespace $labels -}}
+{{- else }}
+{{- $clusterWide = append $clusterWide $labels -}}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- $chosen := list -}}
+{{- if and $clusterWide $singleNamespace -}}
+{{- fail (printf "found %d cluster-wide and %d single-namespace gha-rs-controller Deployments (flags.watchSingleNamespace set on some only): %s" (len $clusterWide) (len $singleNamespace) $hint) -}}
+{{- else if $clusterWide -}}
+{{- $chosen = $clusterWide -}}
+{{- else if $singleNamespace -}}
+{{- range $singleNamespace }}
+{{- if eq (get . $watchLabel) $.namespace }}{{ $chosen = append $chosen . }}{{ end -}}
+{{- end }}
+{{- if not $chosen -}}
+{{- fail (printf "none of the %d single-namespace gha-rs-controller Deployments watches namespace %q (label %s): %s" (len $singleNamespace) .namespace $watchLabel $hint) -}}
+{{- end -}}
+{{- end -}}
+{{- if ne (len $chosen) 1 -}}
+{{- fail (printf "found %d gha-rs-controller Deployments for namespace %q: %s" (len $chosen) .namespace $hint) -}}
+{{- end -}}
+{{- $labels := index $chosen 0 -}}
+{{- printf "%s/%s" (get $labels "actions.github.com/controller-service-account-namespace") (get $labels "actions.github.com/controller-service-account-name") -}}
+{{- end -}}
+
+{{/* Whether a list of named items (env, volumeMounts, containers, volumes) has one named `name`.
+Call with (dict "items" $list "name" "X"). */}}
+{{- define "gha-rs.hasNamed" -}}
+{{- range (.items | default list) }}{{ if eq .name $.name }}true{{ end }}{{ end -}}
+{{- end -}}
+
+{{/* The runner container with what the container mode and TLS need added. The user's wins: an env var or a
+volumeMount the user's runner container already has under that name is kept and the mode's is left out, as in
+ARC's chart (two mounts at one path would make the pod invalid). */}}
 {{- define "gha-rs.runnerContainer" -}}
 {{- $root := .root -}}
 {{- $c := deepCopy .container -}}
@@ -159,39 +211,68 @@ controller Deployment in the cluster (lookup: empty under `helm template`). */}}
 {{- end -}}
 {{- $merged := $c.env | default list -}}
 {{- range $env }}
-{{- if not (include "gha-rs.hasEnv" (dict "container" $c "name" .name)) }}
+{{- if not (include "gha-rs.hasNamed" (dict "items" $c.env "name" .name)) }}
 {{- $merged = append $merged . -}}
 {{- end }}
 {{- end }}
 {{- if $merged }}{{ $_ := set $c "env" $merged }}{{ end -}}
-{{- $userMounts := $c.volumeMounts | default list -}}
-{{- if $mounts }}{{ $_ := set $c "volumeMounts" (concat $userMounts $mounts) }}{{ end -}}
+{{- $mergedMounts := $c.volumeMounts | default list -}}
+{{- range $mounts }}
+{{- if not (include "gha-rs.hasNamed" (dict "items" $c.volumeMounts "name" .name)) }}
+{{- $mergedMounts = append $mergedMounts . -}}
+{{- end }}
+{{- end }}
+{{- if $mergedMounts }}{{ $_ := set $c "volumeMounts" $mergedMounts }}{{ end -}}
 {{- toYaml $c -}}
 {{- end -}}
 
-{{/* The runner pod template: the user's `template` plus the container mode's containers and volumes. */}}
+{{/*
+The runner pod template: the user's `template` plus the container mode's containers and volumes, in ARC's
+chart's order, so that an ARC release switched to this chart with the same values renders an equal runner spec
+(lists are compared in order: a reordering is a new runner-spec revision that replaces idle runners):
+- containers: the user's order in the default mode; otherwise the runner first, then (dind on Kubernetes < 1.29)
+  the chart's `dind`, then the user's other containers (a user's `dind` gives way to the chart's in dind mode);
+- initContainers: in dind mode `init-dind-externals` and (Kubernetes >= 1.29) the `dind` sidecar first, so the
+  user's init containers run with docker up, then the user's;
+- volumes: the TLS certificate's first; dind mode: `dind-sock`, `dind-externals`, `work`, then the user's
+  others; kubernetes mode: `work`, then the user's others; a `work` volume the user gives replaces the chart's.
+*/}}
 {{- define "gha-rs.runnerTemplate" -}}
 {{- $template := deepCopy (.Values.template | default dict) -}}
 {{- $spec := $template.spec | default dict -}}
 {{- $mode := include "gha-rs.containerMode" . -}}
+{{- $runner := dict -}}
+{{- $others := list -}}
 {{- $containers := list -}}
-{{- $runnerImage := "" -}}
 {{- range ($spec.containers | default list) }}
 {{- if eq .name "runner" }}
-{{- $runnerImage = .image | default "" -}}
-{{- $containers = append $containers (fromYaml (include "gha-rs.runnerContainer" (dict "root" $ "container" .))) -}}
+{{- $runner = fromYaml (include "gha-rs.runnerContainer" (dict "root" $ "container" .)) -}}
+{{- $containers = append $containers $runner -}}
 {{- else }}
+{{- if not (and (eq $mode "dind") (eq .name "dind")) }}{{ $others = append $others . }}{{ end -}}
 {{- $containers = append $containers . -}}
 {{- end }}
 {{- end }}
+{{- $runnerImage := $runner.image | default "" -}}
 {{- if not $runnerImage -}}
 {{- fail "template.spec.containers needs a container named \"runner\" with an image" -}}
 {{- end -}}
-{{- $_ := set $spec "containers" $containers -}}
-{{- $volumes := $spec.volumes | default list -}}
-{{- $userVolumes := list -}}
-{{- range $volumes }}{{ $userVolumes = append $userVolumes .name }}{{ end -}}
-{{- $initContainers := $spec.initContainers | default list -}}
+{{- if $mode -}}
+{{- $containers = list $runner -}}
+{{- end -}}
+{{- $userVolumes := $spec.volumes | default list -}}
+{{- $userWork := list -}}
+{{- $userOtherVolumes := list -}}
+{{- range $userVolumes }}
+{{- if eq .name "work" }}{{ $userWork = append $userWork . }}{{ else }}{{ $userOtherVolumes = append $userOtherVolumes . }}{{ end -}}
+{{- end }}
+{{- $volumes := list -}}
+{{- $tls := .Values.githubServerTLS | default dict -}}
+{{- if $tls.runnerMountPath -}}
+{{- $ref := $tls.certificateFrom.configMapKeyRef -}}
+{{- $volumes = append $volumes (dict "name" "github-server-tls-cert" "configMap" (dict "name" $ref.name "items" (list (dict "key" $ref.key "path" $ref.key)))) -}}
+{{- end -}}
+{{- $initContainers := list -}}
 {{- if eq $mode "dind" -}}
 {{- $initContainers = append $initContainers (dict "name" "init-dind-externals" "image" $runnerImage "command" (list "cp") "args" (list "-r" "/home/runner/externals/." "/home/runner/tmpDir/") "volumeMounts" (list (dict "name" "dind-externals" "mountPath" "/home/runner/tmpDir"))) -}}
 {{- $dind := dict "name" "dind" "image" "docker:dind" "args" (list "dockerd" "--host=unix:///var/run/docker.sock" "--group=$(DOCKER_GROUP_GID)") "env" (list (dict "name" "DOCKER_GROUP_GID" "value" "123")) "securityContext" (dict "privileged" true) "volumeMounts" (list (dict "name" "work" "mountPath" "/home/runner/_work") (dict "name" "dind-sock" "mountPath" "/var/run") (dict "name" "dind-externals" "mountPath" "/home/runner/externals")) -}}
@@ -201,20 +282,25 @@ controller Deployment in the cluster (lookup: empty under `helm template`). */}}
 {{- $_ := set $dind "startupProbe" (dict "exec" (dict "command" (list "docker" "info")) "periodSeconds" 5 "failureThreshold" 24) -}}
 {{- $initContainers = append $initContainers $dind -}}
 {{- else -}}
-{{- $_ := set $spec "containers" (append $spec.containers $dind) -}}
+{{- $containers = append $containers $dind -}}
 {{- end -}}
-{{- if not (has "work" $userVolumes) }}{{ $volumes = append $volumes (dict "name" "work" "emptyDir" dict) }}{{ end -}}
 {{- $volumes = append $volumes (dict "name" "dind-sock" "emptyDir" dict) -}}
 {{- $volumes = append $volumes (dict "name" "dind-externals" "emptyDir" dict) -}}
+{{- $volumes = concat $volumes ($userWork | default (list (dict "name" "work" "emptyDir" dict))) $userOtherVolumes -}}
 {{- else if eq $mode "kubernetes" -}}
-{{- $claim := required "containerMode.kubernetesModeWorkVolumeClaim is required for containerMode.type kubernetes" .Values.containerMode.kubernetesModeWorkVolumeClaim -}}
-{{- if not (has "work" $userVolumes) }}{{ $volumes = append $volumes (dict "name" "work" "ephemeral" (dict "volumeClaimTemplate" (dict "spec" $claim))) }}{{ end -}}
+{{- if not $userWork -}}
+{{- $claim := required "containerMode.kubernetesModeWorkVolumeClaim is required for containerMode.type kubernetes (or a `work` volume in template.spec.volumes)" .Values.containerMode.kubernetesModeWorkVolumeClaim -}}
+{{- $userWork = list (dict "name" "work" "ephemeral" (dict "volumeClaimTemplate" (dict "spec" $claim))) -}}
 {{- end -}}
-{{- $tls := .Values.githubServerTLS | default dict -}}
-{{- if $tls.runnerMountPath -}}
-{{- $ref := $tls.certificateFrom.configMapKeyRef -}}
-{{- $volumes = append $volumes (dict "name" "github-server-tls-cert" "configMap" (dict "name" $ref.name "items" (list (dict "key" $ref.key "path" $ref.key)))) -}}
+{{- $volumes = concat $volumes $userWork $userOtherVolumes -}}
+{{- else -}}
+{{- $volumes = concat $volumes $userVolumes -}}
 {{- end -}}
+{{- if $mode -}}
+{{- $containers = concat $containers $others -}}
+{{- end -}}
+{{- $_ := set $spec "containers" $containers -}}
+{{- $initContainers = concat $initContainers ($spec.initContainers | default list) -}}
 {{- if $initContainers }}{{ $_ := set $spec "initContainers" $initContainers }}{{ end -}}
 {{- if $volumes }}{{ $_ := set $spec "volumes" $volumes }}{{ end -}}
 {{- if not $spec.restartPolicy }}{{ $_ := set $spec "restartPolicy" "Never" }}{{ end -}}
