@@ -126,6 +126,15 @@ class ScaleSetEnv:
     async def event_reasons(self, *, regarding: str, namespace: str | None = None) -> set[str]:
         return {e.get("reason", "") for e in await self.events(regarding=regarding, namespace=namespace)}
 
+    async def wait_for_event(self, reason: str, *, regarding: str, namespace: str | None = None) -> None:
+        """Until an Event ``reason`` about ``regarding`` exists. A controller writes its Event after the change it
+        reports (a patch, a created object), so a test that saw the change must still wait for the Event."""
+
+        async def recorded() -> bool:
+            return reason in await self.event_reasons(regarding=regarding, namespace=namespace)
+
+        await eventually(recorded, f"a {reason} Event about {regarding}")
+
     async def report_listener_state(
         self,
         phase: ListenerPhase,

@@ -98,7 +98,7 @@ async def test_a_listener_that_reports_failing_polls_is_not_ready_within_seconds
         scale_set_ready = await eventually(lambda: _scale_set_ready(env, "False"), "the scale set not Ready")
         assert scale_set_ready["reason"] == "Failing"
         assert (await scale_set_condition(env, "Degraded"))["reason"] == "ListenerOffline"
-        assert "ListenerOffline" in await env.event_reasons(regarding="arc-runners")
+        await env.wait_for_event("ListenerOffline", regarding="arc-runners")
 
         await env.report_listener_state(ListenerPhase.POLLING, session="session-1")
         await eventually(lambda: _ready(env, name, "True"), "Ready=True again", timeout=WITHIN)
@@ -165,7 +165,7 @@ async def test_a_scale_set_its_listener_finds_gone_on_github_is_registered_again
 
         new_id = await eventually(registered_again, "a new scale set ID", timeout=WITHIN)
         assert [s.id for s in env.sim.state.scale_sets.values()] == [new_id]
-        assert "ScaleSetReRegistered" in await env.event_reasons(regarding="arc-runners")
+        await env.wait_for_event("ScaleSetReRegistered", regarding="arc-runners")
 
 
 async def test_a_report_about_a_scale_set_that_still_exists_is_verified_once_and_never_re_registers_it(

@@ -91,7 +91,7 @@ async def test_a_changed_github_secret_updates_the_config_and_restarts_the_liste
             new_pod["metadata"]["annotations"]["actions.github.com/listener-config-resource-version"]
             == (config["metadata"]["resourceVersion"])
         )
-        assert "ListenerPodRecreating" in await env.event_reasons(regarding=name, namespace=env.controller_namespace)
+        await env.wait_for_event("ListenerPodRecreating", regarding=name, namespace=env.controller_namespace)
 
 
 async def test_a_removed_metrics_port_recreates_the_listener_pod(start_env: EnvFactory) -> None:

@@ -123,7 +123,7 @@ async def test_a_listener_created_in_a_scale_set_namespace_gets_no_credentials_a
         assert not await exists(env.kube, resources.SERVICE_ACCOUNTS, name, env.namespace)
         copy = await env.kube.get(AUTOSCALING_LISTENERS, name, namespace=env.namespace)
         assert not copy["metadata"].get("finalizers"), "a refused listener is not held by this controller"
-        assert "NotInControllerNamespace" in await env.event_reasons(regarding=name)
+        await env.wait_for_event("NotInControllerNamespace", regarding=name)
 
 
 async def test_a_listener_its_scale_set_did_not_make_gets_no_credentials_and_no_pod(start_env: EnvFactory) -> None:
@@ -273,7 +273,7 @@ async def test_a_foreign_role_and_role_binding_are_left_untouched_and_named_in_t
         live = await env.kube.get(resources.ROLES, listener_role_name(name), namespace=env.namespace)
         assert live["rules"] == foreign_rules
         assert not await exists(env.kube, resources.PODS, name, env.controller_namespace)
-        assert "ObjectInTheWay" in await env.event_reasons(regarding="arc-runners")
+        await env.wait_for_event("ObjectInTheWay", regarding="arc-runners")
 
         # The Role goes: the listener gets its own, and the RoleBinding to another role is next in the way.
         await env.kube.delete(resources.ROLES, listener_role_name(name), namespace=env.namespace)
@@ -335,7 +335,7 @@ async def test_a_listener_template_mounting_another_scale_sets_config_secret_get
         ready = await condition(env.kube, env.controller_namespace, name, "Ready")
         assert (ready["status"], ready["reason"]) == ("False", "InvalidListenerTemplate")
         assert not await exists(env.kube, resources.PODS, name, env.controller_namespace)
-        assert "InvalidListenerTemplate" in await env.event_reasons(regarding="team-a")
+        await env.wait_for_event("InvalidListenerTemplate", regarding="team-a")
 
 
 async def test_a_secret_the_admin_labelled_shareable_may_be_mounted_by_any_listener(start_env: EnvFactory) -> None:

@@ -46,7 +46,7 @@ async def test_min_runners_of_half_a_million_is_refused_with_a_condition_and_not
         assert "minRunners 500000 is above the controller's ceiling of 10000" in degraded["message"]
         assert "--max-runners-ceiling" in degraded["message"]
         assert await condition(env, "Ready", status="False", reason="RunnersAboveCeiling")
-        assert "RunnersAboveCeiling" in await env.event_reasons(regarding="arc-runners")
+        await env.wait_for_event("RunnersAboveCeiling", regarding="arc-runners")
         assert await env.ers() is None, "no EphemeralRunnerSet for a refused scale set"
         assert await env.listeners() == [], "no listener to ask for half a million runners"
         assert not env.sim.state.scale_sets, "nothing registered on GitHub"

@@ -73,7 +73,7 @@ async def test_a_real_template_change_bumps_the_revision_once(start_env: EnvFact
         ers = await env.ers()
         assert ers is not None
         assert ers["spec"]["actionableRevision"] == 1
-        assert "RevisionBumped" in await env.event_reasons(regarding="arc-runners")
+        await env.wait_for_event("RevisionBumped", regarding="arc-runners")
 
 
 async def test_semantically_equal_template_edits_never_bump_the_revision(start_env: EnvFactory) -> None:
@@ -125,7 +125,7 @@ async def test_min_max_change_recreates_the_listener_and_a_template_change_does_
 
         listener = await eventually(recreated, "the listener to be recreated")
         assert listener["spec"]["maxRunners"] == 7
-        assert "ListenerRecreating" in await env.event_reasons(regarding="arc-runners")
+        await env.wait_for_event("ListenerRecreating", regarding="arc-runners")
 
 
 async def test_a_label_added_to_the_runner_set_by_someone_else_survives_without_a_patch_loop(
@@ -199,7 +199,7 @@ async def test_a_scale_set_deleted_on_github_is_registered_again_and_the_new_id_
             )
 
         await eventually(children_updated, "the runner set and listener to use the new id")
-        assert "ScaleSetReRegistered" in await env.event_reasons(regarding="arc-runners")
+        await env.wait_for_event("ScaleSetReRegistered", regarding="arc-runners")
 
 
 async def test_a_github_server_error_never_re_registers_the_scale_set(start_env: EnvFactory) -> None:
