@@ -85,6 +85,12 @@ def _module_source(go: str) -> Path:
     return Path(json.loads(done.stdout)["Dir"])
 
 
+def controller_chart() -> Path:
+    """ARC's own controller chart (``gha-runner-scale-set-controller`` at :data:`ARC_CHART_VERSION`) in the
+    module's source, downloaded into Go's module cache when missing (read-only there: helm only reads it)."""
+    return _module_source(binaries.go_command()) / "charts" / "gha-runner-scale-set-controller"
+
+
 def build(*, progress: binaries.ProgressCallback | None = None, force: bool = False) -> Path:
     """Build ARC's manager and listener and copy its CRDs into :func:`bin_dir` unless complete; that directory."""
 

@@ -123,7 +123,8 @@ def _build_lock(root: Path) -> Iterator[None]:
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
-def _go() -> str:
+def go_command() -> str:
+    """The ``go`` command on PATH; :class:`BuildError` saying what to install when there is none."""
     go = shutil.which("go")
     if go is None:
         raise BuildError("the 'go' command is not on PATH: install Go >= 1.26 to build the local control plane")
@@ -186,7 +187,7 @@ def build_cached(
     """
     if is_complete(target) and not force:
         return target
-    go = _go()
+    go = go_command()
     with _build_lock(target.parent):
         if is_complete(target) and not force:  # another process finished the build while we waited
             return target

@@ -53,8 +53,22 @@ class Helm:
         out = await self._run("template", release, str(chart), "--namespace", namespace, values=values)
         return [doc for doc in yaml.safe_load_all(out) if doc]
 
-    async def install(self, chart: Path, release: str, namespace: str, values: Mapping[str, Any] | None = None) -> None:
-        await self._run("install", release, str(chart), "--namespace", namespace, "--wait=false", values=values)
+    async def install(
+        self,
+        chart: Path,
+        release: str,
+        namespace: str,
+        values: Mapping[str, Any] | None = None,
+        *,
+        skip_crds: bool = False,
+    ) -> None:
+        """``skip_crds``: leave the chart's ``crds/`` out (the cluster's CRDs are another chart's)."""
+        extra = ("--skip-crds",) if skip_crds else ()
+        await self._run("install", release, str(chart), "--namespace", namespace, "--wait=false", *extra, values=values)
+
+    async def upgrade(self, chart: Path, release: str, namespace: str, values: Mapping[str, Any] | None = None) -> None:
+        """Upgrade ``release`` to ``chart`` (which may be another chart than the one it was installed from)."""
+        await self._run("upgrade", release, str(chart), "--namespace", namespace, "--wait=false", values=values)
 
     async def uninstall(self, release: str, namespace: str) -> None:
         """Uninstall and return at once: finalizers may still hold objects (that is what tests look at)."""
