@@ -37,6 +37,34 @@ class TestCluster:
     pids: dict[str, int]
 
 
+WORKDIR_PREFIX = "arc-scaleset-cluster-"
+
+
+def _memory_dir() -> Path | None:
+    shm = Path("/dev/shm")
+    return shm if shm.is_dir() else None
+
+
+def reap_abandoned_clusters(base: Path) -> list[Path]:
+    """Remove the work directories (and etcd data) that test clusters left in ``base`` when their run was killed
+    before it could remove them: those whose recorded processes are all dead. They live in memory (/dev/shm),
+    about 125 MB each, until a reboot. A directory with no ``state.json`` may be a cluster starting right now,
+    and a recorded process that lives (or whose PID was reused) keeps its directory: both are left."""
+    reaped = []
+    for workdir in base.glob(f"{WORKDIR_PREFIX}*"):
+        try:
+            state = read_state(workdir)
+        except (OSError, ValueError):
+            continue
+        if state is None or any(pid and pid_alive(pid) for pid in state.get("pids", {}).values()):
+            continue
+        if etcd_data := state.get("etcd_data"):
+            shutil.rmtree(etcd_data, ignore_errors=True)
+        shutil.rmtree(workdir, ignore_errors=True)
+        reaped.append(workdir)
+    return reaped
+
+
 @contextmanager
 def start_test_cluster(*, reuse: Path | None = None) -> Iterator[TestCluster]:
     """Yield a running cluster: the one recorded in ``reuse`` if it is alive, else a new one, stopped after.
@@ -55,12 +83,14 @@ def start_test_cluster(*, reuse: Path | None = None) -> Iterator[TestCluster]:
         )
         return
     bin_dir = binaries.build()
-    base = "/dev/shm" if Path("/dev/shm").is_dir() else None
-    workdir = Path(tempfile.mkdtemp(prefix="arc-scaleset-cluster-", dir=base))
+    base = _memory_dir()
+    if base is not None:
+        reap_abandoned_clusters(base)
+    workdir = Path(tempfile.mkdtemp(prefix=WORKDIR_PREFIX, dir=base))
     local = LocalCluster(workdir, bin_dir=bin_dir)
     atexit.register(local.stop)
-    info = local.start(tie_to_parent=True)
     try:
+        info = local.start(tie_to_parent=True)  # a start that fails is cleaned up too
         yield TestCluster(
             server=info.server,
             kubeconfig=info.kubeconfig,

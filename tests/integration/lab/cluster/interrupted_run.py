@@ -14,5 +14,7 @@ from arc_scaleset_lab.harness.cluster import TestCluster
 
 
 def test_blocks_until_interrupted(cluster: TestCluster) -> None:
-    Path(os.environ["ARC_SCALESET_PIDS_FILE"]).write_text(json.dumps(cluster.pids))
+    Path(os.environ["ARC_SCALESET_PIDS_FILE"]).write_text(
+        json.dumps({"pids": cluster.pids, "workdir": str(cluster.workdir)})
+    )
     signal.pause()  # the outer test sends SIGINT

@@ -1,4 +1,5 @@
-"""An interrupted test run (Ctrl-C, or the runner killed) leaves no control-plane process behind."""
+"""An interrupted test run (Ctrl-C, or the runner killed) leaves no control-plane process behind, and nothing in
+memory: a Ctrl-C'd run removes its work directory (in /dev/shm) itself, a killed one's is removed by the next run."""
 
 from __future__ import annotations
 
@@ -8,16 +9,19 @@ import os
 import signal
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from arc_scaleset_lab.cluster.localcluster import read_state
 from arc_scaleset_lab.cluster.processes import pid_alive
+from arc_scaleset_lab.harness.cluster import reap_abandoned_clusters
 from arc_scaleset_lab.harness.waiting import eventually
 
 TARGET = Path(__file__).with_name("interrupted_run.py")
 
 
-async def _start_run(tmp_path: Path) -> tuple[asyncio.subprocess.Process, dict[str, int]]:
+async def _start_run(tmp_path: Path) -> tuple[asyncio.subprocess.Process, dict[str, Any]]:
     pids_file = tmp_path / "pids.json"
     env = {k: v for k, v in os.environ.items() if k != "ARC_SCALESET_TEST_CLUSTER_DIR"}
     env["ARC_SCALESET_PIDS_FILE"] = str(pids_file)
@@ -36,7 +40,8 @@ async def _start_run(tmp_path: Path) -> tuple[asyncio.subprocess.Process, dict[s
     except TimeoutError:
         run.kill()
         raise
-    return run, json.loads(pids_file.read_text())
+    started_run: dict[str, Any] = json.loads(pids_file.read_text())
+    return run, started_run
 
 
 async def _assert_all_stopped(pids: dict[str, int]) -> None:
@@ -48,7 +53,9 @@ async def _assert_all_stopped(pids: dict[str, int]) -> None:
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL], ids=["sigint", "sigkill"])
 async def test_interrupted_test_run_leaves_no_control_plane_process(tmp_path: Path, sig: signal.Signals) -> None:
-    run, pids = await _start_run(tmp_path)
+    run, started = await _start_run(tmp_path)
+    pids, workdir = started["pids"], Path(started["workdir"])
+    etcd_data = Path(read_state(workdir)["etcd_data"])  # type: ignore[index]
     assert len(pids) == 5
     assert all(pid_alive(p) for p in pids.values())
 
@@ -56,3 +63,11 @@ async def test_interrupted_test_run_leaves_no_control_plane_process(tmp_path: Pa
     await asyncio.wait_for(run.wait(), timeout=60)
 
     await _assert_all_stopped(pids)
+    if sig == signal.SIGKILL:
+        # Killed, it could not clean up: the next run's start does (what the cluster fixture calls first).
+        assert workdir in reap_abandoned_clusters(workdir.parent)
+    assert _existing(workdir, etcd_data) == []
+
+
+def _existing(*paths: Path) -> list[Path]:
+    return [path for path in paths if path.exists()]
