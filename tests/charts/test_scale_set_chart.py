@@ -40,6 +40,14 @@ def env_of(container: dict[str, Any]) -> dict[str, Any]:
     return {e["name"]: e.get("value", e.get("valueFrom")) for e in container.get("env") or []}
 
 
+def runner_template(
+    *, sidecars: tuple[dict[str, Any], ...] = (), volumes: list[Any] | None = None, **runner: Any
+) -> dict[str, Any]:
+    """A pod template with ARC's runner container (with ``runner``'s fields), then ``sidecars``, and ``volumes``."""
+    containers = [{"name": "runner", "image": "ghcr.io/actions/actions-runner:latest", **runner}, *sidecars]
+    return {"spec": {"containers": containers, **({"volumes": volumes} if volumes is not None else {})}}
+
+
 async def test_token_values_make_a_protected_secret_named_by_a_valid_scale_set(helm: Helm) -> None:
     objects = await render(helm, minRunners=1, maxRunners=5, runnerGroup="ci", scaleSetLabels=["linux", "x64"])
     ars = only(objects, "AutoscalingRunnerSet")
@@ -141,17 +149,7 @@ async def test_kubernetes_mode_gives_runners_the_hooks_a_work_claim_and_their_ow
 
 
 async def test_the_users_env_wins_over_what_a_mode_adds(helm: Helm) -> None:
-    template = {
-        "spec": {
-            "containers": [
-                {
-                    "name": "runner",
-                    "image": "ghcr.io/actions/actions-runner:latest",
-                    "env": [{"name": "RUNNER_WAIT_FOR_DOCKER_IN_SECONDS", "value": "300"}],
-                }
-            ]
-        }
-    }
+    template = runner_template(env=[{"name": "RUNNER_WAIT_FOR_DOCKER_IN_SECONDS", "value": "300"}])
     ars = only(await render(helm, containerMode={"type": "dind"}, template=template), "AutoscalingRunnerSet")
     env = runner_of(ars)["env"]
     assert [e["value"] for e in env if e["name"] == "RUNNER_WAIT_FOR_DOCKER_IN_SECONDS"] == ["300"]
@@ -226,23 +224,14 @@ async def test_a_work_volume_mounts_and_a_dind_container_the_user_supplies_repla
         "name": "work",
         "ephemeral": {"volumeClaimTemplate": {"spec": {"resources": {"requests": {"storage": "9Gi"}}}}},
     }
-    template = {
-        "spec": {
-            "containers": [
-                {
-                    "name": "runner",
-                    "image": "ghcr.io/actions/actions-runner:latest",
-                    "volumeMounts": [
-                        {"name": "work", "mountPath": "/home/runner/_work"},
-                        {"name": "dind-sock", "mountPath": "/var/run"},
-                        {"name": "github-server-tls-cert", "mountPath": "/certs/ca.crt", "subPath": "ca.crt"},
-                    ],
-                },
-                {"name": "dind", "image": "my-own/dind"},
-            ],
-            "volumes": [work],
-        }
-    }
+    mounts = [
+        {"name": "work", "mountPath": "/home/runner/_work"},
+        {"name": "dind-sock", "mountPath": "/var/run"},
+        {"name": "github-server-tls-cert", "mountPath": "/certs/ca.crt", "subPath": "ca.crt"},
+    ]
+    template = runner_template(
+        volumeMounts=mounts, sidecars=({"name": "dind", "image": "my-own/dind"},), volumes=[work]
+    )
     values = {"containerMode": {"type": "dind"}, "template": template, "githubServerTLS": tls}
     ars = only(await render(helm, **values), "AutoscalingRunnerSet")
     pod = ars["spec"]["template"]["spec"]
@@ -256,18 +245,7 @@ async def test_a_work_volume_mounts_and_a_dind_container_the_user_supplies_repla
 
 async def test_kubernetes_mode_uses_the_users_work_volume_and_then_needs_no_claim(helm: Helm) -> None:
     work = {"name": "work", "persistentVolumeClaim": {"claimName": "shared-work"}}
-    template = {
-        "spec": {
-            "containers": [
-                {
-                    "name": "runner",
-                    "image": "ghcr.io/actions/actions-runner:latest",
-                    "volumeMounts": [{"name": "work", "mountPath": "/home/runner/_work"}],
-                }
-            ],
-            "volumes": [work],
-        }
-    }
+    template = runner_template(volumeMounts=[{"name": "work", "mountPath": "/home/runner/_work"}], volumes=[work])
     ars = only(await render(helm, containerMode={"type": "kubernetes"}, template=template), "AutoscalingRunnerSet")
     pod = ars["spec"]["template"]["spec"]
     assert pod["volumes"] == [work]

@@ -19,7 +19,7 @@ from arc_scaleset.api.keys import ANNOTATION_LISTENER_STATE
 from arc_scaleset.api.listener_state import SCALE_SET_NOT_FOUND, ListenerState
 from arc_scaleset.api.views import AutoscalingListenerView
 from arc_scaleset.kube.conditions import get_condition
-from arc_scaleset.kube.views import ObjectView
+from arc_scaleset.kube.views import ObjectView, integer
 
 LISTENER_READY = "Ready"
 LISTENER_DEGRADED = "Degraded"
@@ -79,5 +79,4 @@ def listener_problems(
 def _reported_generation(condition: Mapping[str, Any]) -> int:
     """The condition's ``observedGeneration``; a condition without one (written by an older controller) is taken
     as current."""
-    observed = condition.get("observedGeneration")
-    return observed if isinstance(observed, int) and not isinstance(observed, bool) else sys.maxsize
+    return integer(condition["observedGeneration"]) if "observedGeneration" in condition else sys.maxsize

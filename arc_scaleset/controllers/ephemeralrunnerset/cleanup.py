@@ -165,21 +165,20 @@ async def _delete_runners(
         deleted(runner)
 
     async def batch(namespace: str, chunk: Sequence[RunnerView]) -> None:
-        selector = _instances_selector(chunk)
         # A runner with no runner ID on record may still be registered: its ID reaches the status a few seconds
         # after registration, and until then only its JIT Secret holds it. Its Secret is left to its own
         # deletion path, which reads the ID there and removes the registration before deleting the Secret.
-        registered = [runner for runner in chunk if runner.runner_id != 0]
-        selectors = {PODS: selector, SECRETS: _instances_selector(registered) if registered else None}
-        uids = {runner.uid for runner in chunk}
-        unsettled = {(uid, resource.plural) for uid in uids for resource in (PODS, SECRETS)}
+        targets = {PODS: chunk, SECRETS: [runner for runner in chunk if runner.runner_id != 0]}
+        unsettled = {(runner.uid, resource.plural) for resource, named in targets.items() for runner in named}
         if children is not None:
             for uid, plural in unsettled:
                 children.expect(uid, plural)
         try:
             try:
                 async with limit:
-                    await kube.delete_collection(EPHEMERAL_RUNNERS, namespace=namespace, label_selector=selector)
+                    await kube.delete_collection(
+                        EPHEMERAL_RUNNERS, namespace=namespace, label_selector=_instances_selector(chunk)
+                    )
             except Forbidden:
                 # A role without `deletecollection` (ARC's, or a copy of it): one by one, as without batches;
                 # the runners' own deletion paths then delete their pods and Secrets (settled below).
@@ -188,24 +187,24 @@ async def _delete_runners(
                 return
             for runner in chunk:
                 deleted(runner)
-            for resource in (PODS, SECRETS):
-                resource_selector = selectors[resource]
+            for resource, named in targets.items():
+                if not named:
+                    continue
                 gone: list[dict[str, Any]] = []
                 try:
-                    if resource_selector is not None:
-                        async with limit:
-                            gone = await kube.delete_collection(
-                                resource, namespace=namespace, label_selector=resource_selector
-                            )
+                    async with limit:
+                        gone = await kube.delete_collection(
+                            resource, namespace=namespace, label_selector=_instances_selector(named)
+                        )
                 except Forbidden:
                     _warn_no_deletecollection(resource.plural)
                 # Settled from the answer: deleted is only what this request deleted (a pod whose template
                 # overrode the label was not: the runner's deletion path deletes it).
                 hit = set(map(controller_uid, gone))
-                for uid in uids:
-                    unsettled.discard((uid, resource.plural))
+                for runner in named:
+                    unsettled.discard((runner.uid, resource.plural))
                     if children is not None:
-                        children.settle(uid, resource.plural, deleted=uid in hit)
+                        children.settle(runner.uid, resource.plural, deleted=runner.uid in hit)
         finally:
             if children is not None:
                 for uid, plural in unsettled:

@@ -167,11 +167,16 @@ async def test_watch_sees_added_modified_deleted_in_order(kube: KubeClient, name
 
 
 async def test_watch_ends_normally_when_the_server_closes_the_stream(kube: KubeClient, namespace: str) -> None:
-    start = await kube.list(CM, namespace=namespace)
+    # The label selector keeps out the kube-root-ca.crt ConfigMap the control plane adds to a new namespace.
+    start = await kube.list(CM, namespace=namespace, label_selector="app=client-test")
     seen = []
     async with asyncio.timeout(30):
         async for event in kube.watch(
-            CM, namespace=namespace, resource_version=start.resource_version, timeout_seconds=1
+            CM,
+            namespace=namespace,
+            resource_version=start.resource_version,
+            label_selector="app=client-test",
+            timeout_seconds=1,
         ):
             seen.append(event.type)
     assert set(seen) <= {"BOOKMARK"}
@@ -403,10 +408,15 @@ async def test_a_silent_watch_fails_with_request_timeout_after_the_idle_bound(
     cluster: test_cluster.TestCluster, namespace: str
 ) -> None:
     async with KubeClient.from_kubeconfig(cluster.kubeconfig, watch_idle_timeout=1.0) as client:
-        start = await client.list(CM, namespace=namespace)
+        start = await client.list(CM, namespace=namespace, label_selector="app=client-test")
         # No bookmarks and no changes: the server stays silent for longer than the idle bound.
         stream = client.watch(
-            CM, namespace=namespace, resource_version=start.resource_version, timeout_seconds=60, allow_bookmarks=False
+            CM,
+            namespace=namespace,
+            resource_version=start.resource_version,
+            label_selector="app=client-test",
+            timeout_seconds=60,
+            allow_bookmarks=False,
         )
         with pytest.raises(RequestTimeout, match="silent for 1s"):
             await asyncio.wait_for(_drain(stream), timeout=30)

@@ -275,3 +275,25 @@ async def test_a_batch_leaves_the_jit_secret_of_a_runner_with_no_runner_id_on_re
     assert children.state("uid-1", "secrets") is not None
     assert ("secrets", "i1") not in kube.objects
     assert not any(key in kube.objects for key in [("pods", "i1"), ("pods", "i2")])
+
+
+async def test_the_deletion_path_of_a_runner_whose_secret_a_batch_leaves_never_waits_for_that_batch() -> None:
+    """Announcing a Secret the batch will not delete made that runner's deletion path wait for the batch's
+    requests to return, for nothing."""
+    on_record = RunnerView(name="r-001", namespace="ns", phase="Running", runner_id=7, uid="uid-1", instance="i1")
+    not_yet = RunnerView(name="r-002", namespace="ns", phase="Pending", runner_id=0, uid="uid-2", instance="i2")
+    children = DeletedChildren()
+    seen: list[tuple[str, bool, bool]] = []
+
+    class WatchingKube(LabelledKube):
+        async def delete_collection(self, resource: Any, *, label_selector: str, **rest: Any) -> list[dict[str, Any]]:
+            seen.append((resource.plural, children.pending("uid-1", "secrets"), children.pending("uid-2", "secrets")))
+            return await super().delete_collection(resource, label_selector=label_selector, **rest)
+
+    async def client() -> ActionsClient:
+        return FakeActions()  # type: ignore[return-value]  # the one method a removal calls
+
+    kube = WatchingKube([on_record, not_yet])
+    await execute_cleanup(kube, CleanupPlan(remove=[on_record, not_yet]), client=client, children=children)  # type: ignore[arg-type]
+
+    assert seen == [("ephemeralrunners", True, False), ("pods", True, False), ("secrets", True, False)]
