@@ -10,6 +10,8 @@ go-retryablehttp semantics, with a cap so that no caller waits on GitHub for lon
   :class:`RateLimited` so the caller can come back later instead of blocking;
 - waits between attempts: ``retry_wait_min * 2**n`` capped at ``retry_wait_max``, plus up to 10 % jitter, on
   the injected clock; at most ``retry_max`` retries, then the last failure is raised;
+- redirects: followed as Go's client follows them (:func:`next_hop`), at most :data:`MAX_REDIRECTS` per attempt;
+  credentials only to the same host or a subdomain, and never from https to http (:class:`FatalError`);
 - a response body larger than ``max_response_bytes`` (10 MiB) is not read further: :class:`ResponseTooLarge`,
   never retried (a proxy or a misbehaving service must not make the process hold an unbounded body);
 - error details are scrubbed of every secret the client holds (:mod:`._secrets`) before they are clipped, so a
@@ -225,6 +227,62 @@ def _clip(text: str) -> str:
     return text if len(text) <= _MAX_DETAIL else text[:_MAX_DETAIL] + "..."
 
 
+MAX_REDIRECTS = 10
+"""Redirects followed for one attempt, as Go's HTTP client (ARC's) does; one more is an error."""
+_REDIRECTS = frozenset({301, 302, 303, 307, 308})
+# Headers that hold a credential: only a redirect to the same host, or to one of its subdomains, gets them.
+_CREDENTIAL_HEADERS = frozenset({"authorization", "cookie"})
+_BODY_HEADERS = frozenset({"content-type", "content-length"})
+
+
+@dataclass(frozen=True, slots=True)
+class Hop:
+    """The request a redirect asks for."""
+
+    method: str
+    url: str
+    headers: Mapping[str, str]
+    body: bytes | None
+
+
+def next_hop(response: Response, *, headers: Mapping[str, str], body: bytes | None) -> Hop | None:
+    """The request that follows ``response`` (pure), or ``None`` when it is not a redirect to follow.
+
+    Go's rules, which ARC's client follows: 301, 302 and 303 turn a request other than GET or HEAD into a GET
+    without a body (303 always); 307 and 308 repeat it, body and all; a redirect without ``Location`` is the
+    answer. Credentials go only to the same host and port or a subdomain of that host, and never from https to
+    http, which is refused (:class:`FatalError`): sent in cleartext, the token would be readable on the way.
+    """
+    location = response.headers.get("Location")
+    if response.status not in _REDIRECTS or not location:
+        return None
+    origin = URL(response.url, encoded=True)
+    target = origin.join(URL(location, encoded=True))
+    if origin.scheme == "https" and target.scheme != "https":
+        raise FatalError(
+            method=response.method,
+            url=response.url,
+            status=response.status,
+            reason=response.reason,
+            detail=f"redirected to {target.scheme}://{target.host}: refusing to send credentials in cleartext",
+        )
+    method, hop_body, dropped = response.method, body, set[str]()
+    if response.status in (301, 302, 303) and method not in ("GET", "HEAD"):
+        method, hop_body = "GET", None
+        dropped |= _BODY_HEADERS
+    if not _same_site(origin, target):
+        dropped |= _CREDENTIAL_HEADERS
+    hop_headers = {name: value for name, value in headers.items() if name.lower() not in dropped}
+    return Hop(method=method, url=str(target), headers=hop_headers, body=hop_body)
+
+
+def _same_site(origin: URL, target: URL) -> bool:
+    """Whether ``target`` may receive ``origin``'s credentials: the same host and port, or a subdomain."""
+    if origin.port != target.port or not origin.host or not target.host:
+        return False
+    return target.host == origin.host or target.host.endswith("." + origin.host)
+
+
 class HttpTransport:
     """Sends requests for one client: one aiohttp session (created lazily, inside the running loop)."""
 
@@ -293,7 +351,7 @@ class HttpTransport:
         for attempt in range(1, attempts + 1):
             last = attempt == attempts
             try:
-                response = await self._send_once(method, url, headers=headers, body=body, time_limit=time_limit)
+                response = await self._send_following(method, url, headers=headers, body=body, time_limit=time_limit)
             except aiohttp.ClientConnectorCertificateError as exc:
                 raise FatalError(
                     method=method, url=url, detail=f"TLS certificate verification failed: {self.redact(_cause(exc))}"
@@ -343,6 +401,22 @@ class HttpTransport:
                 delay = wait
             await self.clock.sleep(delay)
         raise AssertionError("unreachable: the last attempt always returns or raises")
+
+    async def _send_following(
+        self, method: str, url: str, *, headers: Mapping[str, str], body: bytes | None, time_limit: float | None
+    ) -> Response:
+        """:meth:`_send_once`, following redirects as Go's HTTP client does for ARC (:func:`next_hop`): GitHub
+        answers 301 or 307 for a renamed repository or organisation; its clients are to follow."""
+        for _ in range(MAX_REDIRECTS + 1):
+            response = await self._send_once(method, url, headers=headers, body=body, time_limit=time_limit)
+            hop = next_hop(response, headers=headers, body=body)
+            if hop is None:
+                return response
+            _log.debug(
+                "github request redirected", status=response.status, path=urlsplit(url).path, to=urlsplit(hop.url).path
+            )
+            method, url, headers, body = hop.method, hop.url, hop.headers, hop.body
+        raise FatalError(method=method, url=url, detail=f"stopped after {MAX_REDIRECTS} redirects")
 
     async def _send_once(
         self, method: str, url: str, *, headers: Mapping[str, str], body: bytes | None, time_limit: float | None

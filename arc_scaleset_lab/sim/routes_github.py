@@ -8,6 +8,7 @@ answered by the protocol middleware.
 from __future__ import annotations
 
 import urllib.parse
+from collections.abc import Mapping
 
 from aiohttp import web
 
@@ -28,10 +29,13 @@ from arc_scaleset_lab.sim.state import SimState, rfc3339
 class GitHubRoutes:
     """One method per GitHub REST endpoint; :meth:`register` adds them to an application."""
 
-    def __init__(self, *, state: SimState, credentials: Credentials, address: SimAddress) -> None:
+    def __init__(
+        self, *, state: SimState, credentials: Credentials, address: SimAddress, renamed: Mapping[str, str]
+    ) -> None:
         self._state = state
         self._credentials = credentials
         self._address = address
+        self._renamed = renamed
 
     def register(self, app: web.Application) -> None:
         for prefix in ("/api/v3", ""):
@@ -56,7 +60,15 @@ class GitHubRoutes:
 
     @protocol_route("registration_token", Dialect.GITHUB)
     async def repo_registration_token(self, request: web.Request) -> web.Response:
-        return self._registration_token(f"{request.match_info['owner']}/{request.match_info['repo']}", request)
+        repository = f"{request.match_info['owner']}/{request.match_info['repo']}"
+        current = self._renamed.get(repository.lower())
+        if current is not None:
+            # GitHub's answer for a renamed repository: the same request at its new name.
+            new_path = request.path.replace(f"/repos/{repository}/", f"/repos/{current}/", 1)
+            moved = json_response({"message": "Moved Permanently", "url": new_path}, status=307)
+            moved.headers["Location"] = new_path
+            return moved
+        return self._registration_token(repository, request)
 
     def _registration_token(self, scope_path: str, request: web.Request) -> web.Response:
         token, expires = self._credentials.issue_registration_token(token_credential(request), scope_path)
@@ -91,6 +103,7 @@ class GitHubRoutes:
         if not isinstance(config_url, str) or not config_url:
             raise errors.GitHubError(400, "The url field is required")
         requested = urllib.parse.urlsplit(config_url).path.strip("/").lower()
+        requested = self._renamed.get(requested, requested)
         if requested != scope_path:
             # The registration token was issued for another org/repo/enterprise.
             raise errors.GitHubError(404, "Not Found")

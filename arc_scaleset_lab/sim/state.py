@@ -63,6 +63,10 @@ class SimConfig:
     # Ephemeral runners are removed from the service once their job has completed, as on github.com.
     deregister_finished_runners: bool = True
     fault_seed: int = 0
+    # Repositories renamed since the config URL was written, "old-owner/old-name" -> "owner/name" (lower case):
+    # GitHub's REST API redirects requests for the old name (307; 301 for a GET), and resolves it in a
+    # config URL.
+    renamed_repositories: dict[str, str] = field(default_factory=dict)
 
 
 class JobState(enum.StrEnum):

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
 import pytest
+from aiohttp import web
 
 from arc_scaleset.clock import REAL_CLOCK, Clock, FakeClock
 from arc_scaleset.github import ActionsClient, PersonalAccessToken, SystemInfo, parse_config_url
@@ -73,4 +74,40 @@ def make_client(sim: SimulatedGitHub, *, clock: Clock, org: str = "org", **optio
         system_info=SystemInfo(subsystem="contract-test", scale_set_id=0),
         clock=clock,
         **{"request_timeout": 10.0, "long_poll_timeout": 10.0, **options},
+    )
+
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+@asynccontextmanager
+async def serving(handler: Handler) -> AsyncIterator[tuple[str, list[str]]]:
+    """``(base URL, paths requested)`` of a loopback server answering every request with ``handler``."""
+    seen: list[str] = []
+
+    async def record(request: web.Request) -> web.StreamResponse:
+        seen.append(request.path)
+        return await handler(request)
+
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", record)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    try:
+        yield f"http://127.0.0.1:{port}", seen
+    finally:
+        await runner.cleanup()
+
+
+def client_for(base: str, **options: object) -> ActionsClient:
+    return ActionsClient(
+        parse_config_url(f"{base}/org"),
+        PersonalAccessToken(PAT),
+        system_info=SystemInfo(subsystem="contract-test"),
+        clock=InstantClock(),
+        request_timeout=10.0,
+        **options,  # type: ignore[arg-type]
     )

@@ -6,59 +6,13 @@ A small aiohttp server on loopback plays GitHub; it answers the first request of
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
-
 import pytest
 from aiohttp import web
 
-from arc_scaleset.github import (
-    ActionsClient,
-    FatalError,
-    NotFound,
-    PersonalAccessToken,
-    ResponseTooLarge,
-    SystemInfo,
-    is_transient,
-    parse_config_url,
-)
-from tests.integration.github.conftest import PAT, InstantClock
+from arc_scaleset.github import FatalError, NotFound, ResponseTooLarge, is_transient
+from tests.integration.github.conftest import client_for, serving
 
 MIB = 1024 * 1024
-Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-
-
-@asynccontextmanager
-async def serving(handler: Handler) -> AsyncIterator[tuple[str, list[str]]]:
-    """``(base URL, paths requested)`` of a loopback server answering every request with ``handler``."""
-    seen: list[str] = []
-
-    async def record(request: web.Request) -> web.StreamResponse:
-        seen.append(request.path)
-        return await handler(request)
-
-    app = web.Application()
-    app.router.add_route("*", "/{tail:.*}", record)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    try:
-        yield f"http://127.0.0.1:{port}", seen
-    finally:
-        await runner.cleanup()
-
-
-def client_for(base: str, **options: object) -> ActionsClient:
-    return ActionsClient(
-        parse_config_url(f"{base}/org"),
-        PersonalAccessToken(PAT),
-        system_info=SystemInfo(subsystem="contract-test"),
-        clock=InstantClock(),
-        request_timeout=10.0,
-        **options,  # type: ignore[arg-type]
-    )
 
 
 async def declared_eleven_mib(_: web.Request) -> web.StreamResponse:

@@ -1,0 +1,91 @@
+"""The client follows GitHub's redirects as ARC's Go client does: a repository renamed since its config URL was
+written still gets runners, credentials never go to another host, and a redirect loop ends in a clear error.
+
+The simulated service plays the renamed repository; loopback servers play the redirects GitHub never sends
+(a loop, another host).
+"""
+
+from __future__ import annotations
+
+import pytest
+from aiohttp import web
+
+from arc_scaleset.github import (
+    ActionsClient,
+    FatalError,
+    NotFound,
+    PersonalAccessToken,
+    SystemInfo,
+    is_transient,
+    parse_config_url,
+)
+from tests.integration.github.conftest import PAT, InstantClock, SimFactory, client_for, serving
+
+REGISTRATION_TOKEN = "/api/v3/orgs/org/actions/runners/registration-token"
+
+
+async def test_a_repository_renamed_since_its_config_url_was_written_still_gets_runners(
+    start_sim: SimFactory,
+) -> None:
+    async with start_sim(renamed_repositories={"my-org/old-name": "my-org/new-name"}) as sim:
+        config = parse_config_url(sim.config_url("my-org", "old-name"))
+        credentials = PersonalAccessToken(PAT)
+        info = SystemInfo(subsystem="contract-test")
+        async with ActionsClient(config, credentials, system_info=info, clock=InstantClock()) as client:
+            group = await client.get_runner_group_by_name("Default")
+            created = await client.create_runner_scale_set(name="renamed", runner_group_id=group.id, labels=[])
+            jit = await client.generate_jit_runner_config(created.id, name="renamed-runner-1")
+        assert jit.runner.name == "renamed-runner-1"
+        answers = [(r.path, r.status) for r in sim.requests if r.route == "registration_token"]
+        assert answers == [
+            ("/api/v3/repos/my-org/old-name/actions/runners/registration-token", 307),
+            ("/api/v3/repos/my-org/new-name/actions/runners/registration-token", 201),
+        ]
+
+
+async def test_a_redirect_loop_ends_after_ten_redirects_with_an_error_that_is_not_retried() -> None:
+    async def loop(request: web.Request) -> web.StreamResponse:
+        raise web.HTTPTemporaryRedirect(request.path)
+
+    async with serving(loop) as (base, seen), client_for(base) as client:
+        with pytest.raises(FatalError, match="stopped after 10 redirects") as caught:
+            await client.get_runner_group_by_name("Default")
+    assert not is_transient(caught.value)
+    assert seen == [REGISTRATION_TOKEN] * 11, "the first request and ten redirects, in one attempt"
+
+
+async def test_credentials_are_not_sent_to_another_host_a_redirect_names() -> None:
+    """Go's rule, which ARC's client follows: the token goes to the same host or its subdomains only."""
+    arrived: list[tuple[str, str | None]] = []
+
+    async def elsewhere(request: web.Request) -> web.StreamResponse:
+        arrived.append((request.method, request.headers.get("Authorization")))
+        return web.json_response({"message": "Not Found"}, status=404)
+
+    async with serving(elsewhere) as (other_base, _):
+        # "localhost" is another host than "127.0.0.1" to a client, though the same machine.
+        target = other_base.replace("127.0.0.1", "localhost") + "/moved"
+
+        async def moved(_: web.Request) -> web.StreamResponse:
+            raise web.HTTPTemporaryRedirect(target)
+
+        async with serving(moved) as (base, _), client_for(base) as client:
+            with pytest.raises(NotFound):
+                await client.get_runner_group_by_name("Default")
+    assert arrived == [("POST", None)], "307 repeats the request, without the token"
+
+
+async def test_a_see_other_answer_to_a_post_is_followed_with_a_get_that_keeps_the_token_on_the_same_host() -> None:
+    arrived: list[tuple[str, str, str | None]] = []
+
+    async def see_other(request: web.Request) -> web.StreamResponse:
+        arrived.append((request.method, request.path, request.headers.get("Authorization")))
+        if request.path == REGISTRATION_TOKEN:
+            raise web.HTTPSeeOther("/elsewhere")
+        return web.json_response({"message": "Not Found"}, status=404)
+
+    async with serving(see_other) as (base, _), client_for(base) as client:
+        with pytest.raises(NotFound):
+            await client.get_runner_group_by_name("Default")
+    assert [(method, path) for method, path, _ in arrived] == [("POST", REGISTRATION_TOKEN), ("GET", "/elsewhere")]
+    assert arrived[1][2] == arrived[0][2] == f"Bearer {PAT}"
