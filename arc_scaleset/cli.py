@@ -79,7 +79,8 @@ def build_parser(argv: Sequence[str], commands: Mapping[str, tuple[str, str]] | 
     # Only the chosen command's module is imported: `arc-scaleset crds` must not load aiohttp servers.
     chosen = next((a for a in argv if a in commands), None)
     for name, (module, help_text) in commands.items():
-        command_parser = sub.add_parser(name, help=help_text, description=help_text)
+        # No abbreviations, as with Go's flag package: `--metrics x` must not quietly set `--metrics-addr`.
+        command_parser = sub.add_parser(name, help=help_text, description=help_text, allow_abbrev=False)
         if name == chosen:
             importlib.import_module(module).configure(command_parser)
     return parser

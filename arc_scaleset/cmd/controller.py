@@ -26,7 +26,7 @@ import os
 from collections.abc import Callable, Mapping
 from typing import Final
 
-from prometheus_client import CollectorRegistry
+from prometheus_client import CollectorRegistry, ProcessCollector, disable_created_metrics
 
 from arc_scaleset.api.listener_config import LOG_FORMATS, LOG_LEVELS
 from arc_scaleset.api.versions import ARC_CHART_VERSIONS
@@ -59,6 +59,8 @@ RateLimiterFactory = Callable[[], RateLimiter]
 DEFAULT_LEADER_ELECTION_ID: Final = "actions-runner-controller"
 DEFAULT_QPS: Final = 20.0
 DEFAULT_BURST: Final = 30
+CLIENT_GO_QPS: Final = 5.0
+CLIENT_GO_BURST: Final = 10
 DEFAULT_SYNC_PERIOD: Final = "1m"
 DEFAULT_WEBHOOK_PORT: Final = 9443
 DEFAULT_RUNNER_PENDING_TIMEOUT: Final = "15m"
@@ -78,6 +80,29 @@ def _choice(allowed: tuple[str, ...], *, allow_empty: bool = False) -> Callable[
     return check
 
 
+def _log_level(text: str) -> str:
+    """``--log-level``: a name, or zap's number as ARC's Go flag takes it (-1 or lower is debug, 0 info, 1 warn,
+    2 and above error), so an ARC Deployment's ``--log-level=-2`` does not stop the controller."""
+    if text in LOG_LEVELS:
+        return text
+    try:
+        number = int(text)
+    except ValueError:
+        number = None
+    if number is None or not -128 <= number <= 127:
+        raise argparse.ArgumentTypeError(
+            f"must be one of {', '.join(LOG_LEVELS)} or a number from -128 to 127 (got {text!r})"
+        )
+    return LOG_LEVELS[min(max(number + 1, 0), len(LOG_LEVELS) - 1)]
+
+
+def _go_int(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+
+
 def _positive_int(text: str) -> int:
     try:
         value = int(text)
@@ -88,14 +113,23 @@ def _positive_int(text: str) -> int:
     return value
 
 
-def _positive_float(text: str) -> float:
+def _number(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be greater than 0 (got {text})")
+    if value != value or value in (float("inf"), float("-inf")):
+        raise argparse.ArgumentTypeError(f"must be a finite number (got {text})")
     return value
+
+
+def client_rate_limit(qps: float, burst: int) -> tuple[float | None, int]:
+    """The Kubernetes client's ``(qps, burst)`` for ARC's flag values, as client-go reads them: 0 is its
+    default (5 per second, burst 10), a negative QPS no client-side limit (``None``), a burst below 1 with a
+    limit its default burst."""
+    if qps < 0:
+        return None, burst
+    return (qps or CLIENT_GO_QPS), (burst if burst > 0 else CLIENT_GO_BURST)
 
 
 # -- workqueue rate limiters --------------------------------------------------------------------------
@@ -161,8 +195,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
         parser,
         "log-level",
         default="debug",
-        type=_choice(LOG_LEVELS),
-        help="log verbosity: debug, info, warn or error; also written into listener configs (default: debug)",
+        type=_log_level,
+        help="log verbosity: debug, info, warn or error (or zap's number, as ARC takes it: -1 debug, 0 info, "
+        "1 warn, 2 error); also written into listener configs (default: debug)",
     )
     add_go_flag(
         parser,
@@ -262,15 +297,17 @@ def configure(parser: argparse.ArgumentParser) -> None:
         parser,
         "k8s-client-rate-limiter-qps",
         default=DEFAULT_QPS,
-        type=_positive_float,
-        help=f"Kubernetes API requests per second (client-side limit) (default: {DEFAULT_QPS:g})",
+        type=_number,
+        help="Kubernetes API requests per second (client-side limit); as in client-go, 0 means its default of "
+        f"{CLIENT_GO_QPS:g} and a negative value no limit (default: {DEFAULT_QPS:g})",
     )
     add_go_flag(
         parser,
         "k8s-client-rate-limiter-burst",
         default=DEFAULT_BURST,
-        type=_positive_int,
-        help=f"Kubernetes API request burst above the QPS limit (default: {DEFAULT_BURST})",
+        type=_go_int,
+        help=f"Kubernetes API request burst above the QPS limit; 0 means client-go's default of {CLIENT_GO_BURST} "
+        f"(default: {DEFAULT_BURST})",
     )
     add_go_flag(
         parser,
@@ -386,6 +423,8 @@ def ignored_flag_warnings(args: argparse.Namespace) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     configure_logging(level=args.log_level, fmt=args.log_format)
+    # ARC's Go client exports no *_created series; keep the exposition identical.
+    disable_created_metrics()  # type: ignore[no-untyped-call]
     # A crash must go through the redacting logger, never as a raw traceback on stderr.
     install_uncaught_exception_logging()
     try:
@@ -410,13 +449,12 @@ async def serve(args: argparse.Namespace, settings: ControllerSettings) -> int:
 
     asyncio.get_running_loop().set_exception_handler(log_asyncio_exception)
     registry = CollectorRegistry()
+    # controller-runtime's registry serves process_* (CPU, memory, open files, start time): ARC's dashboards
+    # read them.
+    ProcessCollector(registry=registry)
     try:
-        kube = KubeClient.from_environment(
-            args.kubeconfig,
-            qps=args.k8s_client_rate_limiter_qps,
-            burst=args.k8s_client_rate_limiter_burst,
-            registry=registry,
-        )
+        qps, burst = client_rate_limit(args.k8s_client_rate_limiter_qps, args.k8s_client_rate_limiter_burst)
+        kube = KubeClient.from_environment(args.kubeconfig, qps=qps, burst=burst, registry=registry)
     except (KubeconfigError, OSError) as exc:
         log.error("cannot start the controller: no usable Kubernetes credentials: %s", exc)
         return 1

@@ -250,7 +250,7 @@ def next_hop(response: Response, *, headers: Mapping[str, str], body: bytes | No
 
     Go's rules, which ARC's client follows: 301, 302 and 303 turn a request other than GET or HEAD into a GET
     without a body (303 always); 307 and 308 repeat it, body and all; a redirect without ``Location`` is the
-    answer. Credentials go only to the same host and port or a subdomain of that host, and never from https to
+    answer. Credentials go only to the same host (any port) or a subdomain of it, and never from https to
     http, which is refused (:class:`FatalError`): sent in cleartext, the token would be readable on the way.
     """
     location = response.headers.get("Location")
@@ -277,8 +277,9 @@ def next_hop(response: Response, *, headers: Mapping[str, str], body: bytes | No
 
 
 def _same_site(origin: URL, target: URL) -> bool:
-    """Whether ``target`` may receive ``origin``'s credentials: the same host and port, or a subdomain."""
-    if origin.port != target.port or not origin.host or not target.host:
+    """Whether ``target`` may receive ``origin``'s credentials: the same host or a subdomain of it, whatever the
+    port (Go's rule)."""
+    if not origin.host or not target.host:
         return False
     return target.host == origin.host or target.host.endswith("." + origin.host)
 

@@ -183,29 +183,45 @@ class ScaleSetIdentity:
         }
 
 
+def _split_workflow_ref(workflow_ref: str) -> tuple[str, str] | None:
+    """``(path, ref)`` of ``path@ref``; ``None`` unless there is exactly one ``@``, as in ARC's parser."""
+    parts = workflow_ref.split("@")
+    return (parts[0], parts[1]) if len(parts) == 2 else None
+
+
 def workflow_name(workflow_ref: str) -> str:
-    """``ci`` from ``owner/repo/.github/workflows/ci.yaml@refs/heads/main``: the file name, no extension."""
-    path = workflow_ref.partition("@")[0]
-    file_name = path.rpartition("/")[2]
-    for suffix in (".yaml", ".yml"):
-        if file_name.endswith(suffix):
-            return file_name[: -len(suffix)]
-    return file_name
+    """``ci`` from ``owner/repo/.github/workflows/ci.yaml@refs/heads/main``: the file name without ``.yml``, then
+    without ``.yaml`` (ARC's order); ``""`` when the ref is not ``path@ref``."""
+    split = _split_workflow_ref(workflow_ref)
+    if split is None:
+        return ""
+    file_name = _go_path_base(split[0])
+    return file_name.removesuffix(".yml").removesuffix(".yaml")
 
 
 def workflow_target(workflow_ref: str) -> str:
-    """``heads/main``, ``tags/v1`` or ``pull/7`` from the ref after ``@``; ``""`` for anything else."""
-    _, at, ref = workflow_ref.partition("@")
-    if not at:
+    """``heads/<branch>``, ``tags/<tag>`` or ``pull/<n>`` (from ``refs/pull/<n>/...``) from the ref after ``@``;
+    ``""`` for anything else."""
+    split = _split_workflow_ref(workflow_ref)
+    if split is None:
         return ""
+    ref = split[1]
     for prefix in ("refs/heads/", "refs/tags/"):
-        if ref.startswith(prefix) and len(ref) > len(prefix):
+        if ref.startswith(prefix):
             return ref[len("refs/") :]
     if ref.startswith("refs/pull/"):
-        number = ref[len("refs/pull/") :].partition("/")[0]
-        if number:
+        number, slash, _ = ref[len("refs/pull/") :].partition("/")
+        if slash and number:
             return f"pull/{number}"
     return ""
+
+
+def _go_path_base(path: str) -> str:
+    """Go's ``path.Base``: the last element after trailing slashes are removed; ``.`` for an empty path."""
+    if not path:
+        return "."
+    trimmed = path.rstrip("/")
+    return trimmed.rpartition("/")[2] if trimmed else "/"
 
 
 def _whole_seconds_between(start: dt.datetime | None, end: dt.datetime | None) -> float | None:

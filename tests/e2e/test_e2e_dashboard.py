@@ -132,6 +132,16 @@ async def test_every_metric_and_label_the_dashboard_queries_is_scraped_from_the_
     assert len(with_samples) >= len(used) // 2, f"too few dashboard series had samples: {sorted(with_samples)}"
 
 
+async def test_the_controller_serves_the_process_series_of_arcs_dashboards_and_no_created_series(
+    metrics_system: System,
+) -> None:
+    """controller-runtime's registry, ARC's, serves ``process_*`` and, from Go's client, no ``*_created``."""
+    families = list(text_string_to_metric_families(await metrics_system.controller_metrics()))
+    names = {sample.name for family in families for sample in family.samples}
+    assert {"process_resident_memory_bytes", "process_cpu_seconds_total", "process_start_time_seconds"} <= names
+    assert not [name for name in names if name.endswith("_created")]
+
+
 async def _with(text: Awaitable[str], needle: str) -> str | None:
     """The awaited ``text`` when it contains ``needle``, else None (so :func:`eventually` polls again)."""
     value = await text

@@ -155,8 +155,10 @@ def test_a_single_dash_works_as_with_gos_flag_package() -> None:
         (["--log-format=yaml"], "text, json"),
         (["--runner-max-concurrent-reconciles=0"], "at least 1"),
         (["--runner-max-concurrent-reconciles=two"], "not an integer"),
-        (["--k8s-client-rate-limiter-qps=0"], "greater than 0"),
-        (["--k8s-client-rate-limiter-burst=-3"], "at least 1"),
+        (["--log-level=200"], "or a number from -128 to 127"),
+        (["--k8s-client-rate-limiter-qps=fast"], "not a number"),
+        (["--k8s-client-rate-limiter-burst=3.5"], "not an integer"),
+        (["--metrics", ":9090"], "unrecognized arguments"),  # an abbreviation, refused as Go's flag package does
         (["--sync-period=soon"], "not a duration"),
         (["--enable-leader-election=yes"], "not a boolean"),
         (["--no-such-flag"], "unrecognized arguments"),
@@ -303,3 +305,21 @@ def test_go_durations_are_read_as_seconds(text: str, seconds: float) -> None:
 def test_things_that_are_not_go_durations_are_refused(text: str) -> None:
     with pytest.raises(argparse.ArgumentTypeError):
         parse_go_duration(text)
+
+
+@pytest.mark.parametrize(
+    ("value", "level"), [("-3", "debug"), ("-1", "debug"), ("0", "info"), ("1", "warn"), ("2", "error"), ("5", "error")]
+)
+def test_arcs_numeric_log_levels_are_taken_as_zap_reads_them(value: str, level: str) -> None:
+    assert parse(f"--log-level={value}").log_level == level
+
+
+@pytest.mark.parametrize(
+    ("qps", "burst", "limit"),
+    [(20.0, 30, (20.0, 30)), (0.0, 0, (5.0, 10)), (50.0, 0, (50.0, 10)), (-1.0, 30, (None, 30))],
+)
+def test_the_client_rate_limit_flags_mean_what_they_mean_to_client_go(
+    qps: float, burst: int, limit: tuple[float | None, int]
+) -> None:
+    """0 is client-go's default (5 per second, burst 10) and a negative QPS no limit, as for ARC."""
+    assert command.client_rate_limit(qps, burst) == limit

@@ -181,7 +181,13 @@ def test_metrics_live_on_a_private_registry() -> None:
         ("o/r/.github/workflows/release.yaml@refs/tags/v1.2", "release", "tags/v1.2"),
         ("o/r/.github/workflows/pr.yaml@refs/pull/42/merge", "pr", "pull/42"),
         ("o/r/.github/workflows/odd.json@refs/remotes/x", "odd.json", ""),
-        ("o/r/.github/workflows/ci.yml", "ci", ""),
+        ("o/r/.github/workflows/build.test.yml@refs/heads/feature/new", "build.test", "heads/feature/new"),
+        # ARC's parser (cmd/ghalistener/metrics), edge cases included, so series match across a migration:
+        ("o/r/.github/workflows/ci.yml", "", ""),  # no "@": nothing
+        ("o/r/.github/workflows/ci.yml@refs/heads/a@b", "", ""),  # more than one "@": nothing
+        ("o/r/.github/workflows/pr.yml@refs/pull/7", "pr", ""),  # a pull ref without "/merge"
+        ("o/r/.github/workflows/ci.yml@refs/heads/", "ci", "heads/"),
+        ("o/r/.github/workflows/ci.yaml.yml@refs/tags/v1", "ci", "tags/v1"),  # ".yml", then ".yaml"
         ("", "", ""),
     ],
 )
