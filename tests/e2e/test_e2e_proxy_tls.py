@@ -126,7 +126,7 @@ async def _scale_set(
         yield handle
     finally:
         await handle.stop_tracking()
-        with contextlib.suppress(Exception):
+        with contextlib.suppress(Exception, pytest.fail.Exception):
             await handle.delete(timeout=60.0)
 
 

@@ -167,6 +167,19 @@ class Harness:
         result: tuple[list[dict[str, Any]]] = await eventually(check, timeout=timeout, what=what)
         return result[0]
 
+    async def wait_cached(self, runners: list[dict[str, Any]], *, timeout: float = 30) -> None:
+        """Until the controllers' cache holds each of ``runners`` as listed or newer: a test that read a change
+        from the API server acts on it only once the controllers, which read their cache, can see it too."""
+        assert self.ctx is not None, "the controllers are not running"
+        cache = self.ctx.cache(EPHEMERAL_RUNNERS)
+
+        def seen(runner: dict[str, Any]) -> bool:
+            cached = cache.get(self.namespace, runner["metadata"]["name"])
+            listed = int(runner["metadata"]["resourceVersion"])
+            return cached is not None and int(cached["metadata"]["resourceVersion"]) >= listed
+
+        await eventually(lambda: all(map(seen, runners)), timeout=timeout, what="the runners as listed in the cache")
+
     async def wait_running(self, count: int, *, timeout: float = 45) -> list[dict[str, Any]]:
         """Until exactly ``count`` live runners exist and all are Running with a runner ID."""
 

@@ -94,6 +94,7 @@ async def test_a_scale_down_of_idle_runners_removes_them_concurrently_and_parses
     await h.create_ers(replicas=RUNNERS, patch_id=0, secret=APP_SECRET)
     runners = await h.wait_running(RUNNERS)
     assert h.registered() == {r["metadata"]["name"] for r in runners}
+    await h.wait_cached(runners)  # every runner ID known to the set's pass, as in a scale-down that comes later
 
     await h.patch_ers(replicas=0, patchID=0)
 
@@ -129,8 +130,10 @@ async def _scale_to_zero(h: Harness, names: set[str]) -> collections.Counter[tup
 
 async def test_a_scale_down_deletes_runners_pods_and_jit_secrets_in_batches(h: Harness, spies: Spies) -> None:
     await h.create_ers(replicas=RUNNERS, patch_id=0, secret=APP_SECRET)
-    names = {r["metadata"]["name"] for r in await h.wait_running(RUNNERS)}
+    runners = await h.wait_running(RUNNERS)
+    names = {r["metadata"]["name"] for r in runners}
     assert await _jit_secrets(h, names) == names
+    await h.wait_cached(runners)
     sent = await _scale_to_zero(h, names)
     # One request per kind for the whole batch, where one per runner and kind was sent before (4 writes per
     # runner in all): the runners' own deletion paths waited for the batch and deleted nothing themselves.
@@ -147,9 +150,13 @@ async def test_runners_without_an_instance_label_are_still_deleted_one_by_one(h:
     runners = await h.wait_running(RUNNERS)
     names = {r["metadata"]["name"] for r in runners}
     unlabelled = sorted(names)[: RUNNERS // 2]
-    for name in unlabelled:
-        await h.kube.patch(EPHEMERAL_RUNNERS, name, {"metadata": {"labels": {LABEL_RUNNER_INSTANCE: None}}},
-                           namespace=h.namespace)  # fmt: skip
+    patched = [
+        await h.kube.patch(
+            EPHEMERAL_RUNNERS, name, {"metadata": {"labels": {LABEL_RUNNER_INSTANCE: None}}}, namespace=h.namespace
+        )
+        for name in unlabelled
+    ]
+    await h.wait_cached([runner for runner in runners if runner["metadata"]["name"] not in unlabelled] + patched)
     sent = await _scale_to_zero(h, names)
     assert sent[("delete", "ephemeralrunners")] == len(unlabelled)
     assert sent[("deletecollection", "ephemeralrunners")] == 1

@@ -71,8 +71,9 @@ async def test_a_session_held_by_another_owner_is_waited_for_and_taken_over_afte
         assert handle.app.health.ready()[0] is False
         assert handle.app.health.live()[0] is True
         await other.delete_message_session(listener_sim.scale_set_id, held.session_id)
+    # The listener's retries of a held session back off (1, 2, 4, 8, 16 s...): the next may be 16 s away.
     await listener_sim.sim.changes.wait_until(
-        lambda: [x.owner for x in listener_sim.sim.state.sessions.values()] == ["new-listener-pod"]
+        lambda: [x.owner for x in listener_sim.sim.state.sessions.values()] == ["new-listener-pod"], within=40
     )
     ids = await enqueue(listener_sim)
     await all_acquired(listener_sim, ids)
