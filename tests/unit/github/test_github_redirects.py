@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from arc_scaleset.github import FatalError
-from arc_scaleset.github._transport import Response, next_hop
+from arc_scaleset.github._redirects import next_hop
+from arc_scaleset.github._transport import Response
 
 HEADERS = {"Authorization": "Bearer ghp_x", "Content-Type": "application/json", "Accept": "application/json"}
 
