@@ -125,10 +125,15 @@ class LocalCluster:
             raise
         return self.info
 
-    def stop(self) -> None:
-        """Stop every started component, newest first; safe to call twice."""
+    def stop(self, *, timeout: float = 10.0) -> None:
+        """Stop every started component: all asked at once, newest first, and any still running after
+        ``timeout`` seconds killed (one bound for the whole cluster, not one per component: a loaded machine
+        must not turn a Ctrl-C into a minute's wait). Safe to call twice."""
         for process in reversed(self.processes):
-            process.stop()
+            process.terminate()
+        deadline = time.monotonic() + timeout
+        for process in reversed(self.processes):
+            process.wait_or_kill(deadline=deadline)
         self.processes.clear()
         if self.etcd_data is not None:
             shutil.rmtree(self.etcd_data, ignore_errors=True)

@@ -101,11 +101,21 @@ class ManagedProcess:
         return tail(self.log_path, lines)
 
     def stop(self, *, timeout: float = 10.0) -> None:
-        if self._popen is None or self._popen.poll() is not None:
+        """SIGTERM, then SIGKILL if it still runs after ``timeout`` seconds."""
+        self.terminate()
+        self.wait_or_kill(deadline=time.monotonic() + timeout)
+
+    def terminate(self) -> None:
+        """Ask the process to stop (SIGTERM), without waiting."""
+        if self._popen is not None and self._popen.poll() is None:
+            self._popen.terminate()
+
+    def wait_or_kill(self, *, deadline: float) -> None:
+        """Wait for the process to end until ``deadline`` (``time.monotonic()``), then SIGKILL it."""
+        if self._popen is None:
             return
-        self._popen.terminate()
         try:
-            self._popen.wait(timeout)
+            self._popen.wait(max(0.0, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
             self._popen.kill()
             self._popen.wait()

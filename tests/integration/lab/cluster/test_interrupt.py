@@ -60,12 +60,14 @@ async def test_interrupted_test_run_leaves_no_control_plane_process(tmp_path: Pa
     assert all(pid_alive(p) for p in pids.values())
 
     run.send_signal(sig)
-    await asyncio.wait_for(run.wait(), timeout=60)
+    await asyncio.wait_for(run.wait(), timeout=120)
 
     await _assert_all_stopped(pids)
     if sig == signal.SIGKILL:
-        # Killed, it could not clean up: the next run's start does (what the cluster fixture calls first).
-        assert workdir in reap_abandoned_clusters(workdir.parent)
+        # Killed, it could not clean up: the next run's start does (what the cluster fixture calls first). Another
+        # test run starting on this machine meanwhile may have been that next run.
+        reaped = reap_abandoned_clusters(workdir.parent)
+        assert workdir in reaped or not _existing(workdir)
     assert _existing(workdir, etcd_data) == []
 
 
