@@ -351,7 +351,7 @@ class HttpTransport:
         self, method: str, url: str, *, headers: Mapping[str, str], body: bytes | None, time_limit: float | None
     ) -> Response:
         """:meth:`_send_once`, following redirects as Go's HTTP client does for ARC (:func:`next_hop`): GitHub
-        answers 301 or 307 for a renamed repository or organisation; its clients are to follow."""
+        answers 301 or 307 for a renamed repository; its clients are to follow."""
         for _ in range(MAX_REDIRECTS + 1):
             response = await self._send_once(method, url, headers=headers, body=body, time_limit=time_limit)
             hop = next_hop(response, headers=headers, body=body)
