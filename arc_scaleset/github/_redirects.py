@@ -58,16 +58,22 @@ def next_hop(response: Answer, *, headers: Mapping[str, str], body: bytes | None
     location = response.headers.get("Location")
     if response.status not in _REDIRECTS or not location:
         return None
-    origin = URL(response.url, encoded=True)
-    target = origin.join(URL(location, encoded=True))
-    if origin.scheme == "https" and target.scheme != "https":
-        raise FatalError(
-            method=response.method,
-            url=response.url,
-            status=response.status,
-            reason=response.reason,
-            detail=f"redirected to {target.scheme}://{target.host}: refusing to send credentials in cleartext",
+
+    def refused(why: str) -> FatalError:
+        return FatalError(
+            method=response.method, url=response.url, status=response.status, reason=response.reason, detail=why
         )
+
+    origin = URL(response.url, encoded=True)
+    try:
+        target = origin.join(URL(location, encoded=True))
+    except ValueError:
+        raise refused("redirected to a location that is not a URL") from None
+    if target.scheme not in ("http", "https") or not target.host or target.user is not None:
+        # Only the scheme and host are named: a location with user information may hold a password.
+        raise refused(f"redirected to an unusable location ({target.scheme or 'no'} scheme, host {target.host!r})")
+    if origin.scheme == "https" and target.scheme != "https":
+        raise refused(f"redirected to http://{target.host}: refusing to send credentials in cleartext")
     method, hop_body, dropped = response.method, body, set[str]()
     if response.status in (301, 302, 303) and method not in ("GET", "HEAD"):
         method, hop_body = "GET", None

@@ -55,3 +55,14 @@ def test_a_redirect_without_a_location_or_any_other_answer_is_the_answer() -> No
     assert next_hop(redirect(307, None), headers=HEADERS, body=None) is None
     assert next_hop(redirect(304, "/c", method="GET"), headers=HEADERS, body=None) is None
     assert next_hop(redirect(200, "/c"), headers=HEADERS, body=None) is None
+
+
+@pytest.mark.parametrize(
+    "location",
+    ["http://[invalid", "mailto:ops@example.com", "https://:8443/x", "https://user:hunter2@api.example/x"],
+    ids=["not a URL", "another scheme", "no host", "user information"],
+)
+def test_a_location_that_cannot_be_followed_is_a_clear_error_never_a_crash(location: str) -> None:
+    with pytest.raises(FatalError, match="redirected to") as caught:
+        next_hop(redirect(307, location), headers=HEADERS, body=None)
+    assert "hunter2" not in str(caught.value)
