@@ -148,6 +148,21 @@ async def test_kubernetes_mode_gives_runners_the_hooks_a_work_claim_and_their_ow
     assert annotations["actions.github.com/cleanup-kubernetes-mode-role-name"] == "my-set-gha-rs-kube-mode"
 
 
+@pytest.mark.parametrize("mode", ["kubernetes", "kubernetes-novolume", "dind"])
+async def test_a_service_account_the_user_names_is_the_runners_and_the_chart_makes_none(helm: Helm, mode: str) -> None:
+    """As ARC's chart: no kube-mode ServiceAccount and Role (pod exec, Secrets) left unused beside the user's."""
+    claim = {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}
+    template = {"spec": {**runner_template()["spec"], "serviceAccountName": "team-runners"}}
+    values = {"containerMode": {"type": mode, "kubernetesModeWorkVolumeClaim": claim}, "template": template}
+    objects = await render(helm, **values)
+    ars = only(objects, "AutoscalingRunnerSet")
+    assert ars["spec"]["template"]["spec"]["serviceAccountName"] == "team-runners"
+    assert not [o["metadata"]["name"] for o in objects if o["kind"] == "ServiceAccount"]
+    for kind in ("Role", "RoleBinding"):
+        assert [o["metadata"]["name"] for o in objects if o["kind"] == kind] == ["my-set-gha-rs-manager"], kind
+    assert not [key for key in ars["metadata"]["annotations"] if "kubernetes-mode" in key or "no-permission" in key]
+
+
 async def test_the_users_env_wins_over_what_a_mode_adds(helm: Helm) -> None:
     template = runner_template(env=[{"name": "RUNNER_WAIT_FOR_DOCKER_IN_SECONDS", "value": "300"}])
     ars = only(await render(helm, containerMode={"type": "dind"}, template=template), "AutoscalingRunnerSet")

@@ -87,6 +87,17 @@ annotations:
 {{- if has (include "gha-rs.containerMode" .) (list "kubernetes" "kubernetes-novolume") }}true{{ end -}}
 {{- end -}}
 
+{{- /* The runners' own ServiceAccount, when the user's template names one: then the chart makes none. */}}
+{{- define "gha-rs.userServiceAccountName" -}}
+{{- ((.Values.template | default dict).spec | default dict).serviceAccountName | default "" -}}
+{{- end -}}
+
+{{- /* Kubernetes mode with the chart's ServiceAccount, Role and RoleBinding for the container hooks (as ARC's chart,
+not when the user's template names a ServiceAccount of its own). */}}
+{{- define "gha-rs.kubeModeRbac" -}}
+{{- if and (include "gha-rs.kubeMode" .) (not (include "gha-rs.userServiceAccountName" .)) }}true{{ end -}}
+{{- end -}}
+
 {{- define "gha-rs.kubeModeServiceAccountName" -}}
 {{- include "gha-rs.fullname" . }}-kube-mode
 {{- end -}}
