@@ -24,7 +24,7 @@ import asyncio
 import logging
 import os
 from collections.abc import Callable, Mapping
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from prometheus_client import CollectorRegistry, ProcessCollector, disable_created_metrics
 
@@ -51,6 +51,9 @@ from arc_scaleset.kube.workqueue import RateLimiter, bucket_rate_limiter, defaul
 from arc_scaleset.observability.logging import configure_logging
 from arc_scaleset.observability.uncaught import install_uncaught_exception_logging, log_asyncio_exception
 from arc_scaleset.tls_buffers import shrink_tls_read_buffers
+
+if TYPE_CHECKING:
+    from arc_scaleset.kube.client import KubeClient
 
 log = logging.getLogger("arc_scaleset.controller")
 
@@ -439,6 +442,30 @@ def run(args: argparse.Namespace) -> int:
     return asyncio.run(serve(args, settings))
 
 
+async def installed_crds_are_this_versions(kube: KubeClient) -> bool:
+    """False, with the command that fixes it logged, when the cluster's CRDs would prune fields this version
+    writes (ARC's, left in place by a Helm upgrade); True when they are this version's or cannot be read."""
+    from arc_scaleset.api.installed_crds import APPLY_COMMAND, crd_problems
+    from arc_scaleset.kube.errors import Forbidden, KubeError
+
+    try:
+        problems = await crd_problems(kube)
+    except Forbidden:
+        # A single-namespace installation has no cluster-wide permission: the check is advice, not a gate.
+        log.warning("cannot check the installed CRDs (no permission to get them); they must be this version's: %s",
+                    APPLY_COMMAND)  # fmt: skip
+        return True
+    except KubeError as exc:
+        log.warning("cannot check the installed CRDs: %s", exc)
+        return True
+    for problem in problems:
+        log.error("cannot start the controller: %s", problem)
+    if problems:
+        log.error("the API server would drop the fields this controller writes; install this version's CRDs "
+                  "(Helm does not upgrade them): %s", APPLY_COMMAND)  # fmt: skip
+    return not problems
+
+
 async def serve(args: argparse.Namespace, settings: ControllerSettings) -> int:
     """Build the client, the manager and the four controllers, and run until stopped; the exit code."""
     # Imported here: `arc-scaleset controller --help` should not pay for the whole runtime.
@@ -463,6 +490,8 @@ async def serve(args: argparse.Namespace, settings: ControllerSettings) -> int:
 
     context: ControllerContext | None = None
     try:
+        if not await installed_crds_are_this_versions(kube):
+            return 1
         leader_election = (
             LeaderElectionConfig(name=args.leader_election_id, namespace=settings.controller_namespace)
             if args.enable_leader_election

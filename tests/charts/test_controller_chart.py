@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 import arc_scaleset
+from arc_scaleset.api.installed_crds import REQUIRED_FIELDS
 from arc_scaleset.cmd.controller import configure, ignored_flag_warnings, settings_from_args
 from arc_scaleset.controllers.settings import ControllerSettings
 from arc_scaleset_lab.harness.helm import Helm, HelmError
@@ -67,6 +68,10 @@ async def test_default_deployment_runs_the_controller_with_arcs_flags_and_the_im
     assert deployment["spec"]["template"]["metadata"]["labels"]["app.kubernetes.io/part-of"] == "gha-rs-controller"
     assert ("ClusterRole", "arc-gha-rs-controller") in kinds(objects)
     assert ("ServiceAccount", "arc-gha-rs-controller") in kinds(objects)
+    (role,) = [o for o in objects if o["kind"] == "ClusterRole"]
+    (crd_rule,) = [rule for rule in role["rules"] if "customresourcedefinitions" in rule["resources"]]
+    assert crd_rule["verbs"] == ["get"], "only reading them, for the start-up check of the installed CRDs"
+    assert sorted(crd_rule["resourceNames"]) == sorted(f"{plural}.actions.github.com" for plural in REQUIRED_FIELDS)
 
 
 async def test_an_arc_controller_release_upgraded_to_this_chart_keeps_its_deployment_selector_and_names(
