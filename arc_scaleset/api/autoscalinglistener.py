@@ -27,7 +27,6 @@ from arc_scaleset.kube.resources import Resource
 _MIN_NOT_ABOVE_MAX: JsonDict = {
     "rule": "!has(self.minRunners) || !has(self.maxRunners) || self.minRunners <= self.maxRunners",
     "message": "minRunners must not be greater than maxRunners",
-    "reason": "FieldValueInvalid",
 }
 
 

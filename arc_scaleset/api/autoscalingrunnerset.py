@@ -28,16 +28,11 @@ _MIN_NOT_ABOVE_MAX: JsonDict = {
     # A static message: the API server estimates a messageExpression that formats the two numbers as
     # over its CEL cost budget.
     "message": "minRunners must not be greater than maxRunners (set maxRunners to at least minRunners)",
-    "reason": "FieldValueInvalid",
 }
 
 
 def _not_empty(field: str, what: str) -> JsonDict:
-    return {
-        "x-kubernetes-validations": [
-            {"rule": "self != ''", "message": f"{field} must not be empty: {what}", "reason": "FieldValueInvalid"}
-        ]
-    }
+    return {"x-kubernetes-validations": [{"rule": "self != ''", "message": f"{field} must not be empty: {what}"}]}
 
 
 class AutoscalingRunnerSetSpec(ApiModel):
