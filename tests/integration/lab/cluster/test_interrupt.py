@@ -21,6 +21,10 @@ from arc_scaleset_lab.harness.waiting import eventually
 TARGET = Path(__file__).with_name("interrupted_run.py")
 
 
+def _sigint_as_in_a_terminal() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 async def _start_run(tmp_path: Path) -> tuple[asyncio.subprocess.Process, dict[str, Any]]:
     pids_file = tmp_path / "pids.json"
     env = {k: v for k, v in os.environ.items() if k != "ARC_SCALESET_TEST_CLUSTER_DIR"}
@@ -30,6 +34,9 @@ async def _start_run(tmp_path: Path) -> tuple[asyncio.subprocess.Process, dict[s
         env=env,
         stdout=asyncio.subprocess.DEVNULL,
         stderr=asyncio.subprocess.DEVNULL,
+        # A run started in the background by a shell without job control inherits SIGINT ignored, and Python
+        # then never turns it into KeyboardInterrupt: the inner run gets the disposition a terminal gives.
+        preexec_fn=_sigint_as_in_a_terminal,
     )
 
     async def started() -> bool:
