@@ -21,8 +21,9 @@ from typing import Any
 import orjson
 
 from arc_scaleset.clock import Clock
+from arc_scaleset.github._response import Response
 from arc_scaleset.github._secrets import jwt_expiry
-from arc_scaleset.github._transport import HttpTransport, Response
+from arc_scaleset.github._transport import HttpTransport
 from arc_scaleset.github.config_url import GitHubConfig
 from arc_scaleset.github.credentials import Credentials, GitHubApp
 from arc_scaleset.github.errors import ActionsError, FatalError, NotFound, Unauthorized

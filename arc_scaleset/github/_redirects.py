@@ -7,27 +7,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Protocol
 
 from yarl import URL
 
+from arc_scaleset.github._response import Response
 from arc_scaleset.github.errors import FatalError
-
-
-class Answer(Protocol):
-    """What a redirect decision reads of a response (the transport's ``Response``)."""
-
-    @property
-    def method(self) -> str: ...
-    @property
-    def url(self) -> str: ...
-    @property
-    def status(self) -> int: ...
-    @property
-    def reason(self) -> str: ...
-    @property
-    def headers(self) -> Mapping[str, str]: ...
-
 
 MAX_REDIRECTS = 10
 """Redirects followed for one attempt, as Go's HTTP client (ARC's) does; one more is an error."""
@@ -47,7 +31,7 @@ class Hop:
     body: bytes | None
 
 
-def next_hop(response: Answer, *, headers: Mapping[str, str], body: bytes | None) -> Hop | None:
+def next_hop(response: Response, *, headers: Mapping[str, str], body: bytes | None) -> Hop | None:
     """The request that follows ``response`` (pure), or ``None`` when it is not a redirect to follow.
 
     Go's rules, which ARC's client follows: 301, 302 and 303 turn a request other than GET or HEAD into a GET

@@ -31,7 +31,6 @@ import random
 import ssl
 import time
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
 from urllib.parse import urlsplit
@@ -44,6 +43,7 @@ from yarl import URL
 from arc_scaleset.backoff import Backoff
 from arc_scaleset.clock import REAL_CLOCK, Clock
 from arc_scaleset.github._redirects import MAX_REDIRECTS, next_hop
+from arc_scaleset.github._response import Response
 from arc_scaleset.github._secrets import Redactor
 from arc_scaleset.github.errors import (
     ActionsError,
@@ -70,19 +70,6 @@ _MAX_DETAIL = 500
 # for a huge body while leaving far more than any secret's length beyond the clip.
 _MAX_SCRUBBED = 64 * 1024
 _READ_CHUNK = 64 * 1024
-
-
-@dataclass(frozen=True, slots=True)
-class Response:
-    method: str
-    url: str
-    status: int
-    reason: str
-    headers: Mapping[str, str]
-    body: bytes
-
-    def json(self) -> Any:
-        return orjson.loads(self.body) if self.body else None
 
 
 def build_ssl_context(root_ca_pem: str | None) -> ssl.SSLContext | bool:

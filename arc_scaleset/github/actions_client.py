@@ -29,8 +29,9 @@ import orjson
 
 from arc_scaleset.clock import REAL_CLOCK, Clock
 from arc_scaleset.github._auth import AdminConnection, AuthChain
+from arc_scaleset.github._response import Response
 from arc_scaleset.github._secrets import JIT_CONFIG_RETENTION, jwt_expiry
-from arc_scaleset.github._transport import MAX_RESPONSE_BYTES, HttpTransport, Response
+from arc_scaleset.github._transport import MAX_RESPONSE_BYTES, HttpTransport
 from arc_scaleset.github.config_url import GitHubConfig
 from arc_scaleset.github.credentials import Credentials
 from arc_scaleset.github.errors import (

@@ -169,7 +169,7 @@ class LocalCluster:
     def _start_etcd(self, tie_to_parent: bool) -> None:
         client, peer = free_port(), free_port()
         self.etcd_url = f"http://{LOOPBACK}:{client}"
-        data_dir = Path("/dev/shm") if Path("/dev/shm").is_dir() else self.workdir
+        data_dir = memory_dir() or self.workdir
         self.etcd_data = data_dir / f"arc-scaleset-etcd-{client}"
         etcd = self._spawn(
             "etcd",
@@ -371,6 +371,12 @@ def read_state(workdir: Path) -> dict[str, Any] | None:
         return None
     data: dict[str, Any] = json.loads(path.read_text())
     return data
+
+
+def memory_dir() -> Path | None:
+    """``/dev/shm`` (a memory file system: etcd without disk waits) when the machine has one."""
+    shm = Path("/dev/shm")
+    return shm if shm.is_dir() else None
 
 
 def stop_recorded(workdir: Path) -> list[str]:

@@ -20,7 +20,7 @@ from arc_scaleset.kube import resources
 from arc_scaleset.kube.client import KubeClient, PatchType
 from arc_scaleset.kube.errors import NotFound
 from arc_scaleset_lab.cluster import binaries
-from arc_scaleset_lab.cluster.localcluster import LocalCluster, read_state
+from arc_scaleset_lab.cluster.localcluster import LocalCluster, memory_dir, read_state, stop_recorded
 from arc_scaleset_lab.cluster.processes import pid_alive
 from arc_scaleset_lab.harness.waiting import eventually
 
@@ -40,11 +40,6 @@ class TestCluster:
 WORKDIR_PREFIX = "arc-scaleset-cluster-"
 
 
-def _memory_dir() -> Path | None:
-    shm = Path("/dev/shm")
-    return shm if shm.is_dir() else None
-
-
 def reap_abandoned_clusters(base: Path) -> list[Path]:
     """Remove the work directories (and etcd data) that test clusters left in ``base`` when their run was killed
     before it could remove them: those whose recorded processes are all dead. They live in memory (/dev/shm),
@@ -58,8 +53,7 @@ def reap_abandoned_clusters(base: Path) -> list[Path]:
             continue
         if state is None or any(pid and pid_alive(pid) for pid in state.get("pids", {}).values()):
             continue
-        if etcd_data := state.get("etcd_data"):
-            shutil.rmtree(etcd_data, ignore_errors=True)
+        stop_recorded(workdir)  # stops nothing (all dead); removes the etcd data and the state
         shutil.rmtree(workdir, ignore_errors=True)
         reaped.append(workdir)
     return reaped
@@ -83,7 +77,7 @@ def start_test_cluster(*, reuse: Path | None = None) -> Iterator[TestCluster]:
         )
         return
     bin_dir = binaries.build()
-    base = _memory_dir()
+    base = memory_dir()
     if base is not None:
         reap_abandoned_clusters(base)
     workdir = Path(tempfile.mkdtemp(prefix=WORKDIR_PREFIX, dir=base))

@@ -8,7 +8,6 @@ answered by the protocol middleware.
 from __future__ import annotations
 
 import urllib.parse
-from collections.abc import Mapping
 
 from aiohttp import web
 
@@ -29,13 +28,11 @@ from arc_scaleset_lab.sim.state import SimState, rfc3339
 class GitHubRoutes:
     """One method per GitHub REST endpoint; :meth:`register` adds them to an application."""
 
-    def __init__(
-        self, *, state: SimState, credentials: Credentials, address: SimAddress, renamed: Mapping[str, str]
-    ) -> None:
+    def __init__(self, *, state: SimState, credentials: Credentials, address: SimAddress) -> None:
         self._state = state
         self._credentials = credentials
         self._address = address
-        self._renamed = renamed
+        self._renamed = state.config.renamed_repositories
 
     def register(self, app: web.Application) -> None:
         for prefix in ("/api/v3", ""):

@@ -117,12 +117,7 @@ class SimulatedGitHub:
     def _build_app(self) -> web.Application:
         middleware = ProtocolMiddleware(faults=self.faults, clock=self.clock, requests=self.requests)
         app = web.Application(middlewares=[middleware.handle], client_max_size=_MAX_REQUEST_BODY)
-        GitHubRoutes(
-            state=self.state,
-            credentials=self.credentials,
-            address=self.address,
-            renamed=self.config.renamed_repositories,
-        ).register(app)
+        GitHubRoutes(state=self.state, credentials=self.credentials, address=self.address).register(app)
         ActionsRoutes(
             state=self.state,
             credentials=self.credentials,

@@ -6,7 +6,7 @@ import pytest
 
 from arc_scaleset.github import FatalError
 from arc_scaleset.github._redirects import next_hop
-from arc_scaleset.github._transport import Response
+from arc_scaleset.github._response import Response
 
 HEADERS = {"Authorization": "Bearer ghp_x", "Content-Type": "application/json", "Accept": "application/json"}
 
