@@ -3,9 +3,10 @@ listener (docs/listener.md).
 
 The format is ARC's: flat snake_case keys in the order ARC's controller writes them, the GitHub credentials
 inlined at the top level, so ARC's listener reads what this controller writes and this listener reads what
-ARC's controller writes. Unknown keys are ignored. With a vault (``vault_type``), the credentials are not in the
-file: ``vault_lookup_key`` names the vault secret and ``azure_key_vault`` how to reach the vault, and the listener
-reads them from there when it starts (:meth:`ListenerConfig.with_credentials`).
+ARC's controller writes. Unknown keys are ignored. A file ARC's controller wrote for a vault (``vault_type``) has
+no credentials: ``vault_lookup_key`` names the vault secret and ``azure_key_vault`` how to reach the vault, and the
+listener reads them from there when it starts (:meth:`ListenerConfig.with_credentials`). This project's controller
+never writes vault fields: it reads the vault itself and writes the credentials (docs/github.md).
 
 **Decoding** follows Go's ``encoding/json``, as ARC's listener does (:mod:`arc_scaleset.api.go_json`): a missing
 key or ``null`` is the key's zero value (the field's default here: ``max_runners`` is unbounded, an empty

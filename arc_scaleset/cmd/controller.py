@@ -68,6 +68,11 @@ DEFAULT_SYNC_PERIOD: Final = "1m"
 DEFAULT_WEBHOOK_PORT: Final = 9443
 DEFAULT_RUNNER_PENDING_TIMEOUT: Final = "15m"
 DEFAULT_VAULT_REFRESH_INTERVAL: Final = "1m"
+UNRESTRICTED_VAULT_WARNING: Final = (
+    "vault use is unrestricted: any namespace's vaultConfig may read any vault secret this controller's certificates"
+    " reach and send it to any GitHub host; set --vault-allow-list to a ConfigMap allowing each namespace its own"
+    " (docs/github.md)"
+)
 FORCE_GHES_ENV: Final = "GITHUB_ACTIONS_FORCE_GHES"
 
 
@@ -277,6 +282,17 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     add_go_flag(
         parser,
+        "vault-allow-list",
+        default="",
+        metavar="CONFIGMAP",
+        help="a ConfigMap in the controller namespace whose keys are namespaces and whose values say which vault "
+        "URLs, certificate paths and secret-name prefixes that namespace's vaultConfig may use, and to which GitHub "
+        "hosts what it reads may be sent (JSON: vaultUrls, certificatePaths, secretPrefixes, githubHosts); a "
+        "namespace without an entry may use no vault, and a missing ConfigMap allows none; without this flag any "
+        "namespace may use any vault, as in ARC, and a warning is logged; not an ARC flag (default: none)",
+    )
+    add_go_flag(
+        parser,
         "runner-pending-timeout",
         default=DEFAULT_RUNNER_PENDING_TIMEOUT,
         type=parse_go_duration,
@@ -384,6 +400,7 @@ def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> 
         allow_privileged_listener_template=args.allow_privileged_listener_template,
         accept_any_version_label=args.accept_any_version_label,
         vault_refresh_interval=args.vault_refresh_interval if args.vault_refresh_interval > 0 else 60.0,
+        vault_allow_list=args.vault_allow_list.strip(),
     )
 
 
@@ -434,6 +451,8 @@ def run(args: argparse.Namespace) -> int:
         return 1
     for line in ignored_flag_warnings(args):
         log.warning(line)
+    if not settings.vault_allow_list:
+        log.warning(UNRESTRICTED_VAULT_WARNING)
     shrink_tls_read_buffers()
     freeze_startup_objects()
     return asyncio.run(serve(args, settings))

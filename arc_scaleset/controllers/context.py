@@ -16,6 +16,7 @@ from arc_scaleset.controllers.github_access import GitHubAccess
 from arc_scaleset.controllers.handoff import DeletedChildren, RemovedRegistrations
 from arc_scaleset.controllers.metrics import ControllerMetrics
 from arc_scaleset.controllers.settings import ControllerSettings
+from arc_scaleset.controllers.vault_policy import VaultAllowListSource
 from arc_scaleset.github import ActionsClientPool, SystemInfo
 from arc_scaleset.github.keyvault import SECRET_TTL_SECONDS, KeyVaultSecrets
 from arc_scaleset.kube.client import KubeClient
@@ -78,6 +79,16 @@ class ControllerContext:
             clock=clock,
             client_options=GITHUB_CLIENT_OPTIONS,
         )
+        # Values from a vault live at most half a refresh interval, so each refresh sees the vault; the allow
+        # list as long, so a grant withdrawn by the admin stops the next refresh.
+        vault_ttl = min(SECRET_TTL_SECONDS, settings.vault_refresh_interval / 2)
+        allow_list = (
+            VaultAllowListSource(
+                kube, namespace=settings.controller_namespace, name=settings.vault_allow_list, ttl=vault_ttl
+            )
+            if settings.vault_allow_list
+            else None
+        )
         return cls(
             kube=kube,
             manager=manager,
@@ -86,10 +97,8 @@ class ControllerContext:
                 kube,
                 pool=client_pool,
                 environ=environ,
-                # Values from a vault live at most half a refresh interval, so each refresh sees the vault.
-                vault_secrets=KeyVaultSecrets(
-                    ttl=min(SECRET_TTL_SECONDS, settings.vault_refresh_interval / 2), environ=environ
-                ),
+                vault_secrets=KeyVaultSecrets(ttl=vault_ttl, environ=environ),
+                vault_allow_list=allow_list,
             ),
             events=events or EventRecorder(kube, component=EVENT_COMPONENT, clock=clock),
             metrics=ControllerMetrics(manager.registry, enabled=settings.metrics_enabled),

@@ -52,6 +52,7 @@ from arc_scaleset.controllers.proxy_secret import (
     with_user_info,
 )
 from arc_scaleset.controllers.secrets import read_config_map_value, read_secret_data
+from arc_scaleset.controllers.vault_policy import VaultAllowListSource, VaultRead
 from arc_scaleset.github import (
     ActionsClient,
     ActionsClientPool,
@@ -81,7 +82,9 @@ class GitHubAccess:
     """Resolves GitHub settings from the cluster and hands out pooled Actions-service clients.
 
     ``environ`` is consulted for ``GITHUB_ACTIONS_FORCE_GHES`` when parsing config URLs (and by the vault
-    client, for ``AZURE_AUTHORITY_HOST``). ``vault_secrets`` reads Azure Key Vault (a private one by default).
+    client, for ``AZURE_AUTHORITY_HOST``). ``vault_secrets`` reads Azure Key Vault (a private one by default);
+    ``vault_allow_list`` is what a cluster admin allows each namespace to read there and where it may be sent
+    (``None``: everything, as ARC; :mod:`arc_scaleset.controllers.vault_policy`).
     """
 
     def __init__(
@@ -91,11 +94,13 @@ class GitHubAccess:
         pool: ActionsClientPool,
         environ: Mapping[str, str] = os.environ,
         vault_secrets: KeyVaultSecrets | None = None,
+        vault_allow_list: VaultAllowListSource | None = None,
     ) -> None:
         self._kube = kube
         self.pool = pool
         self._environ = environ
         self.vault_secrets = vault_secrets if vault_secrets is not None else KeyVaultSecrets(environ=environ)
+        self.vault_allow_list = vault_allow_list
 
     def parse_url(self, config_url: str) -> GitHubConfig:
         """The parsed config URL; :class:`InvalidGitHubConfigURL` with the parser's explanation."""
@@ -123,12 +128,14 @@ class GitHubAccess:
         propagate.
         """
         config = self.parse_url(config_url)
-        app_config = await self.app_config(namespace=namespace, secret_name=secret_name, vault=vault)
+        app_config = await self.app_config(
+            namespace=namespace, secret_name=secret_name, vault=vault, config_url=config_url
+        )
         # The pool is asked by fingerprint and builds the credentials only for a new client: building a GitHub
         # App parses its RSA key, milliseconds of CPU that every runner deletion paid (docs/github.md).
         fingerprint = self._checked(lambda: fingerprint_of_fields(app_config), namespace, secret_name)
         root_ca = await self.root_ca_pem(namespace=namespace, tls=tls)
-        proxy_settings = await self.proxy_settings(namespace=namespace, proxy=proxy, vault=vault)
+        proxy_settings = await self.proxy_settings(namespace=namespace, proxy=proxy, vault=vault, config_url=config_url)
         try:
             return await self.pool.get(
                 config,
@@ -144,9 +151,14 @@ class GitHubAccess:
         except ValueError as exc:  # the client refuses a CA bundle it cannot load
             raise TLSConfigError(f"githubServerTLS: the CA certificates cannot be used: {exc}") from None
 
-    async def credentials(self, *, namespace: str, secret_name: str, vault: VaultConfig | None = None) -> Credentials:
-        """The credentials in Secret ``namespace/secret_name`` (ARC's keys and rule, docs/github.md)."""
-        app_config = await self.app_config(namespace=namespace, secret_name=secret_name, vault=vault)
+    async def credentials(
+        self, *, namespace: str, secret_name: str, config_url: str, vault: VaultConfig | None = None
+    ) -> Credentials:
+        """The credentials in Secret ``namespace/secret_name`` (ARC's keys and rule, docs/github.md), to be sent
+        to ``config_url``."""
+        app_config = await self.app_config(
+            namespace=namespace, secret_name=secret_name, vault=vault, config_url=config_url
+        )
         return self._checked(lambda: credentials_from_fields(app_config), namespace, secret_name)
 
     @staticmethod
@@ -160,14 +172,19 @@ class GitHubAccess:
                 f"Secret {namespace}/{secret_name} (githubConfigSecret) cannot be used: {exc}"
             ) from None
 
-    async def app_config(self, *, namespace: str, secret_name: str, vault: VaultConfig | None = None) -> AppConfig:
+    async def app_config(
+        self, *, namespace: str, secret_name: str, config_url: str, vault: VaultConfig | None = None
+    ) -> AppConfig:
         """The credential fields Secret ``namespace/secret_name`` gives under the one credential rule
         (``api/credentials.py``, ARC's): what the listener's ``config.json`` carries and the client uses.
 
-        With a vault, ``secret_name`` names the vault secret (its value: JSON with the same keys).
+        With a vault, ``secret_name`` names the vault secret (its value: JSON with the same keys), read only when
+        the allow list lets ``namespace`` read it and send it to ``config_url`` (:class:`VaultNotAllowed`).
         """
         if vault is not None and vault.type:
-            return await self._vault_app_config(namespace=namespace, secret_name=secret_name, vault=vault)
+            return await self._vault_app_config(
+                namespace=namespace, secret_name=secret_name, vault=vault, config_url=config_url
+            )
         data = await read_secret_data(self._kube, namespace, secret_name, purpose="githubConfigSecret")
         # Nothing logs credentials on purpose; redaction catches an accident, also for a Secret the rule
         # refuses. A handful of values per scale set, so the registry stays small (JIT configs, one per
@@ -182,9 +199,13 @@ class GitHubAccess:
                 f"Secret {namespace}/{secret_name} (githubConfigSecret) cannot be used: {exc}"
             ) from None
 
-    async def _vault_app_config(self, *, namespace: str, secret_name: str, vault: VaultConfig) -> AppConfig:
+    async def _vault_app_config(
+        self, *, namespace: str, secret_name: str, vault: VaultConfig, config_url: str
+    ) -> AppConfig:
         where = f"vault secret {secret_name!r} (githubConfigSecret, in {_vault_name(vault)})"
-        text = await self.vault_secret(namespace=namespace, vault=vault, name=secret_name, purpose="githubConfigSecret")
+        text = await self.vault_secret(
+            namespace=namespace, vault=vault, name=secret_name, purpose="githubConfigSecret", config_url=config_url
+        )
         try:
             app_config = app_config_from_json(text)
         except CredentialsError as exc:
@@ -193,16 +214,31 @@ class GitHubAccess:
             register_secret(value)
         return app_config
 
-    async def vault_secret(self, *, namespace: str, vault: VaultConfig, name: str, purpose: str) -> str:
-        """The value of vault secret ``name`` (read for ``purpose``), through the shared short-lived cache.
+    async def vault_secret(
+        self, *, namespace: str, vault: VaultConfig, name: str, purpose: str, config_url: str
+    ) -> str:
+        """The value of vault secret ``name`` (read for ``purpose`` by an object in ``namespace``, to be sent to
+        ``config_url``'s host), through the shared short-lived cache, whose keys hold the namespace.
 
-        :class:`InvalidVaultConfig`, :class:`VaultSecretNotFound` or :class:`VaultUnavailable`, whose messages
-        name the vault and the secret, never a value.
+        Checked against the allow list first: :class:`VaultNotAllowed` before anything is read (not even the
+        certificate file). :class:`InvalidVaultConfig`, :class:`VaultSecretNotFound` or :class:`VaultUnavailable`,
+        whose messages name the vault and the secret, never a value.
         """
         settings = vault_settings(vault)
+        if self.vault_allow_list is not None:
+            await self.vault_allow_list.check(
+                VaultRead(
+                    namespace=namespace,
+                    vault_url=settings.url,
+                    certificate_path=settings.certificate_path,
+                    secret_name=name,
+                    purpose=purpose,
+                    github_url=config_url,
+                )
+            )
         vault_proxy = await self._vault_proxy(namespace, vault)
         try:
-            value = await self.vault_secrets.get_secret(settings, name, proxy=vault_proxy)
+            value = await self.vault_secrets.get_secret(settings, name, namespace=namespace, proxy=vault_proxy)
         except InvalidKeyVaultConfig as exc:
             raise InvalidVaultConfig(exc.message) from None
         except KeyVaultSecretNotFound as exc:
@@ -251,20 +287,22 @@ class GitHubAccess:
         return value
 
     async def proxy_settings(
-        self, *, namespace: str, proxy: ProxyConfig | None, vault: VaultConfig | None = None
+        self, *, namespace: str, proxy: ProxyConfig | None, config_url: str, vault: VaultConfig | None = None
     ) -> ProxySettings | None:
-        """The controller's own proxy for GitHub calls, credentials included; ``None`` without a proxy.
+        """The controller's own proxy for GitHub calls to ``config_url``, credentials included; ``None`` without a
+        proxy.
 
         With a vault, each ``credentialSecretRef`` names a vault secret holding ``{"username", "password"}``
         (ARC reads the controller's proxy credentials from the vault; the listener's and the runners' proxy
-        Secrets are still made from Kubernetes Secrets, as in ARC).
+        Secrets are still made from Kubernetes Secrets, as in ARC), under the same allow list as the GitHub
+        credentials: the proxy carries the calls to ``config_url``, so its host must be allowed too.
         """
         if proxy is None:
             return None
         if vault is not None and vault.type:
             data = {
-                HTTP_PROXY_KEY: await self._vault_proxy_url(namespace, vault, proxy.http, "proxy.http"),
-                HTTPS_PROXY_KEY: await self._vault_proxy_url(namespace, vault, proxy.https, "proxy.https"),
+                HTTP_PROXY_KEY: await self._vault_proxy_url(namespace, vault, proxy.http, "proxy.http", config_url),
+                HTTPS_PROXY_KEY: await self._vault_proxy_url(namespace, vault, proxy.https, "proxy.https", config_url),
                 NO_PROXY_KEY: ",".join(proxy.no_proxy or []),
             }
         else:
@@ -276,7 +314,7 @@ class GitHubAccess:
         )
 
     async def _vault_proxy_url(
-        self, namespace: str, vault: VaultConfig, server: ProxyServerConfig | None, field: str
+        self, namespace: str, vault: VaultConfig, server: ProxyServerConfig | None, field: str, config_url: str
     ) -> str:
         if server is None or not server.url:
             return ""
@@ -284,7 +322,7 @@ class GitHubAccess:
             return server.url
         purpose = f"{field}.credentialSecretRef"
         text = await self.vault_secret(
-            namespace=namespace, vault=vault, name=server.credential_secret_ref, purpose=purpose
+            namespace=namespace, vault=vault, name=server.credential_secret_ref, purpose=purpose, config_url=config_url
         )
         try:
             document = json.loads(text)

@@ -73,6 +73,9 @@ class ControllerSettings:
       otherwise reaches the config within seconds, :mod:`arc_scaleset.controllers.referenced_objects`).
     - ``vault_refresh_interval``: seconds between re-reads of a listener's credentials in its vault
       (``vaultConfig``: nothing can watch a vault); a changed secret recreates the listener.
+    - ``vault_allow_list``: the ConfigMap in the controller namespace saying which namespace may read which
+      vault secrets and send them where (``--vault-allow-list``; empty: no restriction, as ARC;
+      :mod:`arc_scaleset.controllers.vault_policy`).
     """
 
     controller_namespace: str
@@ -97,6 +100,7 @@ class ControllerSettings:
     listener_restart_backoff_cap: float = 300.0
     scale_set_verify_interval: float = 300.0
     vault_refresh_interval: float = 60.0
+    vault_allow_list: str = ""
 
     def __post_init__(self) -> None:
         if not self.controller_namespace:

@@ -8,8 +8,8 @@ Secret. This module is the vault client the controller and the listener share:
 - :class:`KeyVaultClient` authenticates with the certificate (a PEM file holding the client certificate and
   its private key) through azure-identity's ``CertificateCredential`` and reads the latest version of a
   secret through azure-keyvault-secrets' ``SecretClient``, over azure-core's aiohttp transport;
-- :class:`KeyVaultSecrets` keeps one client per vault settings and proxy, and each fetched value for a short
-  time (:data:`SECRET_TTL_SECONDS`).
+- :class:`KeyVaultSecrets` keeps one client per namespace, vault settings and proxy, and each fetched value
+  for a short time (:data:`SECRET_TTL_SECONDS`).
 
 The Azure SDK is imported only when a client is built: most installations have no vault, and the controller
 and listener should not pay the SDK's import time and memory for it.
@@ -251,6 +251,10 @@ def _proxy_key(proxy: ProxySettings | None) -> tuple[str, str, str] | None:
     return None if proxy is None else (proxy.http_proxy, proxy.https_proxy, proxy.no_proxy)
 
 
+_ClientKey = tuple[str, KeyVaultSettings, tuple[str, str, str] | None]
+"""(namespace, settings, proxy) of a vault client."""
+
+
 @dataclass
 class _Cached:
     value: str
@@ -261,25 +265,29 @@ class _Cached:
 class KeyVaultSecrets:
     """Vault clients and recently fetched secret values, shared by every reconciler of a controller.
 
-    One :class:`KeyVaultClient` per (settings, proxy): a client holds an access token (an hour long) and a
-    connection pool, so building one per reconcile would authenticate again every time. A client is built again
-    when its certificate file changes (a renewed certificate mounted from a Secret). A value is reused
-    for ``ttl`` seconds and concurrent reads of the same secret share one vault call, so a burst of runner
-    creations costs one read (:data:`SECRET_TTL_SECONDS`). Errors are not cached: the next reconcile asks again.
+    One :class:`KeyVaultClient` per (namespace, settings, proxy): a client holds an access token (an hour long)
+    and a connection pool, so building one per reconcile would authenticate again every time. The namespace of
+    the object that asks is part of every key, of clients and of values: what one namespace read is never
+    handed to another without that namespace's own read (and its own allow-list check, docs/github.md). A
+    client is built again when its certificate file changes (a renewed certificate mounted from a Secret). A
+    value is reused for ``ttl`` seconds and concurrent reads of the same secret share one vault call, so a burst
+    of runner creations costs one read (:data:`SECRET_TTL_SECONDS`). Errors are not cached: the next reconcile
+    asks again.
     """
 
     ttl: float = SECRET_TTL_SECONDS
     environ: Mapping[str, str] = field(default_factory=lambda: os.environ)
-    _clients: dict[tuple[KeyVaultSettings, tuple[str, str, str] | None], tuple[int, KeyVaultClient]] = field(
-        default_factory=dict
-    )
+    _clients: dict[_ClientKey, tuple[int, KeyVaultClient]] = field(default_factory=dict)
     _values: dict[tuple[Any, ...], _Cached] = field(default_factory=dict)
     _inflight: dict[tuple[Any, ...], asyncio.Future[str]] = field(default_factory=dict)
 
-    async def get_secret(self, settings: KeyVaultSettings, name: str, *, proxy: ProxySettings | None = None) -> str:
-        """The value of secret ``name`` in the vault ``settings`` names, at most ``ttl`` seconds old."""
+    async def get_secret(
+        self, settings: KeyVaultSettings, name: str, *, namespace: str, proxy: ProxySettings | None = None
+    ) -> str:
+        """The value of secret ``name`` in the vault ``settings`` names, for an object in ``namespace``, at most
+        ``ttl`` seconds old."""
         validate_settings(settings)  # the certificate file may have gone since the client was built
-        client_key = (settings, _proxy_key(proxy))
+        client_key: _ClientKey = (namespace, settings, _proxy_key(proxy))
         key = (*client_key, name)
         cached = self._values.get(key)
         if cached is not None and time.monotonic() - cached.fetched_at < self.ttl:
@@ -312,7 +320,7 @@ class KeyVaultSecrets:
 
     async def _client(
         self,
-        key: tuple[KeyVaultSettings, tuple[str, str, str] | None],
+        key: _ClientKey,
         settings: KeyVaultSettings,
         proxy: ProxySettings | None,
     ) -> KeyVaultClient:

@@ -1,10 +1,11 @@
 """The listener's credentials from Azure Key Vault, read once at start (``vault_type`` in ``config.json``).
 
+Only for a ``config.json`` ARC's controller wrote (a takeover, or ARC's controller beside this listener): this
+project's controller reads the vault itself, under its allow list, and writes the credentials into the config
+as it does a Kubernetes Secret's, so no listener pod needs the vault's client certificate (docs/github.md).
+
 As ARC's listener: the secret ``vault_lookup_key`` names holds a JSON object with the GitHub credentials (the
-keys of a GitHub config Secret), read with the client certificate at ``azure_key_vault.certificate_path``
-(mounted into the listener pod through ``listenerTemplate``). A rotation in the vault reaches the listener
-through a new pod: the controller re-reads the vault periodically and recreates the listener when the
-credentials changed (docs/github.md).
+keys of a GitHub config Secret), read with the client certificate at ``azure_key_vault.certificate_path``.
 """
 
 from __future__ import annotations

@@ -16,13 +16,12 @@ from arc_scaleset.api.autoscalinglistener import AutoscalingListener
 from arc_scaleset.api.credentials import AppConfig
 from arc_scaleset.api.keys import LISTENER_CONFIG_SECRET_KEY
 from arc_scaleset.api.labels import filter_and_merge_labels
-from arc_scaleset.api.listener_config import AzureKeyVaultListenerConfig, ListenerConfig, ListenerConfigError
+from arc_scaleset.api.listener_config import ListenerConfig, ListenerConfigError
 from arc_scaleset.api.listener_metrics import ListenerMetricsConfig
 from arc_scaleset.api.metrics_config import MetricsConfig
 from arc_scaleset.api.naming import listener_config_secret_name
 from arc_scaleset.controllers.errors import ConfigurationError
 from arc_scaleset.controllers.settings import ControllerSettings
-from arc_scaleset.github import fingerprint_of_fields
 from arc_scaleset.kube.ownerrefs import controller_ref
 
 
@@ -40,39 +39,22 @@ def listener_config(
     """The listener config for ``listener``; :class:`InvalidListenerConfig`, naming every problem, when the
     listener would refuse it.
 
-    With a vault (``vaultConfig.type`` set) the file carries no credentials, as ARC's: ``vault_type``, the vault
-    secret's name as ``vault_lookup_key`` and ``azure_key_vault``'s four fields (no proxy, as ARC); the listener
-    reads the credentials from the vault itself. ``app_config`` is then only what the controller read there.
+    The credentials are always in the file, also with a vault (``vaultConfig``): the controller read them there
+    (under the vault allow list, docs/github.md) and writes them as it does a Kubernetes Secret's. ARC's
+    controller writes the vault's settings instead and lets the listener read the vault itself, which needs the
+    vault's client certificate (its private key) mounted into the listener pod, in the controller namespace
+    beside every team's listener; here no listener needs it. The listener still reads a file with vault fields,
+    as ARC's controller writes it (:mod:`arc_scaleset.listener.vault`).
     """
     spec = listener.spec
     metrics_enabled = settings.listener_metrics_enabled
-    vault = spec.vault_config
-    credentials: dict[str, Any]
-    if vault is not None and vault.type:
-        azure = vault.azure_key_vault
-        credentials = {
-            "vault_type": vault.type,
-            "vault_lookup_key": spec.github_config_secret,
-            "azure_key_vault": None
-            if azure is None
-            else AzureKeyVaultListenerConfig(
-                tenant_id=azure.tenant_id,
-                client_id=azure.client_id,
-                url=azure.url,
-                certificate_path=azure.certificate_path,
-            ),
-        }
-    else:
-        credentials = {
-            "github_app_id": app_config.github_app_id,
-            "github_app_installation_id": app_config.github_app_installation_id,
-            "github_app_private_key": app_config.github_app_private_key,
-            "github_token": app_config.github_token,
-        }
     try:
         return ListenerConfig(
             configure_url=spec.github_config_url,
-            **credentials,
+            github_app_id=app_config.github_app_id,
+            github_app_installation_id=app_config.github_app_installation_id,
+            github_app_private_key=app_config.github_app_private_key,
+            github_token=app_config.github_token,
             ephemeral_runner_set_namespace=spec.autoscaling_runner_set_namespace,
             ephemeral_runner_set_name=spec.ephemeral_runner_set_name,
             max_runners=spec.max_runners,
@@ -137,12 +119,8 @@ def data_differs(live: Mapping[str, Any], desired: Mapping[str, Any]) -> bool:
 
 
 def uses_vault(listener: AutoscalingListener) -> bool:
-    """Whether the listener's credentials live in a vault (``vaultConfig.type`` set)."""
+    """Whether the listener's credentials live in a vault (``vaultConfig.type`` set): nothing can watch a vault,
+    so the controller reads them again every ``--vault-refresh-interval`` and rewrites the config Secret when
+    they changed (which recreates the listener pod, stamped with the Secret's version)."""
     vault = listener.spec.vault_config
     return vault is not None and bool(vault.type)
-
-
-def credentials_stamp(app_config: AppConfig) -> str:
-    """A short digest of the credentials, for the listener pod's stamp: it changes when they change and tells
-    nothing about them (a prefix of a SHA-256 over values with far more entropy than it keeps)."""
-    return fingerprint_of_fields(app_config)[:16]

@@ -63,7 +63,6 @@ from arc_scaleset.controllers.autoscalinglistener.children import (
     desired_service_account,
 )
 from arc_scaleset.controllers.autoscalinglistener.config import (
-    credentials_stamp,
     data_differs,
     desired_config_secret,
     listener_config,
@@ -467,9 +466,8 @@ class AutoscalingListenerReconciler:
     async def _config_secret(self, obj: Object, listener: AutoscalingListener) -> str:
         """Bring the config Secret in line; returns its resourceVersion (the pod is stamped with it).
 
-        With a vault the Secret holds no credentials, so a rotation in the vault would not change it: the
-        returned stamp then carries a fingerprint of the credentials read from the vault too (a digest, never
-        the value), and a new fingerprint recreates the listener, which reads the vault when it starts.
+        With a vault too the Secret holds the credentials (read by the controller): a rotation in the vault
+        rewrites it, and its new version recreates the listener.
         """
         ctx = self.ctx
         scale_set_namespace = listener.spec.autoscaling_runner_set_namespace
@@ -477,6 +475,7 @@ class AutoscalingListenerReconciler:
             namespace=scale_set_namespace,
             secret_name=listener.spec.github_config_secret,
             vault=listener.spec.vault_config,
+            config_url=listener.spec.github_config_url,
         )
         root_ca = await ctx.github.root_ca_pem(namespace=scale_set_namespace, tls=listener.spec.github_server_tls)
         config = listener_config(listener, app_config=app_config, server_root_ca=root_ca, settings=ctx.settings)
@@ -491,8 +490,6 @@ class AutoscalingListenerReconciler:
                 f"listener config Secret {ObjectView(desired).name} updated",
                 action="Update",
             )
-        if uses_vault(listener):
-            return f"{ObjectView(stored).resource_version}+vault:{credentials_stamp(app_config)}"
         return ObjectView(stored).resource_version
 
     # -- the pod --------------------------------------------------------------------------------------

@@ -128,20 +128,37 @@ async def test_a_burst_of_reads_of_one_secret_costs_one_vault_call_until_the_val
     vault.sim.azure.set_secret("github-creds", SECRET_VALUE)
     secrets = KeyVaultSecrets(ttl=60.0, environ=LAB_ENV)
     try:
-        values = await asyncio.gather(*(secrets.get_secret(vault.settings, "github-creds") for _ in range(50)))
+        values = await asyncio.gather(
+            *(secrets.get_secret(vault.settings, "github-creds", namespace="team-a") for _ in range(50))
+        )
         assert set(values) == {SECRET_VALUE}
-        assert await secrets.get_secret(vault.settings, "github-creds") == SECRET_VALUE
+        assert await secrets.get_secret(vault.settings, "github-creds", namespace="team-a") == SECRET_VALUE
         assert vault.sim.azure.secret_reads == 1
     finally:
         await secrets.close()
     aged = KeyVaultSecrets(ttl=0.0, environ=LAB_ENV)
     try:
         vault.sim.azure.set_secret("github-creds", "rotated")
-        assert await aged.get_secret(vault.settings, "github-creds") == "rotated"
-        assert await aged.get_secret(vault.settings, "github-creds") == "rotated"
+        assert await aged.get_secret(vault.settings, "github-creds", namespace="team-a") == "rotated"
+        assert await aged.get_secret(vault.settings, "github-creds", namespace="team-a") == "rotated"
         assert vault.sim.azure.secret_reads == 3
     finally:
         await aged.close()
+
+
+async def test_a_value_one_namespace_read_is_never_served_to_another_from_the_cache(vault: Vault) -> None:
+    vault.sim.azure.set_secret("github-creds", SECRET_VALUE)
+    secrets = KeyVaultSecrets(ttl=60.0, environ=LAB_ENV)
+    try:
+        assert await secrets.get_secret(vault.settings, "github-creds", namespace="team-a") == SECRET_VALUE
+        assert await secrets.get_secret(vault.settings, "github-creds", namespace="team-a") == SECRET_VALUE
+        assert vault.sim.azure.secret_reads == 1
+        # The same settings from another namespace: its own client and its own read, never team-a's value.
+        assert await secrets.get_secret(vault.settings, "github-creds", namespace="team-b") == SECRET_VALUE
+        assert vault.sim.azure.secret_reads == 2
+        assert vault.sim.azure.token_grants == 2
+    finally:
+        await secrets.close()
 
 
 def _listener_config(vault: Vault, lookup_key: str) -> ListenerConfig:
@@ -208,14 +225,14 @@ async def test_a_renewed_certificate_file_is_used_without_a_restart(vault: Vault
     vault.sim.azure.set_secret("github-creds", SECRET_VALUE)
     secrets = KeyVaultSecrets(ttl=0.0, environ=LAB_ENV)
     try:
-        assert await secrets.get_secret(vault.settings, "github-creds") == SECRET_VALUE
-        assert await secrets.get_secret(vault.settings, "github-creds") == SECRET_VALUE
+        assert await secrets.get_secret(vault.settings, "github-creds", namespace="team-a") == SECRET_VALUE
+        assert await secrets.get_secret(vault.settings, "github-creds", namespace="team-a") == SECRET_VALUE
         assert vault.sim.azure.token_grants == 1  # one client, one token
         # The certificate is renewed: the tenant knows only the new one, and the mounted file is replaced.
         renewed = make_client_certificate(CLIENT)
         vault.sim.azure.register_client(TENANT, CLIENT, renewed)
         _replace_file(vault.settings.certificate_path, renewed)
-        assert await secrets.get_secret(vault.settings, "github-creds") == SECRET_VALUE
+        assert await secrets.get_secret(vault.settings, "github-creds", namespace="team-a") == SECRET_VALUE
         assert vault.sim.azure.token_grants == 2  # a new client, authenticated with the renewed certificate
     finally:
         await secrets.close()

@@ -228,6 +228,24 @@ def test_run_exits_1_when_there_are_no_kubernetes_credentials(
     assert "no usable Kubernetes credentials" in caplog.text
 
 
+@pytest.mark.parametrize(("argv", "warned"), [((), True), (("--vault-allow-list=arc-vault-allow-list",), False)])
+def test_without_a_vault_allow_list_the_controller_warns_at_start_that_vault_use_is_unrestricted(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, argv: tuple[str, ...], warned: bool
+) -> None:
+    for key, value in ENV.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    monkeypatch.setattr(command, "configure_logging", lambda **_: None)
+    with caplog.at_level(logging.WARNING):
+        assert command.run(parse("--kubeconfig=/nonexistent/kubeconfig", *argv)) == 1
+    assert ("vault use is unrestricted" in caplog.text) is warned
+
+
+def test_the_vault_allow_list_names_a_configmap_and_defaults_to_none() -> None:
+    assert settings_from_args(parse(), ENV).vault_allow_list == ""
+    assert settings_from_args(parse("--vault-allow-list", " allow "), ENV).vault_allow_list == "allow"
+
+
 def test_the_listener_entrypoint_and_ghes_variables_are_read_from_the_environment() -> None:
     settings = settings_from_args(parse(), {**ENV, "LISTENER_ENTRYPOINT": "/ghalistener"})
     assert settings.listener_entrypoint == ("/ghalistener",)

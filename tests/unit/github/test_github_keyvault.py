@@ -8,7 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from arc_scaleset.github.keyvault import InvalidKeyVaultConfig, KeyVaultClient, KeyVaultSettings, validate_settings
+from arc_scaleset.github import keyvault
+from arc_scaleset.github.keyvault import (
+    InvalidKeyVaultConfig,
+    KeyVaultClient,
+    KeyVaultSecrets,
+    KeyVaultSettings,
+    validate_settings,
+)
 
 
 def settings(tmp_path: Path, **overrides: str) -> KeyVaultSettings:
@@ -61,3 +68,37 @@ def test_the_azure_sdk_is_not_imported_until_a_vault_is_used() -> None:
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "[]"
+
+
+class _CountingClient:
+    """Stands in for the SDK-backed client: counts the reads each client made."""
+
+    built: list[_CountingClient] = []
+
+    def __init__(self, settings: KeyVaultSettings, **_: object) -> None:
+        self.reads = 0
+        _CountingClient.built.append(self)
+
+    async def get_secret(self, name: str) -> str:
+        self.reads += 1
+        return f"value of {name}"
+
+    async def close(self) -> None:
+        pass
+
+
+async def test_the_namespace_is_part_of_every_client_and_value_cache_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(keyvault, "KeyVaultClient", _CountingClient)
+    _CountingClient.built = []
+    cache = KeyVaultSecrets(ttl=3600.0, environ={})
+    shared = settings(tmp_path)
+    await cache.get_secret(shared, "creds", namespace="team-a")
+    await cache.get_secret(shared, "creds", namespace="team-a")
+    assert [client.reads for client in _CountingClient.built] == [1]
+    # Team B with team A's very settings: a client and a read of its own, nothing from team A's entries.
+    await cache.get_secret(shared, "creds", namespace="team-b")
+    assert [client.reads for client in _CountingClient.built] == [1, 1]
+    assert {key[0] for key in cache._clients} == {"team-a", "team-b"}
+    assert {key[0] for key in cache._values} == {"team-a", "team-b"}

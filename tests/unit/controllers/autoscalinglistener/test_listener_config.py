@@ -127,17 +127,13 @@ VAULT = {
 }
 
 
-def test_with_a_vault_the_config_names_the_vault_secret_and_carries_no_credentials_as_arcs() -> None:
+def test_with_a_vault_the_config_carries_the_credentials_the_controller_read_and_no_vault_settings() -> None:
+    # ARC's controller writes the vault's settings and lets the listener read the vault, which needs the vault's
+    # client certificate in the listener pod; here the listener gets the credentials as from a Secret.
     obj = listener_object(vaultConfig=VAULT)
     config = listener_config(parsed_listener(obj), app_config=PAT, server_root_ca=None, settings=SETTINGS)
     document = orjson.loads(written_json(desired_config_secret(obj, parsed_listener(obj), config)))
-    assert list(document)[:4] == ["configure_url", "vault_type", "vault_lookup_key", "azure_key_vault"]
-    assert document["vault_type"] == "azure_key_vault"
-    assert document["vault_lookup_key"] == "gh-secret"  # githubConfigSecret names the vault secret
-    assert document["azure_key_vault"] == {
-        "tenant_id": "tenant",
-        "client_id": "client",
-        "url": "https://my-vault.vault.azure.net/",
-        "certificate_path": "/etc/arc/vault.pem",
-    }
-    assert "ghp_secret_value" not in written_json(desired_config_secret(obj, parsed_listener(obj), config)).decode()
+    assert document["github_token"] == PAT.github_token
+    assert document["vault_type"] == ""
+    assert document["vault_lookup_key"] == ""
+    assert "azure_key_vault" not in document
