@@ -159,7 +159,7 @@ class SimAdminClient:
     async def delete_vault_secret(self, name: str) -> None:
         await self._call("DELETE", f"/_sim/azure/secrets/{name}")
 
-    async def azure_stats(self) -> dict[str, int]:
-        """``tokenGrants``, ``tokenRefusals``, ``secretReads`` so far."""
-        stats: dict[str, int] = await self._call("GET", "/_sim/azure/stats")
+    async def azure_stats(self) -> dict[str, Any]:
+        """``tokenGrants``, ``tokenRefusals``, ``secretReads`` so far, and ``secretReadsByName`` (name: count)."""
+        stats: dict[str, Any] = await self._call("GET", "/_sim/azure/stats")
         return stats

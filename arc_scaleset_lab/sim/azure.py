@@ -91,6 +91,7 @@ class SimAzure:
     token_grants: int = 0
     token_refusals: int = 0
     secret_reads: int = 0
+    secret_reads_by_name: dict[str, int] = field(default_factory=dict)
 
     # -- state ----------------------------------------------------------------------------------------
 
@@ -251,6 +252,7 @@ class SimAzure:
         if _SECRET_NAME.fullmatch(name) is None:
             return _vault_error(400, "BadParameter", "The request URI contains an invalid name: " + name)
         self.secret_reads += 1
+        self.secret_reads_by_name[name] = self.secret_reads_by_name.get(name, 0) + 1
         versions = self.secrets.get(name, [])
         wanted = request.match_info.get("version", "")
         if wanted:
@@ -302,6 +304,7 @@ class SimAzure:
                 "tokenGrants": self.token_grants,
                 "tokenRefusals": self.token_refusals,
                 "secretReads": self.secret_reads,
+                "secretReadsByName": dict(self.secret_reads_by_name),
             }
         )
 

@@ -13,6 +13,7 @@ import arc_scaleset
 from arc_scaleset.api.installed_crds import REQUIRED_FIELDS
 from arc_scaleset.cmd.controller import configure, ignored_flag_warnings, settings_from_args
 from arc_scaleset.controllers.settings import ControllerSettings
+from arc_scaleset.controllers.vault_policy import parse_allow_list
 from arc_scaleset_lab.harness.helm import Helm, HelmError
 from tests.charts.paths import CONTROLLER_CHART, SCALE_SET_CHART
 
@@ -148,6 +149,34 @@ async def test_metrics_health_probes_and_flags_values_reach_the_controller(helm:
     assert {p["name"]: p["containerPort"] for p in container["ports"]} == {"metrics": 8080, "health": 8082}
     assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
     assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
+
+
+async def test_the_vault_allow_list_is_off_by_default_and_when_on_names_the_configmap_the_chart_writes(
+    helm: Helm,
+) -> None:
+    default = await render(helm)
+    assert not any(arg.startswith("--vault-allow-list") for arg in manager(only(default, "Deployment"))["args"])
+    assert not [o for o in default if o["kind"] == "ConfigMap"]
+
+    grant = {
+        "vaultUrls": ["https://team-a.vault.azure.net/"],
+        "certificatePaths": ["/etc/arc/vault/team-a.pem"],
+        "secretPrefixes": ["team-a-"],
+        "githubHosts": ["github.com"],
+    }
+    objects = await render(helm, {"vaultAllowList": {"enabled": True, "namespaces": {"team-a": grant}}})
+    _, settings = controller_settings(manager(only(objects, "Deployment")))
+    config_map = only(objects, "ConfigMap")
+    assert settings.vault_allow_list == config_map["metadata"]["name"] == "arc-gha-rs-controller-vault-allow-list"
+    assert config_map["metadata"]["namespace"] == NAMESPACE
+    allow_list = parse_allow_list(config_map["data"], source="chart")
+    assert allow_list.broken == {}
+    assert allow_list.grants["team-a"].secret_prefixes == ("team-a-",)
+
+    # Enabled without entries: the admin manages the ConfigMap the flag names.
+    managed = await render(helm, {"vaultAllowList": {"enabled": True, "name": "team-vaults"}})
+    assert "--vault-allow-list=team-vaults" in manager(only(managed, "Deployment"))["args"]
+    assert not [o for o in managed if o["kind"] == "ConfigMap"]
 
 
 async def test_watching_one_namespace_grants_roles_there_and_in_the_controller_namespace_only(helm: Helm) -> None:

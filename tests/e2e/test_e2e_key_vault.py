@@ -3,9 +3,10 @@
 The system here is a module of its own: its sim serves HTTPS and is Azure too (the identity endpoint and Key
 Vault of ``arc_scaleset_lab/sim/azure.py``), and the controller and the listeners reach it with the real Azure
 SDK, trusting the sim's CA through the system store (``SystemOptions.azure_on_sim``). No Kubernetes Secret holds
-the credentials: ``githubConfigSecret`` names the vault secret. The listener pod gets ``AZURE_AUTHORITY_HOST``
-through ``listenerTemplate``, as a sovereign cloud's users set it; the certificate file is on this machine, where
-the lab's listener processes run (a cluster mounts it into the pod with ``listenerTemplate`` volumes).
+the credentials: ``githubConfigSecret`` names the vault secret. Only the controller reads the vault, under the
+admin's allow list (``--vault-allow-list``, ConfigMap :data:`ALLOW_LIST`): the listener gets the credentials in
+its config Secret, as from a Kubernetes Secret, and its pod has no vault settings, certificate or Azure
+environment (issue 26).
 """
 
 from __future__ import annotations
@@ -21,14 +22,12 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 
 from arc_scaleset.api import AUTOSCALING_RUNNER_SETS
-from arc_scaleset.api.credentials import AppConfig
 from arc_scaleset.api.naming import listener_config_secret_name, listener_pod_name
-from arc_scaleset.github import fingerprint_of_fields
-from arc_scaleset.github.keyvault import VERIFY_CHALLENGE_RESOURCE_ENV
 from arc_scaleset.kube import resources
 from arc_scaleset.kube.errors import NotFound
 from arc_scaleset_lab.harness import scale_sets
@@ -43,6 +42,9 @@ NAMESPACE = f"e2e-vault-{RUN_ID}"
 TENANT = str(uuid.uuid4())
 CLIENT = str(uuid.uuid4())
 REFRESH = "2s"  # --vault-refresh-interval: short, so a rotation is seen within seconds
+ALLOW_LIST = "vault-allow-list"
+SECOND_CERTIFICATE = "second-client.pem"  # beside the first; allowed too, for the certificate the tenant refuses
+TEAM_A = f"e2e-vault-team-a-{RUN_ID}"  # another team's namespace, allowed its own vault secrets only
 
 
 @dataclass
@@ -62,7 +64,7 @@ async def world(cluster: TestCluster) -> AsyncIterator[VaultWorld]:
         log_level="debug",  # the most a log can say: the secrets check is strongest at this level
         sim_tls=True,
         azure_on_sim=True,
-        controller_args=(f"--vault-refresh-interval={REFRESH}",),
+        controller_args=(f"--vault-refresh-interval={REFRESH}", f"--vault-allow-list={ALLOW_LIST}"),
     )
     async with started_system(workdir, kubeconfig=cluster.kubeconfig, namespace=NAMESPACE, options=options) as running:
         pem = make_client_certificate(CLIENT)
@@ -71,6 +73,7 @@ async def world(cluster: TestCluster) -> AsyncIterator[VaultWorld]:
         certificate.touch(mode=0o600)
         certificate.write_text(pem)
         await running.sim.register_azure_client(tenant_id=TENANT, client_id=CLIENT, certificate_pem=pem)
+        await _allow_vaults(running, str(certificate))
         yield VaultWorld(running, str(certificate))
         # Nothing the system wrote about the scale sets carries a credential.
         objects = [
@@ -83,6 +86,32 @@ async def world(cluster: TestCluster) -> AsyncIterator[VaultWorld]:
     leaks = find_leaks(running.log_files(), running.ledger)
     assert not leaks, "secrets found in logs:\n" + "\n".join(map(str, leaks[:20]))
     shutil.rmtree(workdir, ignore_errors=True)
+
+
+async def _allow_vaults(system: System, certificate_path: str) -> None:
+    """The cluster admin's allow list: this module's namespace may use the sim's vault with both client
+    certificates for its own secrets, sent to the sim's GitHub; team A (a namespace of its own) only ``team-a-``
+    secrets."""
+    host = urlsplit(system.config_url()).netloc
+
+    def grant(prefixes: list[str]) -> str:
+        return json.dumps(
+            {
+                "vaultUrls": [system.sim_url + "/"],
+                "certificatePaths": [certificate_path, str(Path(certificate_path).with_name(SECOND_CERTIFICATE))],
+                "secretPrefixes": prefixes,
+                "githubHosts": [host],
+            }
+        )
+
+    config_map = {
+        "metadata": {"name": ALLOW_LIST},
+        "data": {
+            NAMESPACE: grant(["vaulted-", "rotated-", "not-yet-there", "wrong-cert-"]),
+            TEAM_A: grant(["team-a-"]),
+        },
+    }
+    await system.kube.create(resources.CONFIG_MAPS, config_map, namespace=system.controller_namespace)
 
 
 def _vault_config(world: VaultWorld, *, client_id: str = CLIENT, certificate_path: str | None = None) -> dict[str, Any]:
@@ -112,19 +141,7 @@ async def _vault_scale_set(
         template=scale_sets.runner_template(env={scale_sets.TEMPLATE_REVISION_ENV: "1"}),
     )
     manifest["spec"]["vaultConfig"] = _vault_config(world, **vault)
-    manifest["spec"]["listenerTemplate"] = {
-        "spec": {
-            "containers": [
-                {
-                    "name": "listener",
-                    "env": [
-                        {"name": "AZURE_AUTHORITY_HOST", "value": system.sim_url},
-                        {"name": VERIFY_CHALLENGE_RESOURCE_ENV, "value": "false"},
-                    ],
-                }
-            ]
-        }
-    }
+    # No listenerTemplate: the listener reaches no vault, so it needs no certificate and no Azure environment.
     handle = ScaleSetHandle.tracked(system, namespace=NAMESPACE, name=name, min_runners=min_runners)
     await system.kube.create(AUTOSCALING_RUNNER_SETS, manifest, namespace=NAMESPACE)
     try:
@@ -133,6 +150,14 @@ async def _vault_scale_set(
         await handle.stop_tracking()
         with contextlib.suppress(Exception, pytest.fail.Exception):
             await handle.delete(timeout=60.0)
+
+
+async def _listener_config(system: System, listener: str) -> dict[str, Any]:
+    secret = await system.kube.get(
+        resources.SECRETS, listener_config_secret_name(listener), namespace=system.controller_namespace
+    )
+    config: dict[str, Any] = json.loads(base64.b64decode(secret["data"]["config.json"]))
+    return config
 
 
 def _pat_json(token: str) -> str:
@@ -173,22 +198,21 @@ async def test_a_scale_set_whose_credentials_live_only_in_the_vault_scales_up_an
         # No Kubernetes Secret of that name: the credentials came from the vault only.
         with pytest.raises(NotFound):
             await system.kube.get(resources.SECRETS, "vaulted-github", namespace=NAMESPACE)
-        # The listener's config names the vault, as ARC's controller writes it, and holds no credentials.
+        # The listener's config holds the credentials the controller read from the vault, as from a Secret,
+        # and nothing about the vault: the listener pod needs no certificate (ARC's controller writes the vault
+        # settings and lets the listener read the vault with the certificate mounted into its pod).
         assert ready.listener_name
-        secret = await system.kube.get(
-            resources.SECRETS, listener_config_secret_name(ready.listener_name), namespace=system.controller_namespace
+        config = await _listener_config(system, ready.listener_name)
+        assert config["github_token"] == system.pat
+        assert config["vault_type"] == ""
+        assert config["vault_lookup_key"] == ""
+        assert "azure_key_vault" not in config
+        pod = await system.kube.get(
+            resources.PODS, listener_pod_name(ready.listener_name), namespace=system.controller_namespace
         )
-        config = json.loads(base64.b64decode(secret["data"]["config.json"]))
-        assert config["vault_type"] == "azure_key_vault"
-        assert config["vault_lookup_key"] == "vaulted-github"
-        assert config["azure_key_vault"] == {
-            "tenant_id": TENANT,
-            "client_id": CLIENT,
-            "url": system.sim_url + "/",
-            "certificate_path": world.certificate_path,
-        }
-        assert config["github_token"] == ""
-        assert config["github_app_private_key"] == ""
+        assert world.certificate_path not in json.dumps(pod["spec"])
+        mounted_secrets = [v["secret"].get("secretName") for v in pod["spec"].get("volumes", []) if "secret" in v]
+        assert mounted_secrets == [listener_config_secret_name(ready.listener_name)]
         reads = (await system.sim.azure_stats())["secretReads"] - reads_before
         print(f"\nvault reads for one scale set's life (4 jobs): {reads}")
 
@@ -217,13 +241,13 @@ async def test_rotating_the_secret_in_the_vault_reaches_the_listener_once_and_th
 
         rotated = await _new_pat(system)
         await system.sim.set_vault_secret("rotated-github", _pat_json(rotated))
-        expected_stamp = "vault:" + fingerprint_of_fields(AppConfig(github_token=rotated))[:16]
 
         async def new_pod_for_the_rotated_secret() -> bool:
-            current = await pod()
-            if current is None or current["metadata"]["uid"] == first["metadata"]["uid"]:
+            # The controller rewrote the config Secret with the rotated token, and a new pod reads it.
+            if (await _listener_config(system, listener))["github_token"] != rotated:
                 return False
-            return any(v.endswith(expected_stamp) for v in (current["metadata"].get("annotations") or {}).values())
+            current = await pod()
+            return current is not None and current["metadata"]["uid"] != first["metadata"]["uid"]
 
         await runners.wait_until(
             new_pod_for_the_rotated_secret, timeout=60, what="a new listener pod for the rotated vault secret"
@@ -265,7 +289,7 @@ async def test_a_certificate_the_tenant_does_not_know_is_a_condition_until_it_is
     client_id = str(uuid.uuid4())
     pem = make_client_certificate(client_id)
     system.ledger.add_private_key(pem[pem.index("-----BEGIN PRIVATE KEY-----") :], "second vault client key")
-    certificate = Path(world.certificate_path).with_name("second-client.pem")
+    certificate = Path(world.certificate_path).with_name(SECOND_CERTIFICATE)
     certificate.touch(mode=0o600)
     certificate.write_text(pem)
     # The tenant knows this client by another certificate.
@@ -286,3 +310,29 @@ async def test_a_certificate_the_tenant_does_not_know_is_a_condition_until_it_is
         await system.sim.register_azure_client(tenant_id=TENANT, client_id=client_id, certificate_pem=pem)
         await runners.wait_ready(timeout=120)
         assert await _condition(runners, "VaultUnavailable") is None
+
+
+async def test_a_scale_set_copying_another_namespaces_vault_config_gets_no_credentials_and_a_condition(
+    world: VaultWorld,
+) -> None:
+    # Team A keeps its PAT in the vault; the admin allowed only team A's namespace to read team-a- secrets. A
+    # scale set in this namespace names the same vault, certificate and secret.
+    system = world.system
+    await system.sim.set_vault_secret("team-a-github", _pat_json(await _new_pat(system)))
+    async with _vault_scale_set(world, "copycat", vault_secret="team-a-github") as runners:
+
+        async def reported() -> dict[str, Any] | None:
+            return await _condition(runners, "VaultNotAllowed")
+
+        condition = await runners.wait_until(reported, timeout=60, what="a VaultNotAllowed condition")
+        assert f"namespace {NAMESPACE!r} may not read vault secret 'team-a-github'" in condition["message"]
+        assert f"ConfigMap {system.controller_namespace}/{ALLOW_LIST}" in condition["message"]
+        events = await runners.wait_until(
+            lambda: _events(system, "copycat", "VaultNotAllowed"), timeout=30, what="a VaultNotAllowed Event"
+        )
+        assert events[0]["type"] == "Warning"
+        # Nothing was read from the vault for it, so no listener and no runner got team A's credentials.
+        stats = await system.sim.azure_stats()
+        assert stats["secretReadsByName"].get("team-a-github", 0) == 0
+        snapshot = await runners.snapshot()
+        assert snapshot.listener_name is None, describe(snapshot)

@@ -95,3 +95,7 @@ app.kubernetes.io/part-of: gha-rs-controller
   resources: [events]
   verbs: [create, patch]
 {{- end -}}
+
+{{- define "gha-rs-controller.vaultAllowListName" -}}
+{{- (.Values.vaultAllowList | default dict).name | default (printf "%s-vault-allow-list" (include "gha-rs-controller.fullname" .)) -}}
+{{- end }}
