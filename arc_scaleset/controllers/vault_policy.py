@@ -33,7 +33,7 @@ from urllib.parse import urlsplit
 
 from arc_scaleset.controllers.errors import ConfigurationError
 from arc_scaleset.kube.client import KubeClient
-from arc_scaleset.kube.errors import NotFound
+from arc_scaleset.kube.errors import Forbidden, NotFound
 from arc_scaleset.kube.resources import CONFIG_MAPS
 
 __all__ = [
@@ -73,13 +73,13 @@ class VaultGrant:
 @dataclass(frozen=True, slots=True)
 class AllowList:
     """The parsed ConfigMap: ``grants`` by namespace, ``broken`` the namespaces whose entry did not parse (with
-    why), ``source`` where it lives (for messages: ``ConfigMap <namespace>/<name>``), ``missing`` when the
-    ConfigMap does not exist (then nothing is allowed)."""
+    why), ``source`` where it lives (for messages: ``<namespace>/<name>``), ``unusable`` why the ConfigMap gives
+    nothing at all (it does not exist, or the controller may not read it; then nothing is allowed)."""
 
     source: str
     grants: Mapping[str, VaultGrant] = field(default_factory=dict)
     broken: Mapping[str, str] = field(default_factory=dict)
-    missing: bool = False
+    unusable: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,10 +159,10 @@ def vault_refusal(allow_list: AllowList, read: VaultRead) -> str | None:
     and where a cluster admin allows it (never a secret value: none has been read)."""
     where = f"{ALLOW_LIST_FLAG} ConfigMap {allow_list.source}"
     ns = read.namespace
-    if allow_list.missing:
+    if allow_list.unusable:
         return (
-            f"namespace {ns!r} may not use vaultConfig: {where} does not exist, so no namespace may use a vault"
-            " (a cluster admin creates it with an entry for this namespace)"
+            f"namespace {ns!r} may not use vaultConfig: {where} {allow_list.unusable}, so no namespace may use a"
+            " vault (a cluster admin makes it readable, with an entry for this namespace)"
         )
     if ns in allow_list.broken:
         return f"namespace {ns!r} may not use vaultConfig: its entry in {where} cannot be read: {allow_list.broken[ns]}"
@@ -191,8 +191,8 @@ def vault_refusal(allow_list: AllowList, read: VaultRead) -> str | None:
 
 class VaultAllowListSource:
     """The allow list as ConfigMap ``namespace/name`` says now: read with a GET (the controller caches no
-    ConfigMaps), reused for ``ttl`` seconds so a burst of runner creations costs one read. A missing ConfigMap
-    allows nothing; other API errors propagate (the reconcile is retried)."""
+    ConfigMaps), reused for ``ttl`` seconds so a burst of runner creations costs one read. A missing ConfigMap,
+    or one the controller may not read, allows nothing; other API errors propagate (the reconcile is retried)."""
 
     def __init__(self, kube: KubeClient, *, namespace: str, name: str, ttl: float) -> None:
         self._kube = kube
@@ -209,7 +209,11 @@ class VaultAllowListSource:
         try:
             config_map = await self._kube.get(CONFIG_MAPS, self._name, namespace=self._namespace)
         except NotFound:
-            allow_list = AllowList(source=source, missing=True)
+            allow_list = AllowList(source=source, unusable="does not exist")
+        except Forbidden:
+            allow_list = AllowList(
+                source=source, unusable="cannot be read by the controller (grant it get on configmaps there)"
+            )
         else:
             allow_list = parse_allow_list(config_map.get("data") or {}, source=source)
         self._read = (now, allow_list)

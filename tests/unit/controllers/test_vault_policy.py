@@ -89,9 +89,9 @@ def test_the_proxy_credentials_secret_is_checked_against_the_prefixes_too() -> N
 
 
 def test_a_missing_configmap_allows_nothing() -> None:
-    refusal = vault_refusal(AllowList(source=SOURCE, missing=True), READ_A)
+    refusal = vault_refusal(AllowList(source=SOURCE, unusable="does not exist"), READ_A)
     assert refusal is not None
-    assert f"ConfigMap {SOURCE} does not exist" in refusal
+    assert f"ConfigMap {SOURCE} does not exist, so no namespace may use a vault" in refusal
 
 
 @pytest.mark.parametrize(
