@@ -10,8 +10,11 @@ With ``vaultConfig`` (type ``azure_key_vault``), ``githubConfigSecret`` names a 
 whose value is a JSON object with the Secret's keys, and the GitHub proxy's ``credentialSecretRef`` names a
 vault secret holding ``{"username", "password"}`` (as ARC reads them); the vault's own proxy
 (``vaultConfig.proxy``) takes its credentials from Kubernetes Secrets. Vault reads go through
-:class:`~arc_scaleset.github.keyvault.KeyVaultSecrets` (one client per vault, values reused for 30 seconds), so
-a rotation in the vault reaches new resolutions within that time.
+:class:`~arc_scaleset.github.keyvault.KeyVaultSecrets` (one client per namespace and vault, values reused for 30
+seconds), so a rotation in the vault reaches new resolutions within that time. Every vault read is first checked
+against the cluster admin's allow list, when there is one (:mod:`arc_scaleset.controllers.vault_policy`): the
+asking namespace must be allowed the vault, the certificate and the secret, and the ``githubConfigUrl`` host the
+result will be sent to.
 
 Input a user must fix raises a :class:`~arc_scaleset.controllers.errors.ConfigurationError` subclass with a
 CamelCase ``reason`` and a message that never contains a secret value; API failures (transient) propagate
