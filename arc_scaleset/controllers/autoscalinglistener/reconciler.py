@@ -78,6 +78,7 @@ from arc_scaleset.controllers.autoscalinglistener.listener_health import (
     runner_set_index,
     state_annotation,
 )
+from arc_scaleset.controllers.autoscalinglistener.metadata_policy import listener_metadata_violations
 from arc_scaleset.controllers.autoscalinglistener.ownership import (
     Refusal,
     foreign_reason,
@@ -103,6 +104,7 @@ from arc_scaleset.controllers.autoscalinglistener.status import (
 )
 from arc_scaleset.controllers.autoscalinglistener.template_policy import (
     Kind,
+    ListenerPolicy,
     check_listener_template,
     is_shareable,
     own_references,
@@ -138,13 +140,19 @@ class InvalidListenerTemplate(ConfigurationError):  # noqa: N818 - reads as the 
     reason = "InvalidListenerTemplate"
 
 
+class ForbiddenListenerMetadata(ConfigurationError):  # noqa: N818 - reads as the condition it reports
+    """A label or annotation the listener's pod or ServiceAccount may not carry (:mod:`.metadata_policy`)."""
+
+    reason = "ForbiddenListenerMetadata"
+
+
 class ObjectInTheWay(ConfigurationError):  # noqa: N818 - reads as the condition it reports
     """An object under a child's name is not this listener's (:func:`.ownership.foreign_reason`)."""
 
     reason = "ObjectInTheWay"
 
 
-REFUSALS: Final = (InvalidListenerTemplate, ObjectInTheWay)
+REFUSALS: Final = (InvalidListenerTemplate, ForbiddenListenerMetadata, ObjectInTheWay)
 """Configuration errors after which no listener pod may run: it is withdrawn and ``Degraded`` says why."""
 
 
@@ -258,7 +266,7 @@ class AutoscalingListenerReconciler:
         try:
             listener = with_scale_set_credentials(listener, _parse_scale_set(scale_set))
             self.references.track(request, listener_references(listener))
-            await self._check_template(listener)
+            await self._check_template(obj, listener)
             await self._service_account(obj, listener)
             await self._role(obj, listener)
             await self._role_binding(obj, listener)
@@ -355,17 +363,18 @@ class AutoscalingListenerReconciler:
                 "AutoscalingListener %s/%s: cannot withdraw what it was given: %s", namespace, listener.name, exc
             )
 
-    async def _check_template(self, listener: AutoscalingListener) -> None:
-        """Refuse a ``listenerTemplate`` the policy does not allow (:mod:`.template_policy`), naming every field.
+    async def _check_template(self, obj: Object, listener: AutoscalingListener) -> None:
+        """Refuse a listener whose pod or ServiceAccount the policies do not allow (:mod:`.template_policy`,
+        :mod:`.metadata_policy`), naming every field, before anything is written.
 
         A reference the scale set does not own is allowed when the object exists in the controller namespace
         with the shareable label; the lookup reads only that label (an object the controller may not read is
         not shareable).
         """
-        template = listener.spec.template
-        if not template:
-            return
         settings = self.ctx.settings
+        policy = ListenerPolicy.from_settings(settings)
+        template = listener.spec.template
+        pod = self._desired_pod(obj, listener, config_version="")
         spec = listener.spec
         allowed = own_references(
             listener_name=listener.name,
@@ -386,13 +395,27 @@ class AutoscalingListenerReconciler:
                 found = None
             if found is not None and is_shareable(found):
                 shareable.add((kind, name))
-        violations = check_listener_template(
-            template,
-            allowed=allowed.including(shareable),
-            allow_privileged=settings.allow_privileged_listener_template,
-        )
+        violations = check_listener_template(template, pod=pod, allowed=allowed.including(shareable), policy=policy)
         if violations:
             raise InvalidListenerTemplate(refusal_message(violations))
+        refused_metadata = listener_metadata_violations(
+            service_account=spec.service_account_metadata, pod=pod, template=template, rules=policy.metadata
+        )
+        if refused_metadata:
+            raise ForbiddenListenerMetadata(refusal_message(refused_metadata))
+
+    def _desired_pod(self, obj: Object, listener: AutoscalingListener, *, config_version: str) -> dict[str, Any]:
+        settings = self.ctx.settings
+        return desired_listener_pod(
+            obj,
+            listener,
+            command=settings.listener_entrypoint,
+            metrics_port=settings.listener_metrics_port,
+            config_resource_version=config_version,
+            probe_port=dedicated_probe_port(
+                settings.listener_metrics_addr if settings.listener_metrics_enabled else ""
+            ),
+        )
 
     # -- children -------------------------------------------------------------------------------------
 
@@ -504,16 +527,7 @@ class AutoscalingListenerReconciler:
         ctx = self.ctx
         key = f"{listener.namespace}/{listener.name}"
         metric_labels = scale_set_labels(listener.name, listener.namespace, listener.metadata.labels)
-        desired = desired_listener_pod(
-            obj,
-            listener,
-            command=ctx.settings.listener_entrypoint,
-            metrics_port=ctx.settings.listener_metrics_port,
-            config_resource_version=config_version,
-            probe_port=dedicated_probe_port(
-                ctx.settings.listener_metrics_addr if ctx.settings.listener_metrics_enabled else ""
-            ),
-        )
+        desired = self._desired_pod(obj, listener, config_version=config_version)
         name = ObjectView(desired).name
         live = self.pods.get(listener.namespace, name)
         now = ctx.clock.monotonic()
