@@ -12,7 +12,8 @@ Ordered phases (docs/controllers.md), each continuing in the same pass once its 
    and adjusting its pod first would replace ARC's listener twice; a listener its scale set did not make
    (the UID annotation) is refused. A refused listener gets no credentials and no pod (those it has are
    withdrawn), and ``Degraded`` and an Event on it say why;
-4. the ``listenerTemplate`` policy (:mod:`.template_policy`), before any credential is written; then
+4. the ``listenerTemplate`` and metadata policies (:mod:`.template_policy`, :mod:`.metadata_policy`), on the
+   pod this pass would create, before anything is written; then
    ServiceAccount, Role (rules replaced when they differ), RoleBinding, proxy Secret: created, or, only when
    they are this listener's (:func:`.ownership.foreign_reason`), their labels and annotations merged (keys
    added by others survive) and Secret ``data`` replaced when it drifts; a foreign object in the way is left
@@ -405,6 +406,7 @@ class AutoscalingListenerReconciler:
             raise ForbiddenListenerMetadata(refusal_message(refused_metadata))
 
     def _desired_pod(self, obj: Object, listener: AutoscalingListener, *, config_version: str) -> dict[str, Any]:
+        """The listener pod with this controller's settings (:func:`.pod.desired_listener_pod`)."""
         settings = self.ctx.settings
         return desired_listener_pod(
             obj,
