@@ -40,11 +40,14 @@ from arc_scaleset.cmd.goflags import (
 )
 from arc_scaleset.controllers.settings import (
     CONTAINER_IMAGE_ENV,
+    DEFAULT_LISTENER_RESOURCE_BOUND,
     DEFAULT_MAX_RUNNERS_CEILING,
     LISTENER_ENTRYPOINT_ENV,
     POD_NAMESPACE_ENV,
     ControllerSettings,
     SettingsError,
+    parse_label_pairs,
+    parse_resource_bound,
 )
 from arc_scaleset.gc_tuning import freeze_startup_objects
 from arc_scaleset.kube.workqueue import RateLimiter, bucket_rate_limiter, default_rate_limiter
@@ -353,10 +356,49 @@ def configure(parser: argparse.ArgumentParser) -> None:
         parser,
         "allow-privileged-listener-template",
         action=GoBoolAction,
-        help="let listenerTemplate use hostNetwork, hostPID, hostIPC, hostPath volumes, privileged containers and "
-        "added capabilities (listener pods run in the controller namespace, beside every scale set's credentials); "
-        "without it such a template is refused with an InvalidListenerTemplate condition; not an ARC flag "
-        "(default: false)",
+        help='let the listener pod built from listenerTemplate break the Pod Security "restricted" profile (host '
+        "namespaces and ports, hostPath and other volume types than configMap, secret, emptyDir, projected and "
+        "downwardAPI, privileged or root containers, added capabilities, unconfined seccomp/AppArmor, SELinux "
+        "types, procMount, sysctls; listener pods run in the controller namespace, beside every scale set's "
+        "credentials); without it such a template is refused with an InvalidListenerTemplate condition; not an "
+        "ARC flag (default: false)",
+    )
+    add_go_flag(
+        parser,
+        "allow-listener-template-scheduling",
+        action=GoBoolAction,
+        help="let listenerTemplate set nodeName, tolerations, priorityClassName, priority, runtimeClassName and "
+        "schedulerName (nodeSelector and affinity are always allowed); without it such a template is refused with "
+        "an InvalidListenerTemplate condition; not an ARC flag (default: false)",
+    )
+    add_go_flag(
+        parser,
+        "listener-template-max-resources",
+        default=DEFAULT_LISTENER_RESOURCE_BOUND,
+        metavar="NAME=QUANTITY,...",
+        help="the most each container of a listener pod built from listenerTemplate, and its containers together, "
+        "may request or limit; a resource not named may not be asked for (listener pods run in the controller "
+        f"namespace, outside their team's quotas); not an ARC flag (default: {DEFAULT_LISTENER_RESOURCE_BOUND})",
+    )
+    add_go_flag(
+        parser,
+        "controller-selector-label",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a selector label of the controller's own pod (the chart passes its Deployment's): a listener pod "
+        "carrying it with the same value is refused (ForbiddenListenerMetadata); repeatable; not an ARC flag "
+        "(default: none)",
+    )
+    add_go_flag(
+        parser,
+        "allow-listener-metadata-key",
+        action="append",
+        default=[],
+        metavar="KEY",
+        help="a label or annotation key (or a prefix ending in /) a scale set may put on its listener's pod and "
+        "ServiceAccount although refused by default: workload-identity keys such as eks.amazonaws.com/role-arn, "
+        "and the controller's selector labels; repeatable; not an ARC flag (default: none)",
     )
     add_go_flag(
         parser,
@@ -398,6 +440,12 @@ def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> 
         runner_pending_timeout=args.runner_pending_timeout if args.runner_pending_timeout > 0 else None,
         watch_namespace=args.watch_single_namespace or args.watch_namespace or None,
         allow_privileged_listener_template=args.allow_privileged_listener_template,
+        allow_listener_template_scheduling=args.allow_listener_template_scheduling,
+        listener_template_max_resources=parse_resource_bound(args.listener_template_max_resources),
+        controller_selector_labels=parse_label_pairs(
+            args.controller_selector_label, flag="--controller-selector-label"
+        ),
+        allowed_listener_metadata_keys=tuple(args.allow_listener_metadata_key),
         accept_any_version_label=args.accept_any_version_label,
         vault_refresh_interval=args.vault_refresh_interval if args.vault_refresh_interval > 0 else 60.0,
         vault_allow_list=args.vault_allow_list.strip(),

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 import arc_scaleset
 from arc_scaleset.api.listener_config import LOG_FORMATS, LOG_LEVELS
+from arc_scaleset.kube.quantity import InvalidQuantity, Quantity, parse_quantity
 
 POD_NAMESPACE_ENV: Final = "CONTROLLER_MANAGER_POD_NAMESPACE"
 CONTAINER_IMAGE_ENV: Final = "CONTROLLER_MANAGER_CONTAINER_IMAGE"
@@ -29,8 +30,41 @@ DEFAULT_MAX_RUNNERS_CEILING: Final = 10_000
 that a typo (``minRunners: 500000``) cannot make the controller create hundreds of thousands of objects."""
 
 
+DEFAULT_LISTENER_RESOURCE_BOUND: Final = "cpu=2,memory=2Gi,ephemeral-storage=2Gi"
+"""What a listenerTemplate may ask for, by default: well above what a listener needs (tens of millicores, under
+100 MiB), with room for a sidecar."""
+
+
 class SettingsError(ValueError):
     """An option that cannot be used; the message names the option and what is expected."""
+
+
+def parse_resource_bound(text: str) -> dict[str, Quantity]:
+    """``"cpu=2,memory=2Gi"`` as a bound per resource name (``--listener-template-max-resources``); raises
+    :class:`SettingsError`."""
+    bound: dict[str, Quantity] = {}
+    for item in (part.strip() for part in text.split(",")):
+        if not item:
+            continue
+        name, sep, raw = item.partition("=")
+        try:
+            if not sep or not name.strip():
+                raise InvalidQuantity("expected name=quantity")
+            bound[name.strip()] = parse_quantity(raw.strip())
+        except InvalidQuantity as exc:
+            raise SettingsError(f"--listener-template-max-resources: {item!r}: {exc}") from None
+    return bound
+
+
+def parse_label_pairs(pairs: Sequence[str], *, flag: str) -> dict[str, str]:
+    """``["k=v", ...]`` as a mapping (``--controller-selector-label``); raises :class:`SettingsError`."""
+    labels: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise SettingsError(f"{flag}: {pair!r} is not key=value")
+        labels[key.strip()] = value.strip()
+    return labels
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -64,7 +98,19 @@ class ControllerSettings:
       label (``--accept-any-version-label``; the gate otherwise: :mod:`arc_scaleset.api.versions`).
     - ``allow_privileged_listener_template``: let a scale set's ``listenerTemplate`` use host namespaces,
       privileged containers, hostPath volumes and added capabilities (``--allow-privileged-listener-template``;
-      refused otherwise: :mod:`arc_scaleset.controllers.autoscalinglistener.template_policy`).
+      refused otherwise: :mod:`arc_scaleset.controllers.autoscalinglistener.template_policy`); with it, the
+      whole Pod Security "restricted" profile of the listener pod is lifted.
+    - ``allow_listener_template_scheduling``: let ``listenerTemplate`` set ``nodeName``, ``tolerations``,
+      ``priorityClassName``, ``priority``, ``runtimeClassName`` and ``schedulerName``
+      (``--allow-listener-template-scheduling``).
+    - ``listener_template_max_resources``: the most a listener pod built from a ``listenerTemplate`` may
+      request or limit, per resource name (``--listener-template-max-resources``; a resource not named may not
+      be asked for).
+    - ``controller_selector_labels``: the controller pod's own selector labels (``--controller-selector-label``,
+      given by the chart): a listener pod never carries one of them with the same value.
+    - ``allowed_listener_metadata_keys``: label and annotation keys (exact, or prefixes ending in ``/``) a scale
+      set may put on its listener's pod and ServiceAccount although they are refused by default
+      (``--allow-listener-metadata-key``; :mod:`arc_scaleset.controllers.autoscalinglistener.metadata_policy`).
     - ``listener_restart_backoff_base`` / ``listener_restart_backoff_cap``: seconds between recreations of
       a listener pod that keeps failing (per listener, doubling).
     - ``scale_set_verify_interval``: seconds between checks that a registered scale set still exists on
@@ -96,6 +142,12 @@ class ControllerSettings:
     build_version: str = arc_scaleset.__version__
     accept_any_version_label: bool = False
     allow_privileged_listener_template: bool = False
+    allow_listener_template_scheduling: bool = False
+    listener_template_max_resources: Mapping[str, Quantity] = field(
+        default_factory=lambda: parse_resource_bound(DEFAULT_LISTENER_RESOURCE_BOUND)
+    )
+    controller_selector_labels: Mapping[str, str] = field(default_factory=dict)
+    allowed_listener_metadata_keys: tuple[str, ...] = ()
     listener_restart_backoff_base: float = 5.0
     listener_restart_backoff_cap: float = 300.0
     scale_set_verify_interval: float = 300.0
@@ -170,7 +222,12 @@ class ControllerSettings:
             "listener_entrypoint": listener_command(environ.get(LISTENER_ENTRYPOINT_ENV)),
         }
         values.update(options)
-        for key in ("exclude_label_prefixes", "image_pull_secrets", "listener_entrypoint"):
+        for key in (
+            "exclude_label_prefixes",
+            "image_pull_secrets",
+            "listener_entrypoint",
+            "allowed_listener_metadata_keys",
+        ):
             if key in values and not isinstance(values[key], tuple):
                 values[key] = tuple(values[key])
         return cls(**values)

@@ -55,3 +55,27 @@ async def test_the_controller_may_read_configmaps_in_its_namespace_to_find_share
     objects = await render(helm)
     (role,) = [o for o in objects if o["kind"] == "Role" and o["metadata"]["name"] == "arc-gha-rs-controller-listener"]
     assert {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]} in role["rules"]
+
+
+async def test_the_controller_learns_its_own_selector_labels_so_no_listener_pod_may_carry_them(helm: Helm) -> None:
+    deployment = only(await render(helm), "Deployment")
+    _, settings = controller_settings(manager(deployment))
+    assert dict(settings.controller_selector_labels) == deployment["spec"]["selector"]["matchLabels"]
+    assert settings.allowed_listener_metadata_keys == ()
+
+
+async def test_listener_scheduling_resource_bound_and_metadata_keys_are_allowed_only_by_the_values(helm: Helm) -> None:
+    _, settings = controller_settings(manager(only(await render(helm), "Deployment")))
+    assert settings.allow_listener_template_scheduling is False
+    assert set(settings.listener_template_max_resources) == {"cpu", "memory", "ephemeral-storage"}
+    values = {
+        "flags": {
+            "allowListenerTemplateScheduling": True,
+            "listenerTemplateMaxResources": "cpu=4,memory=8Gi,nvidia.com/gpu=1",
+            "allowListenerMetadataKeys": ["eks.amazonaws.com/role-arn", "iam.gke.io/"],
+        }
+    }
+    _, settings = controller_settings(manager(only(await render(helm, values), "Deployment")))
+    assert settings.allow_listener_template_scheduling is True
+    assert set(settings.listener_template_max_resources) == {"cpu", "memory", "nvidia.com/gpu"}
+    assert settings.allowed_listener_metadata_keys == ("eks.amazonaws.com/role-arn", "iam.gke.io/")

@@ -12,7 +12,8 @@ Ordered phases (docs/controllers.md), each continuing in the same pass once its 
    and adjusting its pod first would replace ARC's listener twice; a listener its scale set did not make
    (the UID annotation) is refused. A refused listener gets no credentials and no pod (those it has are
    withdrawn), and ``Degraded`` and an Event on it say why;
-4. the ``listenerTemplate`` policy (:mod:`.template_policy`), before any credential is written; then
+4. the ``listenerTemplate`` and metadata policies (:mod:`.template_policy`, :mod:`.metadata_policy`), on the
+   pod this pass would create, before anything is written; then
    ServiceAccount, Role (rules replaced when they differ), RoleBinding, proxy Secret: created, or, only when
    they are this listener's (:func:`.ownership.foreign_reason`), their labels and annotations merged (keys
    added by others survive) and Secret ``data`` replaced when it drifts; a foreign object in the way is left
@@ -77,6 +78,7 @@ from arc_scaleset.controllers.autoscalinglistener.listener_health import (
     runner_set_index,
     state_annotation,
 )
+from arc_scaleset.controllers.autoscalinglistener.metadata_policy import listener_metadata_violations
 from arc_scaleset.controllers.autoscalinglistener.ownership import (
     Refusal,
     foreign_reason,
@@ -102,6 +104,7 @@ from arc_scaleset.controllers.autoscalinglistener.status import (
 )
 from arc_scaleset.controllers.autoscalinglistener.template_policy import (
     Kind,
+    ListenerPolicy,
     check_listener_template,
     is_shareable,
     own_references,
@@ -137,13 +140,19 @@ class InvalidListenerTemplate(ConfigurationError):  # noqa: N818 - reads as the 
     reason = "InvalidListenerTemplate"
 
 
+class ForbiddenListenerMetadata(ConfigurationError):  # noqa: N818 - reads as the condition it reports
+    """A label or annotation the listener's pod or ServiceAccount may not carry (:mod:`.metadata_policy`)."""
+
+    reason = "ForbiddenListenerMetadata"
+
+
 class ObjectInTheWay(ConfigurationError):  # noqa: N818 - reads as the condition it reports
     """An object under a child's name is not this listener's (:func:`.ownership.foreign_reason`)."""
 
     reason = "ObjectInTheWay"
 
 
-REFUSALS: Final = (InvalidListenerTemplate, ObjectInTheWay)
+REFUSALS: Final = (InvalidListenerTemplate, ForbiddenListenerMetadata, ObjectInTheWay)
 """Configuration errors after which no listener pod may run: it is withdrawn and ``Degraded`` says why."""
 
 
@@ -257,7 +266,7 @@ class AutoscalingListenerReconciler:
         try:
             listener = with_scale_set_credentials(listener, _parse_scale_set(scale_set))
             self.references.track(request, listener_references(listener))
-            await self._check_template(listener)
+            await self._check_template(obj, listener)
             await self._service_account(obj, listener)
             await self._role(obj, listener)
             await self._role_binding(obj, listener)
@@ -354,17 +363,18 @@ class AutoscalingListenerReconciler:
                 "AutoscalingListener %s/%s: cannot withdraw what it was given: %s", namespace, listener.name, exc
             )
 
-    async def _check_template(self, listener: AutoscalingListener) -> None:
-        """Refuse a ``listenerTemplate`` the policy does not allow (:mod:`.template_policy`), naming every field.
+    async def _check_template(self, obj: Object, listener: AutoscalingListener) -> None:
+        """Refuse a listener whose pod or ServiceAccount the policies do not allow (:mod:`.template_policy`,
+        :mod:`.metadata_policy`), naming every field, before anything is written.
 
         A reference the scale set does not own is allowed when the object exists in the controller namespace
         with the shareable label; the lookup reads only that label (an object the controller may not read is
         not shareable).
         """
-        template = listener.spec.template
-        if not template:
-            return
         settings = self.ctx.settings
+        policy = ListenerPolicy.from_settings(settings)
+        template = listener.spec.template
+        pod = self._desired_pod(obj, listener, config_version="")
         spec = listener.spec
         allowed = own_references(
             listener_name=listener.name,
@@ -385,13 +395,28 @@ class AutoscalingListenerReconciler:
                 found = None
             if found is not None and is_shareable(found):
                 shareable.add((kind, name))
-        violations = check_listener_template(
-            template,
-            allowed=allowed.including(shareable),
-            allow_privileged=settings.allow_privileged_listener_template,
-        )
+        violations = check_listener_template(template, pod=pod, allowed=allowed.including(shareable), policy=policy)
         if violations:
             raise InvalidListenerTemplate(refusal_message(violations))
+        refused_metadata = listener_metadata_violations(
+            service_account=spec.service_account_metadata, pod=pod, template=template, rules=policy.metadata
+        )
+        if refused_metadata:
+            raise ForbiddenListenerMetadata(refusal_message(refused_metadata))
+
+    def _desired_pod(self, obj: Object, listener: AutoscalingListener, *, config_version: str) -> dict[str, Any]:
+        """The listener pod with this controller's settings (:func:`.pod.desired_listener_pod`)."""
+        settings = self.ctx.settings
+        return desired_listener_pod(
+            obj,
+            listener,
+            command=settings.listener_entrypoint,
+            metrics_port=settings.listener_metrics_port,
+            config_resource_version=config_version,
+            probe_port=dedicated_probe_port(
+                settings.listener_metrics_addr if settings.listener_metrics_enabled else ""
+            ),
+        )
 
     # -- children -------------------------------------------------------------------------------------
 
@@ -501,16 +526,7 @@ class AutoscalingListenerReconciler:
         ctx = self.ctx
         key = f"{listener.namespace}/{listener.name}"
         metric_labels = scale_set_labels(listener.name, listener.namespace, listener.metadata.labels)
-        desired = desired_listener_pod(
-            obj,
-            listener,
-            command=ctx.settings.listener_entrypoint,
-            metrics_port=ctx.settings.listener_metrics_port,
-            config_resource_version=config_version,
-            probe_port=dedicated_probe_port(
-                ctx.settings.listener_metrics_addr if ctx.settings.listener_metrics_enabled else ""
-            ),
-        )
+        desired = self._desired_pod(obj, listener, config_version=config_version)
         name = ObjectView(desired).name
         live = self.pods.get(listener.namespace, name)
         now = ctx.clock.monotonic()

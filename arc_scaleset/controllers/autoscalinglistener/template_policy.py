@@ -9,32 +9,32 @@ before the pod is built:
   ``valueFrom`` and ``envFrom`` of every container, init and ephemeral container, ``imagePullSecrets``) must
   be the scale set's own (:func:`own_references`) or labelled ``actions.github.com/listener-shareable: "true"``
   by a cluster admin (the shell looks that label up; this module stays pure).
-- **Privileges.** ``hostNetwork``, ``hostPID``, ``hostIPC``, ``hostPath`` volumes, ``privileged`` containers,
-  added capabilities and Windows host processes are refused unless the controller runs with
-  ``--allow-privileged-listener-template``.
+- **The pod.** The merged listener pod must meet Pod Security "restricted" with a short list of volume types,
+  keep to the cluster's scheduling and stay within a resource bound, unless the admin allows more
+  (:mod:`.pod_security`). (Its labels and annotations: :mod:`.metadata_policy`.)
 
-Each :class:`Violation` names the field as the user wrote it (``listenerTemplate.spec.volumes[1].secret.
+Each :class:`.Violation` names the field as the user wrote it (``listenerTemplate.spec.volumes[1].secret.
 secretName``) and says what would allow it. Nothing here reads a value of a Secret.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
 from arc_scaleset.api.common import ProxyConfig, TLSConfig
 from arc_scaleset.api.keys import LABEL_LISTENER_SHAREABLE
 from arc_scaleset.api.naming import listener_config_secret_name, listener_proxy_secret_name
+from arc_scaleset.controllers.autoscalinglistener.metadata_policy import MetadataRules, metadata_rules
+from arc_scaleset.controllers.autoscalinglistener.pod_security import PodRules, listener_pod_violations, pod_rules
+from arc_scaleset.controllers.autoscalinglistener.violation import ROOT, Violation
+from arc_scaleset.controllers.settings import ControllerSettings
 
-ALLOW_PRIVILEGED_FLAG: Final = "--allow-privileged-listener-template"
 SHAREABLE_VALUE: Final = "true"
-ROOT: Final = "listenerTemplate"
-"""Field paths start here: the AutoscalingRunnerSet's field, where the user wrote the template."""
 
 Kind = Literal["Secret", "ConfigMap"]
 
-_HOST_NAMESPACES: Final = ("hostNetwork", "hostPID", "hostIPC")
 _CONTAINER_GROUPS: Final = ("containers", "initContainers", "ephemeralContainers")
 _ENV_REFS: Final[tuple[tuple[str, Kind], ...]] = (("secretKeyRef", "Secret"), ("configMapKeyRef", "ConfigMap"))
 _ENV_FROM_REFS: Final[tuple[tuple[str, Kind], ...]] = (("secretRef", "Secret"), ("configMapRef", "ConfigMap"))
@@ -77,12 +77,15 @@ class AllowedReferences:
 
 
 @dataclass(frozen=True)
-class Violation:
-    field: str
-    problem: str
+class ListenerPolicy:
+    """What the cluster admin allows a listener pod beyond the defaults (the controller's flags)."""
 
-    def __str__(self) -> str:
-        return f"{self.field}: {self.problem}"
+    pod: PodRules = field(default_factory=PodRules)
+    metadata: MetadataRules = field(default_factory=MetadataRules)
+
+    @classmethod
+    def from_settings(cls, settings: ControllerSettings) -> ListenerPolicy:
+        return cls(pod=pod_rules(settings), metadata=metadata_rules(settings))
 
 
 def own_references(
@@ -124,13 +127,17 @@ def references(template: Mapping[str, Any] | None) -> list[Reference]:
 
 
 def check_listener_template(
-    template: Mapping[str, Any] | None, *, allowed: AllowedReferences, allow_privileged: bool
+    template: Mapping[str, Any] | None,
+    *,
+    pod: Mapping[str, Any],
+    allowed: AllowedReferences,
+    policy: ListenerPolicy,
 ) -> list[Violation]:
-    """The template's violations, in field order: references first, then privileges (unless allowed)."""
+    """The violations of ``template`` and of ``pod``, the listener pod merged with it (:func:`.pod.
+    desired_listener_pod`): references first, then the pod's security, scheduling and resources (the pod's
+    labels and annotations: :func:`.metadata_policy.listener_metadata_violations`)."""
     violations = [_reference_violation(ref) for ref in references(template) if not allowed.permits(ref)]
-    if not allow_privileged:
-        violations += _privilege_violations(_spec(template))
-    return violations
+    return violations + listener_pod_violations(pod, template, rules=policy.pod)
 
 
 def refusal_message(violations: Iterable[Violation]) -> str:
@@ -230,33 +237,3 @@ def _reference_violation(ref: Reference) -> Violation:
         f"{what} {ref.name!r} in the controller namespace is neither {own} nor labelled"
         f' {LABEL_LISTENER_SHAREABLE}: "{SHAREABLE_VALUE}" by a cluster admin',
     )
-
-
-def _refused(what: str) -> str:
-    return f"{what} is refused unless the controller runs with {ALLOW_PRIVILEGED_FLAG}"
-
-
-def _privilege_violations(spec: Mapping[str, Any]) -> list[Violation]:
-    base = f"{ROOT}.spec"
-    found: list[Violation] = []
-    for field in _HOST_NAMESPACES:
-        if spec.get(field) is True:
-            found.append(Violation(f"{base}.{field}", _refused("a host namespace")))
-    if _get(spec, "securityContext", "windowsOptions", "hostProcess") is True:
-        found.append(Violation(f"{base}.securityContext.windowsOptions.hostProcess", _refused("a host process")))
-    for i, volume in _items(spec.get("volumes")):
-        if "hostPath" in volume:
-            found.append(Violation(f"{base}.volumes[{i}].hostPath", _refused("a hostPath volume")))
-    for group in _CONTAINER_GROUPS:
-        for i, container in _items(spec.get(group)):
-            where = f"{base}.{group}[{i}].securityContext"
-            context = container.get("securityContext")
-            if not isinstance(context, Mapping):
-                continue
-            if context.get("privileged") is True:
-                found.append(Violation(f"{where}.privileged", _refused("a privileged container")))
-            if _get(context, "capabilities", "add"):
-                found.append(Violation(f"{where}.capabilities.add", _refused("adding capabilities")))
-            if _get(context, "windowsOptions", "hostProcess") is True:
-                found.append(Violation(f"{where}.windowsOptions.hostProcess", _refused("a host process")))
-    return found

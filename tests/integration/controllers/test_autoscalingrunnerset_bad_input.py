@@ -102,7 +102,11 @@ async def test_a_listener_template_the_api_server_rejects_is_reported_on_the_lis
     start_env: EnvFactory,
 ) -> None:
     async with start_env() as env:
-        template = {"spec": {"containers": [{"name": "listener"}, {"name": "Not_A_Valid_Name", "image": "x"}]}}
+        # A sidecar the listener pod policy allows (restricted), which only the API server can refuse.
+        hardened = {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}, "runAsNonRoot": True,
+                    "seccompProfile": {"type": "RuntimeDefault"}}  # fmt: skip
+        sidecar = {"name": "Not_A_Valid_Name", "image": "x", "securityContext": hardened}
+        template = {"spec": {"containers": [{"name": "listener"}, sidecar]}}
         await env.create_ars(listenerTemplate=template)
         await env.create_ars("healthy")
         event = await eventually(lambda: warning(env, "arc-runners", "InvalidListenerTemplate"),

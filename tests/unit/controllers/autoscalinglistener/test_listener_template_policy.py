@@ -1,5 +1,6 @@
 """The listenerTemplate policy: a template may reference only the scale set's own Secrets and ConfigMaps (or ones
-a cluster admin labelled shareable), and may not reach the host unless the controller allows it."""
+a cluster admin labelled shareable), whatever else the controller allows; the pod it makes is checked by
+test_listener_pod_security.py."""
 
 from __future__ import annotations
 
@@ -10,8 +11,11 @@ import pytest
 from arc_scaleset.api.common import ProxyConfig, TLSConfig
 from arc_scaleset.cli import build_parser
 from arc_scaleset.cmd.controller import settings_from_args
+from arc_scaleset.controllers.autoscalinglistener.pod import desired_listener_pod
+from arc_scaleset.controllers.autoscalinglistener.pod_security import PodRules
 from arc_scaleset.controllers.autoscalinglistener.template_policy import (
     AllowedReferences,
+    ListenerPolicy,
     Reference,
     check_listener_template,
     is_shareable,
@@ -19,6 +23,8 @@ from arc_scaleset.controllers.autoscalinglistener.template_policy import (
     references,
     refusal_message,
 )
+from arc_scaleset.controllers.autoscalinglistener.violation import Violation
+from tests.unit.controllers.listener_factory import listener_object, parsed_listener
 
 LISTENER = "arc-runners-abc12345-listener"
 OWN = own_references(
@@ -35,18 +41,29 @@ def fields(found: list[Any]) -> list[str]:
     return [violation.field for violation in found]
 
 
-def check(tmpl: dict[str, Any], *, allowed: AllowedReferences = OWN, allow_privileged: bool = False) -> list[str]:
-    return fields(check_listener_template(tmpl, allowed=allowed, allow_privileged=allow_privileged))
+PERMISSIVE = ListenerPolicy(pod=PodRules(allow_privileged=True, allow_scheduling=True))
+"""Everything the admin can allow about the pod: what is left is about references."""
+
+
+def violations(
+    tmpl: dict[str, Any], *, allowed: AllowedReferences = OWN, policy: ListenerPolicy = PERMISSIVE
+) -> list[Violation]:
+    obj = listener_object(template=tmpl)
+    pod = desired_listener_pod(obj, parsed_listener(obj), command=["arc-scaleset", "listener"], metrics_port=8080,
+                               config_resource_version="1")  # fmt: skip
+    return check_listener_template(tmpl, pod=pod, allowed=allowed, policy=policy)
+
+
+def check(tmpl: dict[str, Any], *, allowed: AllowedReferences = OWN) -> list[str]:
+    return fields(violations(tmpl, allowed=allowed))
 
 
 # -- references ---------------------------------------------------------------------------------------------
 
 
 def test_another_scale_sets_config_secret_mounted_as_a_volume_is_refused_by_field_and_name() -> None:
-    found = check_listener_template(
-        template(volumes=[{"name": "x", "emptyDir": {}}, {"name": "steal", "secret": {"secretName": OTHER_CONFIG}}]),
-        allowed=OWN,
-        allow_privileged=False,
+    found = violations(
+        template(volumes=[{"name": "x", "emptyDir": {}}, {"name": "steal", "secret": {"secretName": OTHER_CONFIG}}])
     )
     (violation,) = found
     assert violation.field == "listenerTemplate.spec.volumes[1].secret.secretName"
@@ -112,7 +129,7 @@ def test_config_map_projected_and_storage_driver_volumes_are_checked() -> None:
 
 def test_image_pull_secrets_may_be_the_controllers_but_not_another_teams() -> None:
     tmpl = template(imagePullSecrets=[{"name": "regcred"}, {"name": "team-b-registry"}])
-    found = check_listener_template(tmpl, allowed=OWN, allow_privileged=False)
+    found = violations(tmpl)
     assert fields(found) == ["listenerTemplate.spec.imagePullSecrets[1].name"]
     assert "image pull Secret 'team-b-registry'" in found[0].problem
     # A pull secret given to listeners is for pulling only: mounting it is another matter.
@@ -165,55 +182,14 @@ def test_a_scale_set_in_the_controller_namespace_owns_the_objects_its_spec_names
     assert elsewhere.config_maps == frozenset()
 
 
-# -- privileges ---------------------------------------------------------------------------------------------
-
-PRIVILEGED = template(
-    hostNetwork=True,
-    hostPID=True,
-    hostIPC=True,
-    volumes=[{"name": "root", "hostPath": {"path": "/"}}],
-    containers=[
-        {"name": "listener", "securityContext": {"privileged": True}},
-        {"name": "side", "securityContext": {"capabilities": {"add": ["NET_ADMIN"], "drop": ["ALL"]}}},
-    ],
-    initContainers=[{"name": "w", "securityContext": {"windowsOptions": {"hostProcess": True}}}],
-)
+# -- what the admin allows ----------------------------------------------------------------------------------
 
 
-def test_host_namespaces_host_paths_privileged_containers_and_added_capabilities_are_refused() -> None:
-    found = check_listener_template(PRIVILEGED, allowed=OWN, allow_privileged=False)
-    assert fields(found) == [
-        "listenerTemplate.spec.hostNetwork",
-        "listenerTemplate.spec.hostPID",
-        "listenerTemplate.spec.hostIPC",
-        "listenerTemplate.spec.volumes[0].hostPath",
-        "listenerTemplate.spec.containers[0].securityContext.privileged",
-        "listenerTemplate.spec.containers[1].securityContext.capabilities.add",
-        "listenerTemplate.spec.initContainers[0].securityContext.windowsOptions.hostProcess",
-    ]
-    assert all("--allow-privileged-listener-template" in v.problem for v in found)
-
-
-def test_the_controller_flag_allows_privileges_but_never_another_teams_secret() -> None:
-    assert check(PRIVILEGED, allow_privileged=True) == []
-    stealing = template(hostNetwork=True, volumes=[{"name": "s", "secret": {"secretName": OTHER_CONFIG}}])
-    assert check(stealing, allow_privileged=True) == ["listenerTemplate.spec.volumes[0].secret.secretName"]
-
-
-def test_what_only_restricts_is_never_refused() -> None:
-    tmpl = template(
-        hostNetwork=False,
-        securityContext={"runAsUser": 1000, "fsGroup": 2000},
-        containers=[
-            {
-                "name": "listener",
-                "resources": {"limits": {"cpu": "1"}},
-                "securityContext": {"privileged": False, "capabilities": {"drop": ["ALL"]}, "runAsUser": 1000},
-            }
-        ],
-        tolerations=[{"key": "dedicated", "operator": "Exists"}],
+def test_the_controller_flags_allow_privileges_and_scheduling_but_never_another_teams_secret() -> None:
+    stealing = template(
+        hostNetwork=True, nodeName="node-1", volumes=[{"name": "s", "secret": {"secretName": OTHER_CONFIG}}]
     )
-    assert check(tmpl) == []
+    assert check(stealing) == ["listenerTemplate.spec.volumes[0].secret.secretName"]
 
 
 @pytest.mark.parametrize(("argv", "expected"), [([], False), (["--allow-privileged-listener-template"], True)])
