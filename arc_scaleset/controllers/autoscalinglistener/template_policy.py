@@ -146,9 +146,16 @@ def refusal_message(violations: Iterable[Violation]) -> str:
 
 
 def is_shareable(obj: Mapping[str, Any]) -> bool:
-    """Whether a cluster admin labelled this Secret or ConfigMap shareable with every listener."""
-    labels = (obj.get("metadata") or {}).get("labels") or {}
-    return isinstance(labels, Mapping) and labels.get(LABEL_LISTENER_SHAREABLE) == SHAREABLE_VALUE
+    """Whether a cluster admin labelled this Secret or ConfigMap shareable with every listener.
+
+    An object another object controls is never shareable, whatever its labels: a scale set chooses the labels
+    of its own listener's config and proxy Secrets (``listenerConfigSecretMetadata``), and labelling its
+    credentials shareable must not let other teams' listeners mount them.
+    """
+    metadata = obj.get("metadata") or {}
+    labels = metadata.get("labels") or {}
+    controlled = any(ref.get("controller") for ref in metadata.get("ownerReferences") or () if isinstance(ref, Mapping))
+    return not controlled and isinstance(labels, Mapping) and labels.get(LABEL_LISTENER_SHAREABLE) == SHAREABLE_VALUE
 
 
 # -- walking the template ---------------------------------------------------------------------------------

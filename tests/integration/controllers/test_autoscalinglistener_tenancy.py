@@ -338,6 +338,33 @@ async def test_a_listener_template_mounting_another_scale_sets_config_secret_get
         await env.wait_for_event("InvalidListenerTemplate", regarding="team-a")
 
 
+async def test_a_scale_set_labelling_its_own_config_secret_shareable_does_not_share_it(
+    start_env: EnvFactory,
+) -> None:
+    # listenerConfigSecretMetadata is the tenant's to choose: its config Secret may carry the shareable label,
+    # but a Secret a listener controls is never shareable, so another team's template still cannot mount it.
+    async with start_env() as env:
+        await env.create_ars("team-b", listenerConfigSecretMetadata={"labels": {SHAREABLE_LABEL: "true"}})
+        team_b = await running_listener(env, "team-b")
+        offered = listener_config_secret_name(team_b["metadata"]["name"])
+        live = await env.kube.get(resources.SECRETS, offered, namespace=env.controller_namespace)
+        assert live["metadata"]["labels"][SHAREABLE_LABEL] == "true"
+
+        template = {
+            "spec": {
+                "containers": [{"name": "listener", "volumeMounts": [{"name": "loot", "mountPath": "/loot"}]}],
+                "volumes": [{"name": "loot", "secret": {"secretName": offered}}],
+            }
+        }
+        await env.create_ars("team-a", listenerTemplate=template)
+        name = listener_name(env, "team-a")
+        refused = await eventually(
+            lambda: degraded(env.kube, env.controller_namespace, name, "InvalidListenerTemplate"), "the refusal"
+        )
+        assert offered in refused["message"]
+        assert not await exists(env.kube, resources.PODS, name, env.controller_namespace)
+
+
 async def test_a_secret_the_admin_labelled_shareable_may_be_mounted_by_any_listener(start_env: EnvFactory) -> None:
     async with start_env() as env:
         shared = {"metadata": {"name": "corporate-proxy", "labels": {SHAREABLE_LABEL: "true"}},

@@ -156,6 +156,14 @@ def test_the_shareable_label_must_say_true() -> None:
     assert not is_shareable({"metadata": {}})
 
 
+def test_an_object_another_object_controls_is_never_shareable() -> None:
+    # A listener's config Secret carries the labels its scale set chose (listenerConfigSecretMetadata).
+    labels = {"actions.github.com/listener-shareable": "true"}
+    owner = {"apiVersion": "actions.github.com/v1alpha1", "kind": "AutoscalingListener", "name": "l", "uid": "u"}
+    assert not is_shareable({"metadata": {"labels": labels, "ownerReferences": [{**owner, "controller": True}]}})
+    assert is_shareable({"metadata": {"labels": labels, "ownerReferences": [owner]}})
+
+
 def test_references_list_what_a_template_names_and_skip_empty_names() -> None:
     tmpl = template(volumes=[{"name": "a", "secret": {"secretName": ""}}, {"name": "b", "secret": {"secretName": "x"}}])
     assert references(tmpl) == [Reference("Secret", "x", "listenerTemplate.spec.volumes[1].secret.secretName")]
