@@ -6,7 +6,9 @@ A scale set acts (adopts, patches, deletes) only on children that are its own by
 - an **EphemeralRunnerSet** is its own by the ownership rule of :mod:`arc_scaleset.kube.ownerrefs`
   (:func:`arc_scaleset.api.runner_sets.runner_sets_of`): in its namespace, its controller reference naming its
   group, kind, name and UID. :func:`runner_sets_to_delete` adds the set named after the scale set only when
-  it names no other owner.
+  it names no other owner. A set of its namespace that names it half-way (its UID under another scale set's
+  name, or its name under another UID) is no one's: :func:`runner_set_conflict` reports it on each scale set it
+  names, and nothing is done with it.
 - an **AutoscalingListener** lives in the controller namespace, where no owner reference can reach the scale
   set, and its name ends in 8 decimal digits of a 32-bit hash (ARC's naming, kept so ARC's listeners are
   found): two scale sets of one name in different namespaces can be given colliding URLs, and so one listener
@@ -24,12 +26,14 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 from arc_scaleset.api.keys import ANNOTATION_AUTOSCALING_RUNNER_SET_UID
+from arc_scaleset.api.runner_sets import scale_set_of
 from arc_scaleset.api.views import AutoscalingListenerView
 from arc_scaleset.controllers.errors import ConfigurationError
 from arc_scaleset.kube.ownerrefs import Owner, claimed_owner
 from arc_scaleset.kube.views import ObjectView
 
 REASON_LISTENER_NAME_CONFLICT: Final = "ListenerNameConflict"
+REASON_RUNNER_SET_OWNERSHIP_CONFLICT: Final = "RunnerSetOwnershipConflict"
 
 
 class ListenerNameConflict(ConfigurationError):  # noqa: N818 - named as the condition it reports, as errors.py
@@ -95,3 +99,28 @@ def runner_sets_to_delete(
     if named_like_scale_set is None or claimed_owner(named_like_scale_set) in (None, scale_set):
         names.add(name)
     return sorted(names)
+
+
+def runner_set_conflict(scale_set: Owner, runner_sets: Iterable[Mapping[str, Any]]) -> tuple[str, str] | None:
+    """(reason, message) naming the sets of ``runner_sets`` in ``scale_set``'s namespace whose controller reference
+    names the scale set half-way, or ``None``. Such a set is neither scale set's (the identity rule): it is never
+    current, drained or deleted, so the user has to say whose it is; both scale sets it names report it.
+    Sets of other namespaces are not reported here: another team's objects say nothing on this scale set."""
+    found = []
+    for runner_set in runner_sets:
+        claimed = scale_set_of(runner_set)
+        if claimed is None or claimed.namespace != scale_set.namespace or claimed == scale_set:
+            continue
+        name = ObjectView(runner_set).name
+        if claimed.uid == scale_set.uid:
+            found.append(f"{name} (names AutoscalingRunnerSet {claimed.name} with this scale set's UID)")
+        elif claimed.name == scale_set.name:
+            found.append(f"{name} (names this scale set with UID {claimed.uid}, not its UID {scale_set.uid})")
+    if not found:
+        return None
+    return (
+        REASON_RUNNER_SET_OWNERSHIP_CONFLICT,
+        f"EphemeralRunnerSet {', '.join(sorted(found))}: a set belongs to the scale set its controller reference"
+        " names by name and UID both, so this one is neither scale set's and is left untouched (never used nor"
+        " deleted); correct or delete its owner reference",
+    )

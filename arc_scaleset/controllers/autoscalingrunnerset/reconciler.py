@@ -70,7 +70,11 @@ from arc_scaleset.controllers.autoscalingrunnerset.desired import (
     scale_set_id_of,
 )
 from arc_scaleset.controllers.autoscalingrunnerset.listener_report import listener_problems, scale_set_gone_report
-from arc_scaleset.controllers.autoscalingrunnerset.ownership import listener_is_own, listener_name_conflict
+from arc_scaleset.controllers.autoscalingrunnerset.ownership import (
+    listener_is_own,
+    listener_name_conflict,
+    runner_set_conflict,
+)
 from arc_scaleset.controllers.autoscalingrunnerset.registration import (
     register_scale_set,
     registration_patch,
@@ -240,7 +244,9 @@ class AutoscalingRunnerSetReconciler:
         ers = self.runner_sets.get(ars.namespace, scope.runner_set_name) or {}
         revision, applied = revisions_of(ers)
         report.complete = True
-        report.runner_set_problem = runner_set_problem(ers)
+        report.runner_set_problem = runner_set_problem(ers) or runner_set_conflict(
+            Owner.of(obj), self.runner_sets.list(ars.namespace)
+        )
         report.listener_not_ready, report.listener_degraded = listener_problems(live_listener)
         report.ready_message = (
             f"scale set {scale_set_id} registered; EphemeralRunnerSet {scope.runner_set_name} at runner spec"

@@ -9,6 +9,7 @@ from arc_scaleset.controllers.autoscalingrunnerset.ownership import (
     REASON_LISTENER_NAME_CONFLICT,
     listener_is_own,
     listener_name_conflict,
+    runner_set_conflict,
     runner_sets_to_delete,
 )
 from arc_scaleset.kube.ownerrefs import Owner
@@ -70,3 +71,23 @@ def test_the_set_named_after_the_scale_set_is_deleted_with_it_unless_it_names_an
     # Scale set "y" controls a set named like this scale set: it is y's.
     others = runner_set("arc-runners", owner="y", uid="uid-y")
     assert runner_sets_to_delete(SCALE_SET, own, others, name="arc-runners") == ["arc-runners-x7k2p"]
+
+
+def test_a_set_naming_one_scale_set_with_anothers_uid_is_a_conflict_on_both_and_foreign_sets_on_neither() -> None:
+    other = Owner("team-a", "actions.github.com", "AutoscalingRunnerSet", "y", "uid-y")
+    # Names this scale set by name, scale set y by UID.
+    stray = runner_set("stray", owner="arc-runners", uid="uid-y")
+    elsewhere = {
+        **runner_set("copied", uid="uid-a"),
+        "metadata": {**runner_set("copied")["metadata"], "namespace": "team-b"},
+    }
+    sets = [runner_set("arc-runners"), runner_set("y", owner="y", uid="uid-y"), stray, elsewhere]
+    mine = runner_set_conflict(SCALE_SET, sets)
+    assert mine is not None
+    assert mine[0] == "RunnerSetOwnershipConflict"
+    assert "stray (names this scale set with UID uid-y" in mine[1]
+    theirs = runner_set_conflict(other, sets)
+    assert theirs is not None
+    assert "stray (names AutoscalingRunnerSet arc-runners with this scale set's UID)" in theirs[1]
+    assert "copied" not in mine[1] + theirs[1]
+    assert runner_set_conflict(SCALE_SET, [runner_set("arc-runners"), elsewhere]) is None
