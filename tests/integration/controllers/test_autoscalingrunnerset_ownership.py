@@ -21,6 +21,7 @@ from arc_scaleset.kube.errors import NotFound
 from arc_scaleset.kube.views import ObjectView
 from arc_scaleset_lab.harness.name_collisions import colliding_config_url
 from arc_scaleset_lab.harness.waiting import eventually
+from tests.integration.controllers.runner_harness import harness
 from tests.integration.controllers.scale_set_env import (  # noqa: F401 - fixtures
     PAT,
     EnvFactory,
@@ -121,6 +122,31 @@ async def test_a_runner_set_in_another_namespace_carrying_the_scale_sets_uid_cha
         assert ObjectView(untouched).resource_version == ObjectView(foreign).resource_version
         running = await eventually(env.running, "the scale set Running")
         assert condition(running, "Ready").get("status") == "True", condition(running, "Ready")
+
+
+async def test_a_newer_runner_set_in_another_namespace_claiming_the_scale_set_does_not_supersede_its_set(
+    kube: KubeClient, namespace: str, team_b: str, crds_installed: list[str]
+) -> None:
+    async with harness(kube, namespace) as h:
+        await h.start(more_namespaces=(team_b,))
+        owner = {"apiVersion": "actions.github.com/v1alpha1", "kind": "AutoscalingRunnerSet",
+                 "metadata": {"name": "arc-runners", "namespace": namespace},
+                 "spec": {"githubConfigUrl": h.config_url, "githubConfigSecret": "github-secret"}}  # fmt: skip
+        owner = await kube.create(AUTOSCALING_RUNNER_SETS, owner)
+        ref = {"kind": "AutoscalingRunnerSet", "name": "arc-runners", "uid": ObjectView(owner).uid, "controller": True}
+        own = h.ers_body("arc-runners", replicas=2, patch_id=1)
+        own["metadata"]["ownerReferences"] = [{**ref, "apiVersion": "actions.github.com/v1alpha1"}]
+        await kube.create(EPHEMERAL_RUNNER_SETS, own)
+        await h.wait_running(2)
+
+        # Team B's newer set claims the scale set, from its own namespace: by UID alone it was the current set, and
+        # the scale set's own set, superseded, removed its idle runners and created none.
+        foreign = h.ers_body("takeover", replicas=0, patch_id=0)
+        foreign["metadata"] = {"name": "takeover", "ownerReferences": [{**ref, "apiVersion": "actions.github.com/v9"}]}
+        await kube.create(EPHEMERAL_RUNNER_SETS, foreign, namespace=team_b)
+        await h.patch_ers("arc-runners", replicas=3, patchID=2)
+        await h.wait_running(3)
+        assert not ObjectView(await h.get_ers("arc-runners")).is_deleting
 
 
 async def test_a_scale_set_whose_listener_name_collides_with_anothers_leaves_both_listeners_running(
