@@ -93,6 +93,7 @@ from arc_scaleset.controllers.autoscalingrunnerset.status import (
 from arc_scaleset.controllers.context import ControllerContext
 from arc_scaleset.controllers.errors import ConfigurationError, InvalidSpec, UnsupportedVersion
 from arc_scaleset.github import ActionsClient, ActionsError, NotFound, RateLimited, Unauthorized, is_transient
+from arc_scaleset.kube.client import Preconditions
 from arc_scaleset.kube.controller import Controller, Request, Result
 from arc_scaleset.kube.errors import AlreadyExists, Conflict
 from arc_scaleset.kube.errors import NotFound as KubeNotFound
@@ -485,7 +486,7 @@ class AutoscalingRunnerSetReconciler:
         differences = listener_differences(live, desired)
         if not differences:
             return None
-        await self._delete_listener(name)
+        await self._delete_listener(live)
         note = f"listener-relevant fields changed ({', '.join(differences)}): recreating AutoscalingListener {name}"
         await self._event(obj, "ListenerRecreating", note, action="Recreate")
         report.progress = ("RecreatingListener", note)
@@ -500,7 +501,7 @@ class AutoscalingRunnerSetReconciler:
                 continue
             gone = False
             if not listener.is_deleting:
-                await self._delete_listener(name)
+                await self._delete_listener(listener.raw)
                 if keep is not None:
                     # ARC 0.9.0 to 0.13.0 named the listener after the namespace alone (docs/migration.md).
                     why = (
@@ -526,9 +527,13 @@ class AutoscalingRunnerSetReconciler:
             and listener_is_own(listener.raw, owner)
         ]
 
-    async def _delete_listener(self, name: str) -> None:
+    async def _delete_listener(self, listener: Object) -> None:
+        """Delete this very listener (a UID precondition): one that took its name meanwhile, maybe another scale
+        set's, is kept (the refused precondition is a Conflict: the pass is retried)."""
+        view = ObjectView(listener)
         with contextlib.suppress(KubeNotFound):
-            await self.ctx.kube.delete(AUTOSCALING_LISTENERS, name, namespace=self.ctx.settings.controller_namespace)
+            await self.ctx.kube.delete(AUTOSCALING_LISTENERS, view.name, namespace=view.namespace,
+                                       preconditions=Preconditions(uid=view.uid))  # fmt: skip
 
     # -- status and events ----------------------------------------------------------------------------
 
