@@ -29,6 +29,7 @@ from typing import Any
 from arc_scaleset.controllers.ephemeralrunnerset.expectations import DeletionExpectations
 from arc_scaleset.controllers.ephemeralrunnerset.runner_index import SetRunners
 from arc_scaleset.controllers.runner_classification import RunnerView, classify
+from arc_scaleset.kube.ownerrefs import Owner
 from arc_scaleset.kube.views import ObjectView
 
 NAMESPACE, SET_UID, KEY = "runners", "set-uid", "runners/arc"
@@ -44,7 +45,15 @@ def runner(index: int, version: int, *, deleting: bool) -> dict[str, Any]:
         "uid": f"uid-{index}",
         "resourceVersion": str(version),
         "creationTimestamp": (T0 + dt.timedelta(seconds=index // 20)).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "ownerReferences": [{"kind": "EphemeralRunnerSet", "name": "arc", "uid": SET_UID, "controller": True}],
+        "ownerReferences": [
+            {
+                "apiVersion": "actions.github.com/v1alpha1",
+                "kind": "EphemeralRunnerSet",
+                "name": "arc",
+                "uid": SET_UID,
+                "controller": True,
+            }
+        ],
         "annotations": {"actions.github.com/patch-id": "0"},
     }
     if deleting:
@@ -97,7 +106,7 @@ def full_side() -> Callable[[Cache, list[Key]], None]:
 
 
 def index_side() -> Callable[[Cache, list[Key]], None]:
-    index = SetRunners(SET_UID, NAMESPACE)
+    index = SetRunners(Owner(NAMESPACE, "actions.github.com", "EphemeralRunnerSet", "arc", SET_UID))
     deletions = DeletionExpectations()
 
     def do_pass(cache: Cache, changed: list[Key]) -> None:

@@ -5,8 +5,13 @@ runner-spec change is applied to it in place (docs/revisions.md). ARC's releases
 ``<ARS name>-<5 random characters>`` (``generateName``) and, on a runner-spec change, create another one beside
 it and delete the old one a reconcile later; a scale set moved from ARC may therefore have one or several sets,
 under any name (docs/migration.md). So sets are never found by name or label, but as ARC finds them: by their
-controller owner reference to the AutoscalingRunnerSet (by UID here: a reference to a deleted namesake is
-garbage for the collector, not a set of this scale set).
+controller owner reference to the AutoscalingRunnerSet, matched by identity (:func:`runner_sets_of`): a set
+belongs to a scale set only when it is in the scale set's namespace and its controller reference names the
+scale set's group, kind, name and UID (:mod:`arc_scaleset.kube.ownerrefs`). By UID alone, a set another team
+made in its own namespace, carrying this scale set's UID, would take part in the rules below: become the current
+set, make this scale set's own set superseded (scaled to nothing, then deleted) and have this scale set patch or
+delete whatever name it gives. A reference to a deleted namesake (same name, another UID) is garbage for the
+collector, not a set of this scale set.
 
 The rules, pure, shared by both controllers that need them:
 
@@ -29,6 +34,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from arc_scaleset.api.autoscalingrunnerset import AUTOSCALING_RUNNER_SETS
+from arc_scaleset.kube.ownerrefs import Owner, OwnerIndex, children_of, claimed_owner
 from arc_scaleset.kube.views import ObjectView
 
 _EPOCH: Final = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
@@ -72,17 +78,32 @@ def sort_runner_sets(runner_sets: Iterable[RunnerSet]) -> ScaleSetRunnerSets:
     return ScaleSetRunnerSets(current=newest_first[0], superseded=tuple(newest_first[1:]), draining=tuple(draining))
 
 
-def scale_set_uid_of(runner_set: RunnerSet) -> str:
-    """The UID of the AutoscalingRunnerSet that controls ``runner_set`` (``""`` when none does)."""
-    ref = ObjectView(runner_set).controller_owner
-    if ref is None or ref.get("kind") != AUTOSCALING_RUNNER_SETS.kind:
-        return ""
+def scale_set_of(runner_set: RunnerSet) -> Owner | None:
+    """The AutoscalingRunnerSet ``runner_set``'s controller reference names, in the set's own namespace
+    (``None``: no controller reference, or one to another kind).
+
+    This is what the set claims; whether that scale set exists and has this UID is for the caller to see
+    (:func:`runner_sets_of` starts from the scale set, so it does).
+    """
+    owner = claimed_owner(runner_set)
     # ARC's builders filled apiVersion from the in-memory object in 0.11 to 0.14.1 (#4475): the group is
     # checked, the version is not.
-    if not str(ref.get("apiVersion", "")).startswith(f"{AUTOSCALING_RUNNER_SETS.group}/"):
-        return ""
-    uid = ref.get("uid")
-    return uid if isinstance(uid, str) else ""
+    if owner is None or (owner.group, owner.kind) != (AUTOSCALING_RUNNER_SETS.group, AUTOSCALING_RUNNER_SETS.kind):
+        return None
+    return owner
+
+
+def runner_sets_of(cache: OwnerIndex, scale_set: Owner) -> list[RunnerSet]:
+    """The EphemeralRunnerSets in ``cache`` that belong to ``scale_set`` (the identity rule of the module
+    docstring), whatever their names."""
+    return children_of(cache, scale_set)
+
+
+def siblings_of(cache: OwnerIndex, runner_set: RunnerSet) -> list[RunnerSet]:
+    """The sets of ``runner_set``'s scale set (``runner_set`` among them), by the same identity rule: only sets
+    of its namespace that name the same scale set, so a set elsewhere claiming the scale set's UID is none."""
+    scale_set = scale_set_of(runner_set)
+    return runner_sets_of(cache, scale_set) if scale_set is not None else []
 
 
 def is_superseded(runner_set: RunnerSet, siblings: Iterable[RunnerSet]) -> bool:

@@ -29,6 +29,7 @@ from arc_scaleset.api.views import AutoscalingListenerView, EphemeralRunnerSetVi
 from arc_scaleset.kube.client import KubeClient
 from arc_scaleset.kube.conditions import format_time
 from arc_scaleset.kube.errors import Forbidden, KubeError, NotFound
+from arc_scaleset.kube.ownerrefs import is_controlled_by
 from arc_scaleset.kube.resources import CORE_EVENTS, EVENTS, PODS, Resource
 from arc_scaleset.kube.views import ObjectView, integer, mapping, parse_timestamp, string
 
@@ -265,9 +266,8 @@ async def gather(
 async def _snapshot_of(reader: _Reader, ars: JsonObject, listeners: Sequence[JsonObject]) -> Snapshot:
     view = ObjectView(ars)
     namespace = view.namespace
-    runner_sets = [
-        s for s in await reader.objects(EPHEMERAL_RUNNER_SETS, namespace) if ObjectView(s).is_owned_by(view.uid)
-    ]
+    # The scale set's sets by the ownership rule the controller uses (kube/ownerrefs.py), not by UID alone.
+    runner_sets = [s for s in await reader.objects(EPHEMERAL_RUNNER_SETS, namespace) if is_controlled_by(s, ars)]
     set_uids = {ObjectView(s).uid for s in runner_sets}
     runners = [
         r

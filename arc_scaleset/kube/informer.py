@@ -208,7 +208,8 @@ class Store:
         return self.by_index(INDEX_NAMESPACE, namespace)
 
     def by_owner(self, uid: str) -> builtins.list[Object]:
-        """Objects whose controller owner reference has this UID."""
+        """Objects whose controller owner reference has this UID: candidates only, since anyone can write a UID
+        into an owner reference; :func:`arc_scaleset.kube.ownerrefs.children_of` keeps the owner's own."""
         return self.by_index(INDEX_CONTROLLER_UID, uid)
 
     def by_label(self, key: str, value: str) -> builtins.list[Object]:

@@ -1,9 +1,10 @@
 """Deleting an AutoscalingRunnerSet, in order (docs/controllers.md):
 
-1. its AutoscalingListener(s) in the controller namespace (the listener stops taking jobs first);
+1. its AutoscalingListener(s) in the controller namespace (the listener stops taking jobs first): only its
+   own (:mod:`.ownership`), never another scale set's listener under the same name;
 2. its EphemeralRunnerSets, found by owner reference whatever their names (ARC's are generated; a scale set
-   moved from ARC may have several), and the one named after it (whose controller removes every runner; busy
-   runners block until their job ends);
+   moved from ARC may have several), and the one named after it unless it names another owner (each set's
+   controller removes every runner; busy runners block until their job ends);
 3. the scale set on GitHub (a 404 means already gone), then the ``runner-scale-set-id`` annotation;
 4. the ``actions.github.com/cleanup-protection`` finalizer of each object a ``cleanup-*`` annotation names
    (the Helm-created secret and RBAC), in ARC's order;
@@ -39,18 +40,21 @@ from arc_scaleset.api.keys import (
     LABEL_SCALE_SET_NAMESPACE,
 )
 from arc_scaleset.api.naming import ephemeral_runner_set_name
-from arc_scaleset.api.views import AutoscalingListenerView
+from arc_scaleset.api.runner_sets import runner_sets_of
 from arc_scaleset.controllers.autoscalingrunnerset.desired import listener_name_of, scale_set_id_of
+from arc_scaleset.controllers.autoscalingrunnerset.ownership import listener_is_own, runner_sets_to_delete
 from arc_scaleset.controllers.autoscalingrunnerset.registration import scale_set_client
 from arc_scaleset.controllers.context import ControllerContext
 from arc_scaleset.controllers.errors import ConfigurationError
 from arc_scaleset.github import ActionsError, NotFound
+from arc_scaleset.kube.client import Preconditions
 from arc_scaleset.kube.controller import Result
-from arc_scaleset.kube.errors import Forbidden
+from arc_scaleset.kube.errors import Conflict, Forbidden
 from arc_scaleset.kube.errors import NotFound as KubeNotFound
 from arc_scaleset.kube.finalizers import has_finalizer, patch_out_finalizers, remove_finalizer
 from arc_scaleset.kube.informer import Object
 from arc_scaleset.kube.manager import NamespaceNotCachedError
+from arc_scaleset.kube.ownerrefs import Owner
 from arc_scaleset.kube.resources import ROLE_BINDINGS, ROLES, SECRETS, SERVICE_ACCOUNTS, Resource
 from arc_scaleset.kube.views import ObjectView
 
@@ -99,37 +103,50 @@ async def reconcile_deletion(ctx: ControllerContext, obj: Object) -> Result:
 
 
 async def _listeners_gone(ctx: ControllerContext, obj: Object) -> bool:
-    view = ObjectView(obj)
+    view, owner = ObjectView(obj), Owner.of(obj)
     controller_namespace = ctx.settings.controller_namespace
     listeners = ctx.cache(AUTOSCALING_LISTENERS)
-    names = {
-        listener.name
-        for listener in map(AutoscalingListenerView, listeners.by_label(LABEL_SCALE_SET_NAME, view.name))
-        if listener.labels.get(LABEL_SCALE_SET_NAMESPACE) == view.namespace
-        and listener.namespace == controller_namespace
-    }
+    found = [
+        listener
+        for listener in listeners.by_label(LABEL_SCALE_SET_NAME, view.name)
+        if ObjectView(listener).label(LABEL_SCALE_SET_NAMESPACE) == view.namespace
+    ]
     # An unreadable spec leaves only the labelled listeners to find.
     with contextlib.suppress(ValueError):
-        names.add(listener_name_of(AutoscalingRunnerSet.from_object(obj)))
+        named = listeners.get(controller_namespace, listener_name_of(AutoscalingRunnerSet.from_object(obj)))
+        if named is not None:
+            found.append(named)
+    # Only this scale set's own: a listener under its name may be another scale set's (ownership.py).
+    own = {
+        ObjectView(listener).name: ObjectView(listener).uid
+        for listener in found
+        if ObjectView(listener).namespace == controller_namespace and listener_is_own(listener, owner)
+    }
     gone = True
-    for listener_name in sorted(names):
-        gone = await _delete_unless_deleting(ctx, AUTOSCALING_LISTENERS, controller_namespace, listener_name) and gone
+    for listener_name, uid in sorted(own.items()):
+        deleted = await _delete_unless_deleting(
+            ctx, AUTOSCALING_LISTENERS, controller_namespace, listener_name, uid=uid
+        )
+        gone = deleted and gone
     return gone
 
 
 async def _runner_sets_gone(ctx: ControllerContext, obj: Object) -> bool:
-    view = ObjectView(obj)
-    names = {ephemeral_runner_set_name(view.name)}
-    if view.uid:
-        names.update(ObjectView(ers).name for ers in ctx.cache(EPHEMERAL_RUNNER_SETS).by_owner(view.uid))
+    view, owner = ObjectView(obj), Owner.of(obj)
+    sets = ctx.cache(EPHEMERAL_RUNNER_SETS)
+    own = runner_sets_of(sets, owner)
+    name = ephemeral_runner_set_name(view.name)
     gone = True
-    for name in sorted(names):
-        gone = await _delete_unless_deleting(ctx, EPHEMERAL_RUNNER_SETS, view.namespace, name) and gone
+    for set_name in runner_sets_to_delete(owner, own, sets.get(view.namespace, name), name=name):
+        gone = await _delete_unless_deleting(ctx, EPHEMERAL_RUNNER_SETS, view.namespace, set_name) and gone
     return gone
 
 
-async def _delete_unless_deleting(ctx: ControllerContext, resource: Resource, namespace: str, name: str) -> bool:
+async def _delete_unless_deleting(
+    ctx: ControllerContext, resource: Resource, namespace: str, name: str, *, uid: str = ""
+) -> bool:
     """Ask for the deletion of a child (an AutoscalingListener or EphemeralRunnerSet); True when it is gone.
+    With ``uid``, only that object is deleted (a UID precondition): another that took the name is kept.
 
     A child the cache already shows as deleting is not asked again: this controller watches both kinds, so
     the child's removal brings the scale set back without a request. Asking again on every requeue cost one
@@ -141,9 +158,13 @@ async def _delete_unless_deleting(ctx: ControllerContext, resource: Resource, na
         if cached is not None and ObjectView(cached).is_deleting:
             return False
     try:
-        await ctx.kube.delete(resource, name, namespace=namespace)
+        await ctx.kube.delete(
+            resource, name, namespace=namespace, preconditions=Preconditions(uid=uid) if uid else None
+        )
     except KubeNotFound:
         return True
+    except Conflict:
+        return True  # the precondition failed: the child we meant is gone, another holds the name
     return False
 
 

@@ -52,7 +52,7 @@ from arc_scaleset.api.keys import (
     LABEL_VERSION,
 )
 from arc_scaleset.api.labels import github_url_labels
-from arc_scaleset.api.runner_sets import ScaleSetRunnerSets, sort_runner_sets
+from arc_scaleset.api.runner_sets import ScaleSetRunnerSets, runner_sets_of, sort_runner_sets
 from arc_scaleset.api.versions import ARC_CHART_VERSIONS, accepts_version_label
 from arc_scaleset.api.views import AutoscalingListenerView, AutoscalingRunnerSetView
 from arc_scaleset.controllers.autoscalingrunnerset import deletion
@@ -70,6 +70,11 @@ from arc_scaleset.controllers.autoscalingrunnerset.desired import (
     scale_set_id_of,
 )
 from arc_scaleset.controllers.autoscalingrunnerset.listener_report import listener_problems, scale_set_gone_report
+from arc_scaleset.controllers.autoscalingrunnerset.ownership import (
+    listener_is_own,
+    listener_name_conflict,
+    runner_set_conflict,
+)
 from arc_scaleset.controllers.autoscalingrunnerset.registration import (
     register_scale_set,
     registration_patch,
@@ -88,11 +93,13 @@ from arc_scaleset.controllers.autoscalingrunnerset.status import (
 from arc_scaleset.controllers.context import ControllerContext
 from arc_scaleset.controllers.errors import ConfigurationError, InvalidSpec, UnsupportedVersion
 from arc_scaleset.github import ActionsClient, ActionsError, NotFound, RateLimited, Unauthorized, is_transient
+from arc_scaleset.kube.client import Preconditions
 from arc_scaleset.kube.controller import Controller, Request, Result
 from arc_scaleset.kube.errors import AlreadyExists, Conflict
 from arc_scaleset.kube.errors import NotFound as KubeNotFound
 from arc_scaleset.kube.finalizers import add_finalizer, has_finalizer
 from arc_scaleset.kube.informer import Object
+from arc_scaleset.kube.ownerrefs import Owner
 from arc_scaleset.kube.retry import retry_on_conflict
 from arc_scaleset.kube.views import ObjectView
 from arc_scaleset.kube.workqueue import RateLimiter
@@ -212,7 +219,11 @@ class AutoscalingRunnerSetReconciler:
             return await self._register(scope, url_labels, replacing=None)
 
         listener_name = listener_name_of(ars)
-        live_listener = self.listeners.get(ctx.settings.controller_namespace, listener_name)
+        found_listener = self.listeners.get(ctx.settings.controller_namespace, listener_name)
+        # Another scale set's listener under this name is not this scale set's (ownership.py): never used,
+        # patched or deleted here; the listener phase reports the conflict.
+        own = found_listener is not None and listener_is_own(found_listener, Owner.of(obj))
+        live_listener = found_listener if own else None
         if self._verification_due(scope, scale_set_id, listener_missing=live_listener is None):
             result = await self._verify(scope, scale_set_id, url_labels)
             if result is not None:
@@ -227,14 +238,16 @@ class AutoscalingRunnerSetReconciler:
         ers_result = await self._ephemeral_runner_set(scope, scale_set_id, url_labels)
         if ers_result is not None:
             return ers_result
-        listener_result = await self._listener(scope, scale_set_id, url_labels, live_listener)
+        listener_result = await self._listener(scope, scale_set_id, url_labels, found_listener)
         if listener_result is not None:
             return listener_result
 
         ers = self.runner_sets.get(ars.namespace, scope.runner_set_name) or {}
         revision, applied = revisions_of(ers)
         report.complete = True
-        report.runner_set_problem = runner_set_problem(ers)
+        report.runner_set_problem = runner_set_problem(ers) or runner_set_conflict(
+            Owner.of(obj), self.runner_sets.list(ars.namespace)
+        )
         report.listener_not_ready, report.listener_degraded = listener_problems(live_listener)
         report.ready_message = (
             f"scale set {scale_set_id} registered; EphemeralRunnerSet {scope.runner_set_name} at runner spec"
@@ -397,8 +410,7 @@ class AutoscalingRunnerSetReconciler:
         return Result()
 
     def _runner_sets_of(self, obj: Object) -> ScaleSetRunnerSets:
-        uid = ObjectView(obj).uid
-        return sort_runner_sets(self.runner_sets.by_owner(uid) if uid else ())
+        return sort_runner_sets(runner_sets_of(self.runner_sets, Owner.of(obj)))
 
     async def _drain_superseded(self, scope: _Pass, sets: ScaleSetRunnerSets) -> Result:
         """Delete the sets older than the current one: their controller drains them (idle runners removed,
@@ -446,6 +458,10 @@ class AutoscalingRunnerSetReconciler:
             excluded_prefixes=ctx.settings.exclude_label_prefixes,
         )
         name = ObjectView(desired).name
+        # Before anything is deleted: a name another scale set's listener holds is reported, never taken.
+        conflict = listener_name_conflict(live, Owner.of(obj))
+        if conflict is not None:
+            raise conflict
         # A runner group or URL change gives the listener another name: the old one must not keep running.
         if not await self._delete_listeners(scope, keep=name):
             report.progress = ("RecreatingListener", "waiting for the previous listener to be deleted")
@@ -470,7 +486,7 @@ class AutoscalingRunnerSetReconciler:
         differences = listener_differences(live, desired)
         if not differences:
             return None
-        await self._delete_listener(name)
+        await self._delete_listener(live)
         note = f"listener-relevant fields changed ({', '.join(differences)}): recreating AutoscalingListener {name}"
         await self._event(obj, "ListenerRecreating", note, action="Recreate")
         report.progress = ("RecreatingListener", note)
@@ -479,13 +495,13 @@ class AutoscalingRunnerSetReconciler:
     async def _delete_listeners(self, scope: _Pass, *, keep: str | None) -> bool:
         """Delete this scale set's listeners other than ``keep``; True when none (other) remains."""
         gone = True
-        for listener in self._listeners_of(scope.ars):
+        for listener in self._listeners_of(scope):
             name = listener.name
             if name == keep:
                 continue
             gone = False
             if not listener.is_deleting:
-                await self._delete_listener(name)
+                await self._delete_listener(listener.raw)
                 if keep is not None:
                     # ARC 0.9.0 to 0.13.0 named the listener after the namespace alone (docs/migration.md).
                     why = (
@@ -501,17 +517,23 @@ class AutoscalingRunnerSetReconciler:
                     )
         return gone
 
-    def _listeners_of(self, ars: AutoscalingRunnerSet) -> list[AutoscalingListenerView]:
-        namespace = self.ctx.settings.controller_namespace
+    def _listeners_of(self, scope: _Pass) -> list[AutoscalingListenerView]:
+        namespace, ars, owner = self.ctx.settings.controller_namespace, scope.ars, Owner.of(scope.obj)
         return [
             listener
             for listener in map(AutoscalingListenerView, self.listeners.by_label(LABEL_SCALE_SET_NAME, ars.name))
-            if listener.namespace == namespace and listener.labels.get(LABEL_SCALE_SET_NAMESPACE) == ars.namespace
+            if listener.namespace == namespace
+            and listener.labels.get(LABEL_SCALE_SET_NAMESPACE) == ars.namespace
+            and listener_is_own(listener.raw, owner)
         ]
 
-    async def _delete_listener(self, name: str) -> None:
+    async def _delete_listener(self, listener: Object) -> None:
+        """Delete this very listener (a UID precondition): one that took its name meanwhile, maybe another scale
+        set's, is kept (the refused precondition is a Conflict: the pass is retried)."""
+        view = ObjectView(listener)
         with contextlib.suppress(KubeNotFound):
-            await self.ctx.kube.delete(AUTOSCALING_LISTENERS, name, namespace=self.ctx.settings.controller_namespace)
+            await self.ctx.kube.delete(AUTOSCALING_LISTENERS, view.name, namespace=view.namespace,
+                                       preconditions=Preconditions(uid=view.uid))  # fmt: skip
 
     # -- status and events ----------------------------------------------------------------------------
 

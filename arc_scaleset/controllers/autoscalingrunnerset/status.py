@@ -81,7 +81,8 @@ class ReconcileReport:
     """The runner count fields to store (:func:`scale_set_runner_counts`); empty: leave them as they are."""
     runner_set_problem: tuple[str, str] | None = None
     """(reason, message) of the current EphemeralRunnerSet's ``Degraded`` condition while it is true
-    (:func:`runner_set_problem`): the spec reached the set, and the set cannot keep its runners."""
+    (:func:`runner_set_problem`): the spec reached the set, and the set cannot keep its runners; else of a set
+    that names the scale set half-way (``ownership.runner_set_conflict``)."""
     listener_not_ready: tuple[str, str] | None = None
     """(reason, message) of the listener's ``Ready`` condition while it is false."""
     listener_degraded: tuple[str, str] | None = None

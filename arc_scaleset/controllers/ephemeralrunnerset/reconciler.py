@@ -46,7 +46,7 @@ from arc_scaleset.api.keys import (
     EPHEMERAL_RUNNER_SET_FINALIZER,
     EPHEMERAL_RUNNER_SET_FINALIZERS,
 )
-from arc_scaleset.api.runner_sets import is_superseded, scale_set_uid_of
+from arc_scaleset.api.runner_sets import is_superseded, siblings_of
 from arc_scaleset.api.views import EphemeralRunnerSetView
 from arc_scaleset.controllers.context import ControllerContext
 from arc_scaleset.controllers.ephemeralrunnerset.builders import desired_ephemeral_runner, with_runner_instance
@@ -101,6 +101,7 @@ from arc_scaleset.github import ActionsClient
 from arc_scaleset.kube.controller import Controller, Request, Result, Watch
 from arc_scaleset.kube.finalizers import add_finalizer, has_finalizer, remove_finalizer
 from arc_scaleset.kube.informer import Object
+from arc_scaleset.kube.ownerrefs import Owner, children_of
 from arc_scaleset.kube.views import ObjectView
 from arc_scaleset.kube.workqueue import RateLimiter
 
@@ -164,14 +165,11 @@ class EphemeralRunnerSetReconciler:
         )
 
     def _siblings_of(self, ers: Object) -> list[Request]:
-        """The other sets of the same scale set (usually none)."""
-        scale_set_uid = scale_set_uid_of(ers)
-        if not scale_set_uid:
-            return []
+        """The other sets of the same scale set (usually none; :func:`~arc_scaleset.api.runner_sets.siblings_of`)."""
         view = EphemeralRunnerSetView(ers)
         return [
             Request(sibling.namespace, sibling.name)
-            for sibling in map(EphemeralRunnerSetView, self._sets.by_owner(scale_set_uid))
+            for sibling in map(EphemeralRunnerSetView, siblings_of(self._sets, ers))
             if sibling.uid != view.uid
         ]
 
@@ -284,8 +282,7 @@ class EphemeralRunnerSetReconciler:
 
     def _superseded(self, ers: Object) -> bool:
         """Whether a newer EphemeralRunnerSet of the same scale set is the current one (docs/migration.md)."""
-        scale_set_uid = scale_set_uid_of(ers)
-        return bool(scale_set_uid) and is_superseded(ers, self._sets.by_owner(scale_set_uid))
+        return is_superseded(ers, siblings_of(self._sets, ers))
 
     async def _write_status(self, ers: Object, key: str, states: RunnerStates, *, phase: str | None) -> float | None:
         """Write the phase and the runner counts where they differ; a write of counts alone waits for the
@@ -422,7 +419,7 @@ class EphemeralRunnerSetReconciler:
         index = self._indexes.get(key)
         if index is None or index.uid != view.uid:
             self._forget_runners(key)
-            index = self._indexes[key] = self._indexes_by_uid[view.uid] = SetRunners(view.uid, view.namespace)
+            index = self._indexes[key] = self._indexes_by_uid[view.uid] = SetRunners(Owner.of(ers))
         index.refresh(self._runners)
         return index.states(applied_revision=applied, deleting=self.deletions.unseen(key, index.view))
 
@@ -460,8 +457,7 @@ class EphemeralRunnerSetReconciler:
         """The state gauges' source (read at scrape time): every cached set with its cached runners."""
 
         def runners_of(runner_set: Mapping[str, Any]) -> list[RunnerView]:
-            uid = EphemeralRunnerSetView(runner_set).uid
-            return [RunnerView.of(runner) for runner in self._runners.by_owner(uid)] if uid else []
+            return [RunnerView.of(runner) for runner in children_of(self._runners, Owner.of(runner_set))]
 
         return scale_set_states(self._sets.list(), runners_of)
 

@@ -8,11 +8,15 @@ changed (:meth:`SetRunners.changed`, from the controller's event handler), and a
 plus copying the state lists (a C-level copy, no per-runner Python work).
 
 Contract: after :meth:`SetRunners.refresh`, :meth:`SetRunners.states` equals
-``classify([RunnerView.of(o) for o in cache.by_owner(uid)], applied_revision=...)`` -- the same runners,
+``classify([RunnerView.of(o) for o in children_of(cache, owner)], applied_revision=...)`` -- the same runners,
 buckets, order (oldest first, then by name) and ``latest_patch_id`` -- provided every change of a runner of
 the set since the index was built was reported through :meth:`SetRunners.changed` (a runner whose controller
 owner is the set before or after the change). Adds, updates and deletes need not be told apart: the changed
 runner is looked up in the cache, which the informer updates before it calls its handlers.
+
+A runner is the set's by the ownership rule (:mod:`arc_scaleset.kube.ownerrefs`): in the set's namespace, its
+controller reference naming the set's group, kind, name and UID. A runner another team made in its own namespace
+with this set's UID in its owner reference is not counted, kept or removed here.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from collections.abc import Collection, Mapping
 from typing import Any, Protocol
 
 from arc_scaleset.controllers.runner_classification import RunnerStates, RunnerView, bucket_of
+from arc_scaleset.kube.ownerrefs import Owner, children_of, is_controlled_by
 from arc_scaleset.kube.views import ObjectView
 
 _BUCKETS = ("pending", "running", "finished", "failed", "outdated", "deleting")
@@ -49,11 +54,12 @@ def controller_uid(obj: Mapping[str, Any]) -> str:
 
 
 class SetRunners:
-    """The classified runners of the set with UID ``uid`` in ``namespace``; see the module docstring."""
+    """The classified runners of the set ``owner`` (its identity, :meth:`Owner.of`); see the module docstring."""
 
-    def __init__(self, uid: str, namespace: str) -> None:
-        self.uid = uid
-        self.namespace = namespace
+    def __init__(self, owner: Owner) -> None:
+        self.owner = owner
+        self.uid = owner.uid
+        self.namespace = owner.namespace
         self._known: dict[tuple[str, str], tuple[str, RunnerView, str]] = {}
         """(namespace, name) -> (resourceVersion read, view, bucket)."""
         self._buckets: dict[str, list[RunnerView]] = {bucket: [] for bucket in _BUCKETS}
@@ -72,7 +78,7 @@ class SetRunners:
     def refresh(self, cache: RunnerSource) -> None:
         """Bring the index up to date with ``cache``: every runner the first time, then the changed ones."""
         if not self._built:
-            for obj in cache.by_owner(self.uid):
+            for obj in children_of(cache, self.owner):
                 view = ObjectView(obj)
                 self._put((view.namespace, view.name), obj)
             self._built = True
@@ -80,7 +86,7 @@ class SetRunners:
         dirty, self._dirty = self._dirty, set()
         for key in dirty:
             current = cache.get(*key)
-            if current is None or controller_uid(current) != self.uid:
+            if current is None or not is_controlled_by(current, self.owner):
                 self._drop(key)
             else:
                 self._put(key, current)

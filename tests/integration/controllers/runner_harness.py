@@ -63,11 +63,14 @@ class Harness:
         er: bool = True,
         create_concurrency: int = 20,
         pending_timeout: float | None = 900.0,
+        more_namespaces: tuple[str, ...] = (),
         **settings: Any,
     ) -> None:
-        """Run the controllers; ``settings``: further :class:`ControllerSettings` fields."""
+        """Run the controllers; ``settings``: further :class:`ControllerSettings` fields; ``more_namespaces``:
+        other namespaces the manager caches too (another team's, for the tenancy tests)."""
         assert self.task is None, "already running"
-        manager = Manager(self.kube, namespaces={self.namespace}, metrics_address=None, graceful_shutdown_timeout=5)
+        manager = Manager(self.kube, namespaces={self.namespace, *more_namespaces}, metrics_address=None,
+                          graceful_shutdown_timeout=5)  # fmt: skip
         controller_settings = ControllerSettings(
             controller_namespace=self.namespace,
             controller_image="arc-scaleset:test",

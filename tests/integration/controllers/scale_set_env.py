@@ -198,11 +198,14 @@ def start_env_fixture(
     """``async with start_env(**settings) as env``: both reconcilers running until the block ends.
 
     ``secret=False`` skips creating the GitHub Secret; ``cleanup=False`` leaves the scale sets in place when the
-    block ends (for a second ``start_env`` in the same test: a controller restart).
+    block ends (for a second ``start_env`` in the same test: a controller restart); ``more_namespaces``: other
+    namespaces the manager caches too (another team's, for the tenancy tests; the test cleans them up).
     """
 
     @asynccontextmanager
-    async def start(*, secret: bool = True, cleanup: bool = True, **settings: Any) -> AsyncIterator[ScaleSetEnv]:
+    async def start(
+        *, secret: bool = True, cleanup: bool = True, more_namespaces: tuple[str, ...] = (), **settings: Any
+    ) -> AsyncIterator[ScaleSetEnv]:
         options: dict[str, Any] = {
             "controller_namespace": controller_namespace,
             "controller_image": IMAGE,
@@ -210,7 +213,8 @@ def start_env_fixture(
             "listener_restart_backoff_cap": 8.0,
             **settings,
         }
-        manager = Manager(kube, namespaces={namespace, controller_namespace}, metrics_address=None, health_address=None)
+        manager = Manager(kube, namespaces={namespace, controller_namespace, *more_namespaces}, metrics_address=None,
+                          health_address=None)  # fmt: skip
         pool = ActionsClientPool(
             system_info=SystemInfo(subsystem="controller-test"),
             client_options={"request_timeout": 10.0, "retry_max": 1, "retry_wait_min": 0.05, "retry_wait_max": 0.1},

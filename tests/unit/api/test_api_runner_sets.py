@@ -5,23 +5,25 @@ from __future__ import annotations
 
 from typing import Any
 
-from arc_scaleset.api.runner_sets import is_superseded, scale_set_uid_of, sort_runner_sets
+from arc_scaleset.api.runner_sets import is_superseded, runner_sets_of, scale_set_of, siblings_of, sort_runner_sets
+from arc_scaleset.kube.ownerrefs import Owner
 from arc_scaleset.kube.views import ObjectView
 
 ARS_UID = "ars-uid"
+SCALE_SET = Owner("arc-runners", "actions.github.com", "AutoscalingRunnerSet", "arc-runners", ARS_UID)
 
 
 def runner_set(
     name: str, created: str, *, deleting: bool = False, owner_kind: str = "AutoscalingRunnerSet",
-    api_version: str = "actions.github.com/v1alpha1",
+    api_version: str = "actions.github.com/v1alpha1", namespace: str = "arc-runners", owner_name: str = "arc-runners",
 ) -> dict[str, Any]:  # fmt: skip
     meta: dict[str, Any] = {
         "name": name,
-        "namespace": "arc-runners",
+        "namespace": namespace,
         "uid": f"uid-{name}",
         "creationTimestamp": created,
         "ownerReferences": [
-            {"apiVersion": api_version, "kind": owner_kind, "name": "arc-runners", "uid": ARS_UID, "controller": True}
+            {"apiVersion": api_version, "kind": owner_kind, "name": owner_name, "uid": ARS_UID, "controller": True}
         ],
     }
     if deleting:
@@ -77,9 +79,31 @@ def test_a_set_knows_it_is_superseded_by_a_newer_sibling_but_not_by_a_draining_o
 
 
 def test_the_scale_set_of_a_set_is_its_controller_autoscalingrunnerset_in_any_version_of_the_group() -> None:
-    assert scale_set_uid_of(runner_set("a", "2026-01-01T10:00:00Z")) == ARS_UID
+    assert scale_set_of(runner_set("a", "2026-01-01T10:00:00Z")) == SCALE_SET
     # ARC 0.11 to 0.14.1 filled apiVersion from the in-memory object (#4475): the group is what counts.
-    assert scale_set_uid_of(runner_set("a", "2026-01-01T10:00:00Z", api_version="actions.github.com/v1")) == ARS_UID
-    assert scale_set_uid_of(runner_set("a", "2026-01-01T10:00:00Z", owner_kind="Deployment")) == ""
-    assert scale_set_uid_of(runner_set("a", "2026-01-01T10:00:00Z", api_version="apps/v1")) == ""
-    assert scale_set_uid_of({"metadata": {"name": "hand-made"}}) == ""
+    assert scale_set_of(runner_set("a", "2026-01-01T10:00:00Z", api_version="actions.github.com/v1")) == SCALE_SET
+    assert scale_set_of(runner_set("a", "2026-01-01T10:00:00Z", owner_kind="Deployment")) is None
+    assert scale_set_of(runner_set("a", "2026-01-01T10:00:00Z", api_version="apps/v1")) is None
+    assert scale_set_of({"metadata": {"name": "hand-made"}}) is None
+
+
+class Cache:
+    def __init__(self, *objects: dict[str, Any]) -> None:
+        self.objects = objects
+
+    def by_owner(self, uid: str) -> list[dict[str, Any]]:
+        return [o for o in self.objects if any(ref.get("uid") == uid for ref in o["metadata"]["ownerReferences"])]
+
+
+def test_a_set_belongs_to_a_scale_set_by_namespace_group_kind_name_and_uid_not_by_uid_alone() -> None:
+    own = runner_set("arc-runners", "2026-01-01T10:00:00Z")
+    elsewhere = runner_set("takeover", "2026-01-01T11:00:00Z", namespace="team-b")  # another team's namespace
+    misnamed = runner_set("misnamed", "2026-01-01T11:00:00Z", owner_name="other-scale-set")
+    other_group = runner_set("other-group", "2026-01-01T11:00:00Z", api_version="example.com/v1")
+    cache = Cache(own, elsewhere, misnamed, other_group)
+    assert names(runner_sets_of(cache, SCALE_SET)) == ["arc-runners"]
+    # The newer foreign set is no sibling: the scale set's own set stays current, not superseded.
+    assert names(siblings_of(cache, own)) == ["arc-runners"]
+    assert not is_superseded(own, siblings_of(cache, own))
+    assert names(siblings_of(cache, elsewhere)) == ["takeover"]
+    assert siblings_of(cache, {"metadata": {"name": "hand-made", "namespace": "arc-runners"}}) == []
