@@ -17,6 +17,7 @@ from typing import Any
 
 import yaml
 
+from arc_scaleset.diagnose.printable import printable
 from arc_scaleset.diagnose.snapshot import Snapshot, gather
 from arc_scaleset.kube.client import KubeClient
 from arc_scaleset.kube.errors import KubeconfigError, KubeError
@@ -60,10 +61,10 @@ async def _main(args: argparse.Namespace, *, document: Document, text: Text, ter
         try:
             snapshots = await gather(kube, namespace=namespace, name=args.name)
         except LookupError as exc:
-            print(exc.args[0], file=sys.stderr)
+            print(printable(exc.args[0]), file=sys.stderr)
             return 1
         except KubeError as exc:
-            print(f"cannot read the scale sets: {exc}", file=sys.stderr)
+            print(printable(f"cannot read the scale sets: {exc}"), file=sys.stderr)
             return 1
     if args.output == "text":
         if not snapshots:
