@@ -17,6 +17,7 @@ from typing import Any
 
 from arc_scaleset.api.ephemeralrunner import EPHEMERAL_RUNNERS
 from arc_scaleset.api.ephemeralrunnerset import EPHEMERAL_RUNNER_SETS
+from arc_scaleset.cmd.controller_setup import cache_label_selectors
 from arc_scaleset.controllers.context import ControllerContext
 from arc_scaleset.controllers.ephemeralrunner.reconciler import EphemeralRunnerReconciler
 from arc_scaleset.controllers.ephemeralrunnerset.reconciler import EphemeralRunnerSetReconciler
@@ -67,7 +68,6 @@ class Harness:
     ) -> None:
         """Run the controllers; ``settings``: further :class:`ControllerSettings` fields."""
         assert self.task is None, "already running"
-        manager = Manager(self.kube, namespaces={self.namespace}, metrics_address=None, graceful_shutdown_timeout=5)
         controller_settings = ControllerSettings(
             controller_namespace=self.namespace,
             controller_image="arc-scaleset:test",
@@ -76,6 +76,10 @@ class Harness:
             runner_pending_timeout=pending_timeout,
             **settings,
         )
+        # The controller's cache: only the Pods, ServiceAccounts, Roles and RoleBindings with the children's label.
+        selectors = cache_label_selectors(controller_settings.exclude_label_prefixes)
+        manager = Manager(self.kube, namespaces={self.namespace}, label_selectors=selectors, metrics_address=None,
+                          graceful_shutdown_timeout=5)  # fmt: skip
         ctx = ControllerContext.create(self.kube, manager, controller_settings, environ={})
         self.pools.append(ctx.github.pool)
         self.ctx = ctx
