@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from arc_scaleset.cmd.controller_setup import CHILD_LABEL, cache_label_selectors
+from arc_scaleset.cmd.controller_setup import CHILD_LABEL
 from arc_scaleset.kube import resources
 from arc_scaleset.kube.resources import Resource
 from arc_scaleset_lab.harness.waiting import eventually
@@ -51,11 +51,3 @@ async def test_an_object_without_the_childrens_label_is_not_in_the_controllers_c
                                   namespace=namespace)  # fmt: skip
             await eventually(lambda ns=namespace: cache.get(ns, "a-child"), f"the labelled {resource.kind} cached")
             assert cache.get(namespace, "someone-elses") is None
-
-
-def test_no_selector_when_the_childrens_label_is_kept_off_the_objects_the_controller_makes() -> None:
-    assert set(cache_label_selectors()) == {
-        resources.PODS, resources.SERVICE_ACCOUNTS, resources.ROLES, resources.ROLE_BINDINGS
-    }  # fmt: skip
-    assert cache_label_selectors(["actions.github.com/"]) == {}
-    assert cache_label_selectors(["example.com/"]) == cache_label_selectors()
