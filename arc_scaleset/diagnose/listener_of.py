@@ -12,18 +12,22 @@ real listener on another team's screen:
 - without it, the one namespace holding such a listener is taken for the controller's; when several do (a copy
   of the real listener, annotation and all, made elsewhere), none is shown and a note names them all.
 
-Every listener that names the scale set but does not count is named in a note, so a decoy is seen, not hidden.
+Every listener that names the scale set but does not count is named in a note (the first few; the rest are
+counted), so a decoy is seen, not hidden, and a thousand decoys do not fill the screen.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 from arc_scaleset.api.keys import ANNOTATION_AUTOSCALING_RUNNER_SET_UID
 from arc_scaleset.api.views import AutoscalingListenerView
 from arc_scaleset.kube.views import ObjectView
+
+NAMED_AT_MOST: Final = 3
+"""Listeners named one by one in the notes; the rest are counted (anyone may create many decoys)."""
 
 
 @dataclass(frozen=True)
@@ -41,6 +45,7 @@ def listener_of(
     ars = ObjectView(scale_set)
     counted: list[Mapping[str, Any]] = []
     notes = []
+    ignored = 0
     for al in listeners:
         view = AutoscalingListenerView(al)
         if (view.scale_set_namespace, view.scale_set_name) != (ars.namespace, ars.name):
@@ -48,15 +53,25 @@ def listener_of(
         refusal = _not_its_listener(al, uid=ars.uid, controller_namespace=controller_namespace)
         if refusal is None:
             counted.append(al)
-        else:
+            continue
+        ignored += 1
+        if ignored <= NAMED_AT_MOST:
             notes.append(f"AutoscalingListener {_where(al)} names this scale set but {refusal}: not shown")
+    if ignored > NAMED_AT_MOST:
+        notes.append(f"{ignored - NAMED_AT_MOST} more AutoscalingListeners name this scale set: not shown")
     if len(counted) > 1:
         notes.append(
-            f"AutoscalingListeners {', '.join(_where(al) for al in counted)} all claim this scale set: none shown"
+            f"AutoscalingListeners {_names(counted)} all claim this scale set: none shown"
             " (--controller-namespace says which namespace is the controller's)"
         )
         return ListenerChoice(None, notes)
     return ListenerChoice(counted[0] if counted else None, notes)
+
+
+def _names(listeners: Sequence[Mapping[str, Any]]) -> str:
+    named = ", ".join(_where(al) for al in listeners[:NAMED_AT_MOST])
+    more = len(listeners) - NAMED_AT_MOST
+    return f"{named} and {more} more" if more > 0 else named
 
 
 def _not_its_listener(listener: Mapping[str, Any], *, uid: str, controller_namespace: str | None) -> str | None:

@@ -63,3 +63,17 @@ def test_a_listener_of_another_scale_set_is_ignored_silently() -> None:
     assert listener_of(SCALE_SET, [other], controller_namespace=None) == listener_of(
         SCALE_SET, [], controller_namespace=None
     )
+
+
+def test_many_decoys_are_counted_not_listed() -> None:
+    decoys = [listener(f"team-{i:03}", uid=None) for i in range(500)]
+    copies = [listener(f"team-{i:03}") for i in range(500)]
+    real = listener("arc-systems")
+    choice = listener_of(SCALE_SET, [*decoys, real], controller_namespace=None)
+    assert choice.listener is real
+    assert len(choice.notes) == 4
+    assert choice.notes[-1] == "497 more AutoscalingListeners name this scale set: not shown"
+
+    (claimants,) = listener_of(SCALE_SET, [*copies, real], controller_namespace=None).notes
+    assert claimants.startswith("AutoscalingListeners team-000/arc-runners-listener, team-001/arc-runners-listener,")
+    assert "and 498 more all claim this scale set: none shown" in claimants
