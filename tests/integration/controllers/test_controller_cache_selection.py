@@ -7,8 +7,10 @@ from typing import Any
 
 import pytest
 
+from arc_scaleset.api.naming import listener_pod_name
 from arc_scaleset.cmd.controller_setup import CHILD_LABEL
 from arc_scaleset.kube import resources
+from arc_scaleset.kube.conditions import get_condition
 from arc_scaleset.kube.resources import Resource
 from arc_scaleset_lab.harness.waiting import eventually
 from tests.integration.controllers.scale_set_env import (  # noqa: F401 - fixtures
@@ -51,3 +53,28 @@ async def test_an_object_without_the_childrens_label_is_not_in_the_controllers_c
                                   namespace=namespace)  # fmt: skip
             await eventually(lambda ns=namespace: cache.get(ns, "a-child"), f"the labelled {resource.kind} cached")
             assert cache.get(namespace, "someone-elses") is None
+
+
+async def test_an_uncached_pod_under_the_listener_pods_name_is_named_in_the_way_and_left_alone(
+    start_env: EnvFactory,
+) -> None:
+    async with start_env() as env:
+        ars = env.ars_body()
+        ars["metadata"]["namespace"] = env.namespace
+        name = env.listener_name(ars)
+        # Somebody's pod, without the children's label, already holds the listener pod's name.
+        pod_name = listener_pod_name(name)
+        theirs = await env.kube.create(resources.PODS, body(resources.PODS, pod_name, {"app": "other"}),
+                                       namespace=env.controller_namespace)  # fmt: skip
+        await env.create_ars()
+
+        async def in_the_way() -> dict[str, Any] | None:
+            listener = await env.listener(name)
+            found = get_condition(((listener or {}).get("status") or {}).get("conditions"), "Degraded")
+            return found if found and found["reason"] == "ObjectInTheWay" else None
+
+        condition = await eventually(in_the_way, "the pod in the way named on the listener")
+        assert f"Pod {env.controller_namespace}/{pod_name}" in condition["message"], condition
+        live = await env.kube.get(resources.PODS, pod_name, namespace=env.controller_namespace)
+        assert live["metadata"]["uid"] == theirs["metadata"]["uid"]
+        assert live["metadata"].get("labels") == {"app": "other"}
