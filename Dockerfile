@@ -8,9 +8,13 @@
 # dependencies of requirements.lock checked against their hashes, the project's wheel, user 65532, no shell,
 # ENTRYPOINT ["arc-scaleset"]. tests/image/test_image_definition.py holds this file to image/spec.py.
 
-ARG BUILD_IMAGE=debian:bookworm-slim
+# Both bases are pinned by digest (the tag beside it is for the reader; a registry serves the digest): a tag moves,
+# so the same Dockerfile would build from other bytes tomorrow, and whoever can push that tag chooses what this
+# image runs. To move on, read the tag's current digest (`docker buildx imagetools inspect debian:bookworm-slim`,
+# the index digest, which covers every architecture) and replace it here; tests/image checks every FROM has one.
+ARG BUILD_IMAGE=debian:bookworm-slim@sha256:88200866dfff7ea7f5cbcb6ec7c8a701889efe6fe859fe64d6990e4b07ea4171
 # Debian 12's python3.11 without a shell or package manager; its "nonroot" user is uid 65532.
-ARG RUNTIME_IMAGE=gcr.io/distroless/python3-debian12:nonroot
+ARG RUNTIME_IMAGE=gcr.io/distroless/python3-debian12:nonroot@sha256:7d1042ce588ab97019fe95c24ffca7bc5a82ccdac572511d5e09bda4435c89c5
 
 FROM ${BUILD_IMAGE} AS build
 # Debian's python3.11 and its pip wheel (/usr/share/python-wheels, from python3.11-venv): the interpreter of

@@ -549,7 +549,7 @@ async def serve(args: argparse.Namespace, settings: ControllerSettings) -> int:
     except (KubeconfigError, OSError) as exc:
         log.error("cannot start the controller: no usable Kubernetes credentials: %s", exc)
         return 1
-    from arc_scaleset.cmd.controller_setup import setup_controllers
+    from arc_scaleset.cmd.controller_setup import CHILD_LABEL, cache_label_selectors, setup_controllers
     from arc_scaleset.controllers.context import ControllerContext
 
     context: ControllerContext | None = None
@@ -565,6 +565,7 @@ async def serve(args: argparse.Namespace, settings: ControllerSettings) -> int:
             manager = Manager(
                 kube,
                 namespaces=cache_namespaces(args, settings.controller_namespace),
+                label_selectors=cache_label_selectors(settings.exclude_label_prefixes),
                 metrics_address=args.metrics_addr,
                 health_address=args.health_probe_bind_address or None,
                 leader_election=leader_election,
@@ -582,8 +583,16 @@ async def serve(args: argparse.Namespace, settings: ControllerSettings) -> int:
                 "watch_namespaces": sorted(manager.namespaces) if manager.namespaces else "all",
                 "leader_election": args.leader_election_id if leader_election else "off",
                 "runner_max_concurrent_reconciles": settings.runner_max_concurrent_reconciles,
+                # Pods, ServiceAccounts, Roles and RoleBindings cached: those with this label, or all of them.
+                "cached_children": f"labelled {CHILD_LABEL}" if manager.label_selectors else "all",
             },
         )
+        if not manager.label_selectors:
+            log.warning(
+                "caching every Pod, ServiceAccount, Role and RoleBinding in the watched namespaces:"
+                " --exclude-label-propagation-prefix keeps %s off the objects the controller makes",
+                CHILD_LABEL,
+            )
         try:
             await manager.run(handle_signals=True)
         except LeadershipLostError as exc:

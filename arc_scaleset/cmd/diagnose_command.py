@@ -1,8 +1,9 @@
 """What ``arc-scaleset status`` and ``arc-scaleset explain`` share: arguments, reading the snapshots, output.
 
-Both take ``[NAME] [-n NAMESPACE] [-A] [-o text|json|yaml] [--kubeconfig FILE] [--context NAME]``, like
-``kubectl get``: without ``-n`` the kubeconfig context's namespace; ``-A`` every namespace. One NAME prints
-one object (JSON/YAML); otherwise ``{"items": [...]}``. Exit codes: 0 shown; 1 the scale set does not exist,
+Both take ``[NAME] [-n NAMESPACE] [-A] [-o text|json|yaml] [--controller-namespace NAMESPACE] [--kubeconfig FILE]
+[--context NAME]``, like ``kubectl get``: without ``-n`` the kubeconfig context's namespace; ``-A`` every
+namespace. One NAME prints one object (JSON/YAML); otherwise ``{"items": [...]}``. ``--controller-namespace``:
+only a listener there is shown (diagnose/listener_of.py). Exit codes: 0 shown; 1 the scale set does not exist,
 or the API could not be read; 2 bad arguments.
 """
 
@@ -17,6 +18,7 @@ from typing import Any
 
 import yaml
 
+from arc_scaleset.diagnose.printable import printable
 from arc_scaleset.diagnose.snapshot import Snapshot, gather
 from arc_scaleset.kube.client import KubeClient
 from arc_scaleset.kube.errors import KubeconfigError, KubeError
@@ -32,6 +34,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--namespace", "-n", help="the scale sets' namespace (default: the kubeconfig context's)")
     parser.add_argument("--all-namespaces", "-A", action="store_true", help="every namespace")
     parser.add_argument("--output", "-o", choices=("text", "json", "yaml"), default="text", help="output format")
+    parser.add_argument(
+        "--controller-namespace",
+        help="the controller's namespace: only a listener there is shown (default: the one namespace holding a"
+        " listener made for the scale set, read in every namespace)",
+    )
     parser.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster, $KUBECONFIG, ~/.kube/config)")
     parser.add_argument("--context", help="kubeconfig context (default: the current one)")
 
@@ -58,12 +65,14 @@ async def _main(args: argparse.Namespace, *, document: Document, text: Text, ter
     async with kube:
         namespace = None if args.all_namespaces else (args.namespace or kube.namespace or "default")
         try:
-            snapshots = await gather(kube, namespace=namespace, name=args.name)
+            snapshots = await gather(
+                kube, namespace=namespace, name=args.name, controller_namespace=args.controller_namespace
+            )
         except LookupError as exc:
-            print(exc.args[0], file=sys.stderr)
+            print(printable(exc.args[0]), file=sys.stderr)
             return 1
         except KubeError as exc:
-            print(f"cannot read the scale sets: {exc}", file=sys.stderr)
+            print(printable(f"cannot read the scale sets: {exc}"), file=sys.stderr)
             return 1
     if args.output == "text":
         if not snapshots:

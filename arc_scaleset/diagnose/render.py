@@ -7,6 +7,7 @@ import datetime as dt
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
+from arc_scaleset.diagnose.printable import printable
 from arc_scaleset.diagnose.rules import Finding, format_age
 from arc_scaleset.kube.views import parse_timestamp
 
@@ -24,7 +25,11 @@ def _ago(value: object, now: dt.datetime, missing: str = "never") -> str:
 
 
 def render_status(doc: Mapping[str, Any]) -> str:
-    """One screen for one scale set (``summary.summarize``'s document)."""
+    """One screen for one scale set (``summary.summarize``'s document).
+
+    Each line goes through :func:`~.printable.printable`: what the objects say (messages, notes, names) is
+    written by tenants, and no control character of theirs reaches the terminal, a line feed included.
+    """
     now = parse_timestamp(doc.get("takenAt")) or dt.datetime.now(dt.UTC)
     lines: list[str] = []
 
@@ -94,7 +99,12 @@ def render_status(doc: Mapping[str, Any]) -> str:
         )
     for note in doc.get("notes") or []:
         lines.append(f"  note: {note}")
-    return "\n".join(lines)
+    return _join(lines)
+
+
+def _join(lines: Sequence[str]) -> str:
+    """The screen: the lines, each made printable, joined by the only newlines that reach the terminal."""
+    return "\n".join(printable(line) for line in lines)
 
 
 def _condition(condition: Mapping[str, Any]) -> str:
@@ -103,7 +113,7 @@ def _condition(condition: Mapping[str, Any]) -> str:
 
 
 def render_findings(namespace: str, name: str, findings: Sequence[Finding]) -> str:
-    """``explain``'s lines for one scale set: severity, then the finding."""
+    """``explain``'s lines for one scale set: severity, then the finding (printable, as :func:`render_status`)."""
     lines = [f"AutoscalingRunnerSet {namespace}/{name}:"]
     lines += [f"  {finding.severity.value:<8}{finding.line}" for finding in findings]
-    return "\n".join(lines)
+    return _join(lines)

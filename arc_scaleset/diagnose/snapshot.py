@@ -25,7 +25,8 @@ from arc_scaleset.api.ephemeralrunnerset import EPHEMERAL_RUNNER_SETS
 from arc_scaleset.api.keys import ANNOTATION_LISTENER_STATE
 from arc_scaleset.api.listener_state import ListenerState
 from arc_scaleset.api.runner_sets import sort_runner_sets
-from arc_scaleset.api.views import AutoscalingListenerView, EphemeralRunnerSetView
+from arc_scaleset.api.views import EphemeralRunnerSetView
+from arc_scaleset.diagnose.listener_of import listener_of
 from arc_scaleset.kube.client import KubeClient
 from arc_scaleset.kube.conditions import format_time
 from arc_scaleset.kube.errors import Forbidden, KubeError, NotFound
@@ -232,10 +233,14 @@ async def gather(
     *,
     namespace: str | None,
     name: str | None = None,
+    controller_namespace: str | None = None,
     now: dt.datetime | None = None,
 ) -> list[Snapshot]:
     """Snapshots of the AutoscalingRunnerSet ``namespace/name``, or of every one in ``namespace`` (every
     namespace when ``namespace`` is None), sorted by namespace and name.
+
+    Listeners are read in ``controller_namespace`` (every namespace when None) and each scale set's is chosen
+    by :func:`~.listener_of.listener_of`: only one carrying the scale set's UID annotation counts.
 
     Raises :class:`LookupError` when ``name`` does not exist, :class:`KubeError` when the scale sets cannot be
     read at all.
@@ -251,19 +256,21 @@ async def gather(
         sets = (await kube.list(AUTOSCALING_RUNNER_SETS, namespace=namespace)).items
     sets.sort(key=lambda s: ObjectView(s).key)
     reader = _Reader(kube)
-    # Listeners live in the controller namespace, which the caller may not know: one cluster-wide list.
-    listeners = await reader.objects(AUTOSCALING_LISTENERS, None) if sets else []
+    # Listeners live in the controller namespace, which the caller may not know: then one cluster-wide list.
+    listeners = await reader.objects(AUTOSCALING_LISTENERS, controller_namespace) if sets else []
     snapshots = []
     for ars in sets:
-        snapshots.append(await _snapshot_of(reader, ars, listeners))
+        snapshots.append(await _snapshot_of(reader, ars, listeners, controller_namespace=controller_namespace))
     taken_at = now or dt.datetime.now(dt.UTC)
     for snapshot in snapshots:
         snapshot.taken_at = taken_at
-        snapshot.notes = list(reader.notes)
+        snapshot.notes = [*reader.notes, *snapshot.notes]
     return snapshots
 
 
-async def _snapshot_of(reader: _Reader, ars: JsonObject, listeners: Sequence[JsonObject]) -> Snapshot:
+async def _snapshot_of(
+    reader: _Reader, ars: JsonObject, listeners: Sequence[JsonObject], *, controller_namespace: str | None
+) -> Snapshot:
     view = ObjectView(ars)
     namespace = view.namespace
     # The scale set's sets by the ownership rule the controller uses (kube/ownerrefs.py), not by UID alone.
@@ -277,15 +284,8 @@ async def _snapshot_of(reader: _Reader, ars: JsonObject, listeners: Sequence[Jso
     runner_uids = {ObjectView(r).uid for r in runners}
     pods = await reader.objects(PODS, namespace)
     runner_pods = [p for p in pods if any(ObjectView(p).is_owned_by(uid) for uid in runner_uids)]
-    listener = next(
-        (
-            al
-            for al in listeners
-            if AutoscalingListenerView(al).scale_set_namespace == namespace
-            and AutoscalingListenerView(al).scale_set_name == view.name
-        ),
-        None,
-    )
+    choice = listener_of(ars, listeners, controller_namespace=controller_namespace)
+    listener = dict(choice.listener) if choice.listener is not None else None
     listener_pod = None
     if listener is not None:
         al_view = ObjectView(listener)
@@ -315,6 +315,7 @@ async def _snapshot_of(reader: _Reader, ars: JsonObject, listeners: Sequence[Jso
         listener=listener,
         listener_pod=listener_pod,
         events=events,
+        notes=list(choice.notes),
     )
 
 

@@ -165,10 +165,28 @@ def test_both_builds_use_debian_bookworms_python() -> None:
         if keyword == "ARG"
         for name, _, value in [arguments.partition("=")]
     }
-    assert args["BUILD_IMAGE"] == f"debian:{spec.SUITE}-slim"
-    assert args["RUNTIME_IMAGE"].startswith("gcr.io/distroless/python3-debian12")  # Debian 12 is bookworm
+    assert args["BUILD_IMAGE"].startswith(f"debian:{spec.SUITE}-slim@")
+    assert args["RUNTIME_IMAGE"].startswith("gcr.io/distroless/python3-debian12:nonroot@")  # Debian 12 is bookworm
     assert spec.SUITE == "bookworm"
     assert spec.PYTHON == "/usr/bin/python3.11"
+
+
+def test_every_base_image_is_pinned_by_digest() -> None:
+    """A tag moves: only a digest names the bytes a build starts from (``ARG`` defaults resolved)."""
+    args: dict[str, str] = {}
+    stages: set[str] = set()
+    pinned = re.compile(r"^[a-z0-9./-]+(:[\w.-]+)?@sha256:[0-9a-f]{64}$")
+    for keyword, arguments in dockerfile():
+        if keyword == "ARG":
+            name, _, value = arguments.partition("=")
+            args.setdefault(name, value)
+        elif keyword == "FROM":
+            words = arguments.split()
+            image = re.sub(r"\$\{(\w+)\}|\$(\w+)", lambda m: args.get(m[1] or m[2], ""), words[0])
+            if len(words) == 3 and words[1].upper() == "AS":
+                stages.add(words[2])
+            if image not in stages:
+                assert pinned.match(image), f"FROM {words[0]} ({image}) is not pinned by digest"
 
 
 @pytest.mark.parametrize("source", ["pyproject.toml", "README.md", "requirements.lock", "image/slim.py"])

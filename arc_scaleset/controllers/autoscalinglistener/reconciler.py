@@ -546,6 +546,12 @@ class AutoscalingListenerReconciler:
             try:
                 await ctx.kube.create(PODS, desired, namespace=listener.namespace)
             except AlreadyExists:
+                # The cache holds only pods with the children's label (cmd/controller_setup.py): a pod under this
+                # name that the cache does not show may be nobody's of ours. Look before trying again.
+                existing = await get_or_none(ctx.kube, PODS, listener.namespace, name)
+                foreign = None if existing is None else foreign_reason("Pod", existing, obj)
+                if foreign is not None:
+                    raise ObjectInTheWay(foreign) from None
                 return Result(requeue_after=CONFLICT_REQUEUE_SECONDS)
             except (Invalid, BadRequest) as exc:
                 raise InvalidListenerTemplate(

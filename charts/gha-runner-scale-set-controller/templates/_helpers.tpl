@@ -89,11 +89,19 @@ app.kubernetes.io/part-of: gha-rs-controller
   verbs: [list, watch]
 - apiGroups: ["rbac.authorization.k8s.io"]
   resources: [roles]
-  verbs: [list, watch, patch]
-# The manager reports bad input and progress as Events on the scale set's objects.
-- apiGroups: ["", "events.k8s.io"]
-  resources: [events]
-  verbs: [create, patch]
+  verbs: [list, watch]
+{{- /* No Events here: the manager writes them in two namespaces only, each granted there by a Role -- the scale
+set's namespace by the scale-set chart's manager Role (Events on AutoscalingRunnerSets, their runner sets and
+runners), the controller namespace by this chart's Role beside leader election (Events on listeners). */}}
+{{- end -}}
+
+{{/* Where scale sets live (cluster-wide, or the one watched namespace), not in the controller namespace: the
+manager Role a scale-set chart made is released (its cleanup-protection finalizer removed) after its own
+RoleBinding, when nothing in that namespace grants the controller anything any more. */}}
+{{- define "gha-rs-controller.releaseRules" -}}
+- apiGroups: ["rbac.authorization.k8s.io"]
+  resources: [roles]
+  verbs: [patch]
 {{- end -}}
 
 {{- define "gha-rs-controller.vaultAllowListName" -}}

@@ -17,6 +17,7 @@ from typing import Any
 
 from arc_scaleset.api.ephemeralrunner import EPHEMERAL_RUNNERS
 from arc_scaleset.api.ephemeralrunnerset import EPHEMERAL_RUNNER_SETS
+from arc_scaleset.cmd.controller_setup import cache_label_selectors
 from arc_scaleset.controllers.context import ControllerContext
 from arc_scaleset.controllers.ephemeralrunner.reconciler import EphemeralRunnerReconciler
 from arc_scaleset.controllers.ephemeralrunnerset.reconciler import EphemeralRunnerSetReconciler
@@ -69,8 +70,6 @@ class Harness:
         """Run the controllers; ``settings``: further :class:`ControllerSettings` fields; ``more_namespaces``:
         other namespaces the manager caches too (another team's, for the tenancy tests)."""
         assert self.task is None, "already running"
-        manager = Manager(self.kube, namespaces={self.namespace, *more_namespaces}, metrics_address=None,
-                          graceful_shutdown_timeout=5)  # fmt: skip
         controller_settings = ControllerSettings(
             controller_namespace=self.namespace,
             controller_image="arc-scaleset:test",
@@ -79,6 +78,10 @@ class Harness:
             runner_pending_timeout=pending_timeout,
             **settings,
         )
+        # The controller's cache: only the Pods, ServiceAccounts, Roles and RoleBindings with the children's label.
+        selectors = cache_label_selectors(controller_settings.exclude_label_prefixes)
+        manager = Manager(self.kube, namespaces={self.namespace, *more_namespaces}, label_selectors=selectors,
+                          metrics_address=None, graceful_shutdown_timeout=5)  # fmt: skip
         ctx = ControllerContext.create(self.kube, manager, controller_settings, environ={})
         self.pools.append(ctx.github.pool)
         self.ctx = ctx

@@ -29,6 +29,7 @@ from arc_scaleset.api.ephemeralrunnerset import EPHEMERAL_RUNNER_SETS
 from arc_scaleset.api.keys import ANNOTATION_LISTENER_STATE
 from arc_scaleset.api.listener_state import ListenerPhase, ListenerState
 from arc_scaleset.clock import REAL_CLOCK
+from arc_scaleset.cmd.controller_setup import cache_label_selectors
 from arc_scaleset.controllers.autoscalinglistener.reconciler import AutoscalingListenerReconciler
 from arc_scaleset.controllers.autoscalingrunnerset.reconciler import AutoscalingRunnerSetReconciler
 from arc_scaleset.controllers.context import ControllerContext
@@ -213,8 +214,10 @@ def start_env_fixture(
             "listener_restart_backoff_cap": 8.0,
             **settings,
         }
-        manager = Manager(kube, namespaces={namespace, controller_namespace, *more_namespaces}, metrics_address=None,
-                          health_address=None)  # fmt: skip
+        # The controller's cache: only the Pods, ServiceAccounts, Roles and RoleBindings with the children's label.
+        selectors = cache_label_selectors(options.get("exclude_label_prefixes", ()))
+        manager = Manager(kube, namespaces={namespace, controller_namespace, *more_namespaces},
+                          label_selectors=selectors, metrics_address=None, health_address=None)  # fmt: skip
         pool = ActionsClientPool(
             system_info=SystemInfo(subsystem="controller-test"),
             client_options={"request_timeout": 10.0, "retry_max": 1, "retry_wait_min": 0.05, "retry_wait_max": 0.1},

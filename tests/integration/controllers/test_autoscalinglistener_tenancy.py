@@ -17,6 +17,7 @@ import pytest
 from arc_scaleset.api.autoscalinglistener import AUTOSCALING_LISTENERS
 from arc_scaleset.api.autoscalingrunnerset import AUTOSCALING_RUNNER_SETS
 from arc_scaleset.api.naming import listener_config_secret_name, listener_role_binding_name, listener_role_name
+from arc_scaleset.cmd.controller_setup import cache_label_selectors
 from arc_scaleset.controllers.autoscalinglistener.reconciler import AutoscalingListenerReconciler
 from arc_scaleset.controllers.context import ControllerContext
 from arc_scaleset.controllers.settings import ControllerSettings
@@ -167,7 +168,8 @@ async def listener_controller_only(
     kube: KubeClient, namespace: str, controller_namespace: str
 ) -> AsyncIterator[ControllerContext]:
     """The AutoscalingListener controller alone: nothing recreates a listener whose spec a test edits."""
-    manager = Manager(kube, namespaces={namespace, controller_namespace}, metrics_address=None, health_address=None)
+    manager = Manager(kube, namespaces={namespace, controller_namespace}, label_selectors=cache_label_selectors(),
+                      metrics_address=None, health_address=None)  # fmt: skip
     pool = ActionsClientPool(system_info=SystemInfo(subsystem="controller-test"))
     settings = ControllerSettings(controller_namespace=controller_namespace, controller_image=IMAGE)
     ctx = ControllerContext.create(kube, manager, settings, pool=pool, environ={})

@@ -1,17 +1,18 @@
 """``setup_controllers``: the four controllers, registered with the manager, each with its own workqueue rate
-limiter from the ``--workqueue-rate-limiter`` factory."""
+limiter from the ``--workqueue-rate-limiter`` factory; ``cache_label_selectors``: what the manager caches."""
 
 from __future__ import annotations
 
 from collections.abc import Hashable
 
-from arc_scaleset.cmd.controller_setup import setup_controllers
+from arc_scaleset.cmd.controller_setup import CHILD_LABEL, cache_label_selectors, setup_controllers
 from arc_scaleset.controllers.context import ControllerContext
 from arc_scaleset.controllers.settings import ControllerSettings
 from arc_scaleset.kube.client import KubeClient
 from arc_scaleset.kube.controller import Request
 from arc_scaleset.kube.credentials import ConnectionConfig
 from arc_scaleset.kube.manager import Manager
+from arc_scaleset.kube.resources import PODS, ROLE_BINDINGS, ROLES, SERVICE_ACCOUNTS
 
 
 class RecordingLimiter:
@@ -62,3 +63,13 @@ async def test_each_controller_is_registered_and_its_queue_uses_its_own_limiter_
             await controller.stop(drain=False)
         await ctx.github.pool.aclose()
         await kube.close()
+
+
+def test_pods_service_accounts_roles_and_bindings_are_cached_only_with_the_childrens_label() -> None:
+    assert cache_label_selectors() == dict.fromkeys((PODS, SERVICE_ACCOUNTS, ROLES, ROLE_BINDINGS), CHILD_LABEL)
+    assert cache_label_selectors(["example.com/", "team."]) == cache_label_selectors()
+
+
+def test_no_selector_when_the_childrens_label_is_kept_off_the_objects_the_controller_makes() -> None:
+    assert cache_label_selectors(["actions.github.com/"]) == {}
+    assert cache_label_selectors(["actions."]) == {}
