@@ -11,6 +11,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 from arc_scaleset.github import (
+    AuthenticationStepFailed,
     FatalError,
     GitHubApp,
     MessageQueueTokenExpired,
@@ -182,9 +183,26 @@ async def test_wrong_pat_is_unauthorized_and_the_error_does_not_quote_it(
 async def test_unknown_org_names_the_scope(sim: SimulatedGitHub, instant_clock: InstantClock) -> None:
     sim.faults.add(FaultRule(route="registration_token", status=404, message="Not Found"))
     async with make_client(sim, clock=instant_clock, org="no-such-org") as client:
-        with pytest.raises(NotFound) as caught:
+        with pytest.raises(AuthenticationStepFailed) as caught:
             await client.get_runner_group_by_name("Default")
     assert "organization no-such-org" in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("route", "status"),
+    [("registration_token", 404), ("registration_token", 403), ("runner_registration", 404)],
+)
+async def test_a_404_or_403_from_an_authentication_step_is_never_a_runner_not_found(
+    sim: SimulatedGitHub, instant_clock: InstantClock, route: str, status: int
+) -> None:
+    """A PAT that lost its access to the organization: the removal of a runner must not read "already gone"."""
+    sim.faults.add(FaultRule(route=route, status=status, count=None, message="Not Found"))
+    async with make_client(sim, clock=instant_clock, retry_max=0) as client:
+        with pytest.raises(AuthenticationStepFailed) as caught:
+            await client.remove_runner(42)
+    assert not isinstance(caught.value, NotFound)
+    assert caught.value.step in str(caught.value)
+    assert not [r for r in sim.requests if r.route == "remove_runner"], "the removal itself was never asked"
 
 
 def _app_key() -> tuple[str, str]:
@@ -255,7 +273,7 @@ async def test_an_app_without_that_installation_gets_one_clear_error(
     private, public = _app_key()
     sim.credentials.add_app(app_id=123, installation_ids=[456], public_key_pem=public)
     async with make_client(sim, clock=instant_clock, credentials=GitHubApp("123", 999, private)) as client:
-        with pytest.raises(NotFound) as caught:
+        with pytest.raises(AuthenticationStepFailed) as caught:
             await client.get_runner_group_by_name("Default")
     assert "GitHub App 123 has no installation 999" in str(caught.value)
 
