@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 from aiohttp import web
 
-from arc_scaleset.github import AuthenticationStepFailed, FatalError, NotFound, ResponseTooLarge, is_transient
+from arc_scaleset.github import AuthenticationStepFailed, FatalError, ResponseTooLarge, is_transient
 from tests.integration.github.conftest import client_for, serving
 
 MIB = 1024 * 1024

@@ -92,13 +92,17 @@ async def test_a_see_other_to_the_metadata_endpoint_is_refused_and_nothing_of_it
     async def ghes(_: web.Request) -> web.StreamResponse:
         raise web.HTTPSeeOther(f"http://169.254.169.254{METADATA_PATH}")
 
-    async with serving(metadata) as (proxy, _), serving(ghes) as (base, _):
-        async with client_for(base, proxy=ProxySettings(http_proxy=proxy), retry_max=0) as client:
-            with pytest.raises(FatalError) as caught:
-                await client.get_runner_group_by_name("Default")
+    async with (
+        serving(metadata) as (proxy, _),
+        serving(ghes) as (base, _),
+        client_for(base, proxy=ProxySettings(http_proxy=proxy), retry_max=0) as client,
+    ):
+        with pytest.raises(FatalError) as caught:
+            await client.get_runner_group_by_name("Default")
     text = str(caught.value)
     assert "redirected to another host (169.254.169.254)" in text
-    assert "SecretAccessKey" not in text and "wJalrXUtnFEMI" not in text and "security-credentials" not in text
+    for part in ("SecretAccessKey", "wJalrXUtnFEMI", "security-credentials"):
+        assert part not in text
     assert metadata_requests == []
 
 
