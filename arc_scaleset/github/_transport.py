@@ -287,6 +287,9 @@ class HttpTransport:
         self.max_response_bytes = max_response_bytes
         self._rng = rng or random.Random()
         self.redact = Redactor(clock=clock)
+        for secret in self._proxy.secret_values():
+            # A proxy that refuses the request may echo its credentials (e.g. Proxy-Authorization).
+            self.redact.add(secret)
         self._session: aiohttp.ClientSession | None = None
 
     async def aclose(self) -> None:
