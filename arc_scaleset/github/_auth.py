@@ -142,7 +142,7 @@ class AuthChain:
                     self._clock_skew = skew if abs(skew) > SKEW_TOLERANCE else dt.timedelta(0)
                     _log.warning(
                         "this machine's clock differs from GitHub's: App JWTs are dated by GitHub's clock",
-                        seconds_behind_github=round(skew.total_seconds()),
+                        github_clock_ahead_seconds=round(skew.total_seconds()),
                     )
                     continue
                 raise _reworded(
@@ -275,20 +275,25 @@ def clock_skew(server_date: dt.datetime | None, local_now: dt.datetime) -> dt.ti
 
 
 def _skew_cause(skew: dt.timedelta | None, *, corrected: dt.timedelta) -> str:
-    """Why GitHub refused an App JWT, as far as the clocks tell (pure)."""
+    """Why GitHub refused an App JWT, as far as the clocks tell (pure): ``skew`` is what the refusal's ``Date``
+    header measured, ``corrected`` the skew the JWT was already dated for."""
     if skew is not None and abs(skew - corrected) > SKEW_TOLERANCE:
-        seconds = round(abs(skew.total_seconds()))
-        direction = "behind" if skew > dt.timedelta(0) else "ahead of"
         return (
-            f"this machine's clock is {seconds} s {direction} GitHub's (its Date header), and GitHub refuses a JWT "
-            "dated outside its own clock's window: set the clock right (NTP)"
+            f"this machine's clock is {_apart(skew)} GitHub's (its Date header), and GitHub refuses a JWT dated "
+            "outside its own clock's window: set the clock right (NTP)"
         )
     if abs(corrected) > SKEW_TOLERANCE:
         return (
-            f"wrong App ID or private key (the JWT was dated by GitHub's clock, {round(corrected.total_seconds())} s"
-            " from this machine's, so the clock is not the cause)"
+            f"wrong App ID or private key (the JWT was dated by GitHub's clock, as this machine's is "
+            f"{_apart(corrected)} it: the clock is not the cause)"
         )
     return "wrong App ID or private key"
+
+
+def _apart(skew: dt.timedelta) -> str:
+    """``skew`` (GitHub's clock minus ours) in words: "N s ahead of" or "N s behind"."""
+    seconds = round(abs(skew.total_seconds()))
+    return f"{seconds} s behind" if skew > dt.timedelta(0) else f"{seconds} s ahead of"
 
 
 def _step_failure(exc: ActionsError, step: str, explanation: str) -> ActionsError:
