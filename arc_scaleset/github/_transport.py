@@ -10,8 +10,10 @@ go-retryablehttp semantics, with a cap so that no caller waits on GitHub for lon
   :class:`RateLimited` so the caller can come back later instead of blocking;
 - waits between attempts: ``retry_wait_min * 2**n`` capped at ``retry_wait_max``, plus up to 10 % jitter, on
   the injected clock; at most ``retry_max`` retries, then the last failure is raised;
-- redirects: followed as Go's client follows them (:func:`next_hop`), at most :data:`MAX_REDIRECTS` per attempt;
-  credentials only to the same host or a subdomain, and never from https to http (:class:`FatalError`);
+- redirects: Go's method rules (:func:`next_hop`), at most :data:`MAX_REDIRECTS` per attempt, only to the
+  original host or a subdomain that resolves to no internal address the original does not
+  (:func:`address_refusal`), credentials only to the same host and port, never from https to http
+  (:class:`FatalError`); the body of an answer a redirect led to never reaches an error;
 - a response body larger than ``max_response_bytes`` (10 MiB) is not read further: :class:`ResponseTooLarge`,
   never retried (a proxy or a misbehaving service must not make the process hold an unbounded body);
 - error details are scrubbed of every secret the client holds (:mod:`._secrets`) before they are clipped, so a
