@@ -62,10 +62,10 @@ def next_hop(response: Response, *, original: str, headers: Mapping[str, str], b
     """The request that follows ``response`` (pure), or ``None`` when it is not a redirect to follow.
 
     ``original`` is the URL of the request as the caller made it, before any redirect; ``headers`` and ``body``
-    are the original request's too. Go's method rules: 301, 302 and 303 turn a request other than GET or HEAD
-    into a GET without a body (303 always); 307 and 308 repeat it, body and all; a redirect without
-    ``Location`` is the answer. Refused (:class:`FatalError`, never retried; the message names the location's
-    scheme and host, never its path, query or user information):
+    are those of the request ``response`` answers (the original one, or the hop before). Go's method rules:
+    301, 302 and 303 turn a request other than GET or HEAD into a GET without a body (303 always); 307 and 308
+    repeat it, body and all; a redirect without ``Location`` is the answer. Refused (:class:`FatalError`, never
+    retried; the message names the location's scheme and host, never its path, query or user information):
 
     - a location that is not an http(s) URL with a host, or that carries user information;
     - https to http (the token would be readable on the way);

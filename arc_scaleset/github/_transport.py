@@ -397,7 +397,9 @@ class HttpTransport:
             )
             if hops:
                 response = dataclasses.replace(response, redirected=True)
-            hop = next_hop(response, original=original, headers=headers, body=body)
+            # The hop's own headers and body: a 303 turned it into a GET without a body, and credentials a hop
+            # lost are never given back further on.
+            hop = next_hop(response, original=original, headers=hop_headers, body=hop_body)
             if hop is None:
                 return response
             if hop.resolve is not None:

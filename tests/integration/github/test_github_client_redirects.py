@@ -152,3 +152,31 @@ async def test_a_see_other_answer_to_a_post_is_followed_with_a_get_that_keeps_th
             await client.get_runner_group_by_name("Default")
     assert [(method, path) for method, path, _ in arrived] == [("POST", REGISTRATION_TOKEN), ("GET", "/elsewhere")]
     assert arrived[1][2] == arrived[0][2] == f"Bearer {PAT}"
+
+
+async def test_a_get_after_see_other_stays_bodiless_and_credentials_lost_on_the_way_are_not_given_back() -> None:
+    arrived: list[tuple[str, str, bytes, str | None]] = []
+    ports: list[str] = []
+
+    async def chain(request: web.Request) -> web.StreamResponse:
+        arrived.append((request.method, request.path, await request.read(), request.headers.get("Authorization")))
+        if request.path == REGISTRATION_TOKEN:
+            raise web.HTTPSeeOther("/second")
+        if request.path == "/second":
+            raise web.HTTPTemporaryRedirect(ports[0] + "/third")
+        if request.path == "/third":
+            raise web.HTTPTemporaryRedirect(ports[1] + "/fourth")
+        return web.json_response({"message": "Not Found"}, status=404)
+
+    async with serving(chain) as (other, _), serving(chain) as (base, _):
+        ports.extend([other, base])
+        async with client_for(base, retry_max=0) as client:
+            with pytest.raises(AuthenticationStepFailed):
+                await client.get_runner_group_by_name("Default")
+    assert [(method, path, body) for method, path, body, _ in arrived] == [
+        ("POST", REGISTRATION_TOKEN, b""),
+        ("GET", "/second", b""),
+        ("GET", "/third", b""),
+        ("GET", "/fourth", b""),
+    ]
+    assert [authorization is not None for *_, authorization in arrived] == [True, True, False, False]
