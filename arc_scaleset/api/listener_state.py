@@ -22,11 +22,12 @@ from __future__ import annotations
 
 import datetime as dt
 import enum
+import uuid
 from typing import Final
 
 import msgspec
 
-__all__ = ["SCALE_SET_NOT_FOUND", "ListenerPhase", "ListenerState"]
+__all__ = ["SCALE_SET_NOT_FOUND", "ListenerPhase", "ListenerState", "canonical_session_id"]
 
 SCALE_SET_NOT_FOUND: Final = "ScaleSetNotFound"
 """``lastErrorClass`` when the service says the scale set does not exist (deleted on GitHub): the listener stops
@@ -70,13 +71,21 @@ class ListenerState(msgspec.Struct, rename="camel", kw_only=True, frozen=True):
 
     @classmethod
     def from_annotation(cls, value: str | None) -> ListenerState | None:
-        """The state in an annotation value; ``None`` when absent or unreadable (written by someone else)."""
+        """The state in an annotation value; ``None`` when absent or unreadable (written by someone else).
+
+        A ``sessionId`` that is not a UUID is dropped (read as ``None``): the annotation is on an object the
+        scale set's team may write, and a successor puts the ID into the path of a request it sends with the
+        scale set's admin token (issue 26), so only the service's own form of an ID is taken.
+        """
         if not value:
             return None
         try:
-            return _DECODER.decode(value)
+            state = _DECODER.decode(value)
         except msgspec.DecodeError:  # ValidationError included
             return None
+        if state.session_id is not None and canonical_session_id(state.session_id) is None:
+            return msgspec.structs.replace(state, session_id=None)
+        return state
 
     def same_report(self, other: ListenerState | None) -> bool:
         """Whether ``other`` says the same thing, apart from timestamps (so it need not be written again)."""
@@ -89,6 +98,16 @@ class ListenerState(msgspec.Struct, rename="camel", kw_only=True, frozen=True):
             other.state,
             other.last_error_class,
         )
+
+
+def canonical_session_id(value: str) -> str | None:
+    """``value`` as the service writes a session ID (a UUID, lower case, hyphenated); ``None`` when it is none."""
+    try:
+        canonical = str(uuid.UUID(value))
+    except ValueError:
+        return None
+    # uuid.UUID also reads braces, a "urn:uuid:" prefix and misplaced hyphens: only the plain form is taken.
+    return canonical if canonical == value.lower() else None
 
 
 _ENCODER: Final = msgspec.json.Encoder()

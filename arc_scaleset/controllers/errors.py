@@ -89,3 +89,12 @@ class RunnersAboveCeiling(ConfigurationError):
     """``minRunners`` or ``maxRunners`` is above the controller's ``--max-runners-ceiling``."""
 
     reason = "RunnersAboveCeiling"
+
+
+class GitHubAuthenticationStepFailed(ConfigurationError):
+    """GitHub answered a step of the authentication chain (installation token, registration token, runner
+    registration) with 404 or 403: the credentials cannot administer what ``githubConfigUrl`` names
+    (:class:`arc_scaleset.github.AuthenticationStepFailed`). No runner is deleted on the strength of it: a
+    runner goes only once GitHub itself has answered for it (removed, not found, or busy)."""
+
+    reason = "GitHubAuthenticationStepFailed"

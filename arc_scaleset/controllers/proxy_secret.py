@@ -13,7 +13,9 @@ from urllib.parse import quote, urlsplit, urlunsplit
 from arc_scaleset.api.common import ProxyConfig, ProxyServerConfig
 from arc_scaleset.controllers.errors import InvalidSecret
 from arc_scaleset.controllers.secrets import read_secret_data
+from arc_scaleset.github.proxy import proxy_url_secrets
 from arc_scaleset.kube.client import KubeClient
+from arc_scaleset.observability.logging import register_secret
 
 HTTP_PROXY_KEY = "http_proxy"
 HTTPS_PROXY_KEY = "https_proxy"
@@ -48,7 +50,11 @@ async def _server_url(kube: KubeClient, namespace: str, server: ProxyServerConfi
             f"Secret {namespace}/{server.credential_secret_ref} (named by {field}.credentialSecretRef) has no"
             f" {USERNAME_KEY!r} key: a proxy credential Secret needs {USERNAME_KEY!r} and {PASSWORD_KEY!r}"
         )
-    return with_user_info(server.url, username, data.get(PASSWORD_KEY, ""))
+    url = with_user_info(server.url, username, data.get(PASSWORD_KEY, ""))
+    # Nothing logs it on purpose; redaction catches an accident (the URL's password, in each form it takes).
+    for secret in proxy_url_secrets(url):
+        register_secret(secret)
+    return url
 
 
 def with_user_info(url: str, username: str, password: str) -> str:

@@ -17,8 +17,9 @@ import orjson
 
 from arc_scaleset.api.common import ProxyConfig, TLSConfig, VaultConfig
 from arc_scaleset.clock import REAL_CLOCK, Clock
+from arc_scaleset.controllers.errors import GitHubAuthenticationStepFailed
 from arc_scaleset.controllers.github_access import GitHubAccess
-from arc_scaleset.github import ActionsClient, JobStillRunning, NotFound
+from arc_scaleset.github import ActionsClient, AuthenticationStepFailed, JobStillRunning, NotFound
 
 CLIENT_FIELDS: Final = ("githubConfigUrl", "githubConfigSecret", "proxy", "githubServerTLS", "vaultConfig")
 """The EphemeralRunnerSpec fields that decide which client (and which credentials) a runner uses."""
@@ -97,13 +98,24 @@ class Removal(enum.Enum):
 
 
 async def remove_registration(client: ActionsClient, runner_id: int) -> Removal:
-    """Unregister runner ``runner_id``. Other errors (transient, auth) propagate."""
+    """Unregister runner ``runner_id``. Other errors (transient, auth) propagate.
+
+    Only the removal's own answer says "nothing to remove": a 404 from a step of the authentication chain
+    before it (:class:`~arc_scaleset.github.AuthenticationStepFailed`) says nothing about the runner, and is
+    raised as :class:`~arc_scaleset.controllers.errors.GitHubAuthenticationStepFailed`, so that no caller
+    deletes a runner that may be running a job on GitHub's word it never gave.
+    """
     if runner_id <= 0:
         return Removal.NOTHING_TO_REMOVE
     try:
         await client.remove_runner(runner_id)
     except JobStillRunning:
         return Removal.BUSY
+    except AuthenticationStepFailed as exc:
+        raise GitHubAuthenticationStepFailed(
+            f"cannot ask GitHub whether runner {runner_id} may be removed: {exc}; runners are kept until GitHub"
+            " answers for them"
+        ) from None
     except NotFound:  # RunnerNotFound included: already gone
         return Removal.NOTHING_TO_REMOVE
     return Removal.REMOVED

@@ -20,6 +20,7 @@ from arc_scaleset.github.credentials import (
 )
 from arc_scaleset.github.errors import (
     ActionsError,
+    AuthenticationStepFailed,
     FatalError,
     GitHubError,
     JobStillRunning,
@@ -62,6 +63,7 @@ __all__ = [
     "ActionsClient",
     "ActionsClientPool",
     "ActionsError",
+    "AuthenticationStepFailed",
     "ClientKey",
     "Credentials",
     "FatalError",

@@ -26,9 +26,21 @@ from arc_scaleset.github._secrets import jwt_expiry
 from arc_scaleset.github._transport import HttpTransport
 from arc_scaleset.github.config_url import GitHubConfig
 from arc_scaleset.github.credentials import Credentials, GitHubApp
-from arc_scaleset.github.errors import ActionsError, FatalError, NotFound, Unauthorized
+from arc_scaleset.github.errors import (
+    ActionsError,
+    AuthenticationStepFailed,
+    FatalError,
+    RateLimited,
+    Unauthorized,
+)
+from arc_scaleset.observability.logging import get_logger
+
+_log = get_logger(__name__)
 
 REFRESH_MARGIN = dt.timedelta(seconds=60)
+SKEW_TOLERANCE = dt.timedelta(seconds=30)
+"""A clock difference with GitHub that App JWTs absorb (they are backdated 60 s), and ``Date`` (1 s resolution,
+plus the answer's time on the way) cannot measure much finer: beyond it a refused JWT is re-dated once."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +78,7 @@ class AuthChain:
         self._lock = asyncio.Lock()
         self._admin: AdminConnection | None = None
         self._installation_token: _ExpiringToken | None = None
+        self._clock_skew = dt.timedelta(0)  # how far GitHub's clock is ahead of ours, once a refusal measured it
         # The configured credentials are kept for the life of the client (no expiry).
         for secret in credentials.secret_values():
             transport.redact.add(secret)
@@ -109,25 +122,43 @@ class AuthChain:
         if cached is not None and self._fresh(cached.expires_at):
             return cached.token, True
         url = f"{self._config.api_base_url}/app/installations/{credentials.installation_id}/access_tokens"
-        app_jwt = credentials.jwt(now=self._clock.now())
-        self._transport.redact.add(app_jwt, expires_at=jwt_expiry(app_jwt))
-        try:
-            response = await self._transport.request(
-                "POST",
-                url,
-                headers=self._rest_headers(app_jwt, "application/vnd.github+json"),
-                expected=(201,),
-            )
-        except NotFound as exc:
-            raise _reworded(
-                exc,
-                f"GitHub App {credentials.app_id} has no installation {credentials.installation_id} "
-                f"(or {self._config.api_base_url} is not the GitHub API)",
-            ) from None
-        except Unauthorized as exc:
-            raise _reworded(
-                exc, f"GitHub rejected the JWT of App {credentials.app_id}: wrong App ID or private key"
-            ) from None
+        for attempt in (1, 2):
+            # Dated by GitHub's clock as last measured (its Date header): GitHub refuses a JWT issued in its
+            # future, so a clock more than a minute ahead would otherwise make every JWT fail.
+            app_jwt = credentials.jwt(now=self._clock.now() + self._clock_skew)
+            self._transport.redact.add(app_jwt, expires_at=jwt_expiry(app_jwt))
+            try:
+                response = await self._transport.request(
+                    "POST",
+                    url,
+                    headers=self._rest_headers(app_jwt, "application/vnd.github+json"),
+                    expected=(201,),
+                )
+                break
+            except Unauthorized as exc:
+                skew = clock_skew(exc.server_date, self._clock.now())
+                if attempt == 1 and skew is not None and abs(skew - self._clock_skew) > SKEW_TOLERANCE:
+                    # GitHub's clock differs from ours: date the JWT by GitHub's and try once more.
+                    self._clock_skew = skew if abs(skew) > SKEW_TOLERANCE else dt.timedelta(0)
+                    _log.warning(
+                        "this machine's clock differs from GitHub's: App JWTs are dated by GitHub's clock",
+                        github_clock_ahead_seconds=round(skew.total_seconds()),
+                    )
+                    continue
+                raise _reworded(
+                    exc,
+                    f"GitHub rejected the JWT of App {credentials.app_id}: "
+                    + _skew_cause(skew, corrected=self._clock_skew),
+                ) from None
+            except ActionsError as exc:
+                raise _step_failure(
+                    exc,
+                    "installation token",
+                    f"GitHub App {credentials.app_id} has no installation {credentials.installation_id} it may "
+                    f"use (or {self._config.api_base_url} is not the GitHub API)",
+                ) from None
+        else:
+            raise AssertionError("unreachable: the second attempt returns or raises")
         token = self._expiring_token(response, "POST", url)
         self._installation_token = token
         return token.token, False
@@ -141,33 +172,41 @@ class AuthChain:
                 headers=self._rest_headers(github_token, "application/vnd.github.v3+json"),
                 expected=(201,),
             )
-        except NotFound as exc:
-            raise _reworded(
-                exc,
-                f"no runner registration endpoint for {self._config.scope} {self._target()}: check that it "
-                f"exists, that the credentials can administer it, and that {self._config.api_base_url} is the "
-                "GitHub API",
-            ) from None
         except Unauthorized as exc:
             raise _reworded(exc, "GitHub rejected the credentials (bad or expired token)") from None
+        except ActionsError as exc:
+            raise _step_failure(
+                exc,
+                "registration token",
+                f"no runner registration endpoint for {self._config.scope} {self._target()} these credentials may "
+                f"use: check that it exists, that the credentials can administer it, and that "
+                f"{self._config.api_base_url} is the GitHub API",
+            ) from None
         return self._expiring_token(response, "POST", url).token
 
     async def _runner_registration(self, registration_token: str) -> AdminConnection:
         url = f"{self._config.api_base_url}/actions/runner-registration"
         body = orjson.dumps({"url": self._config.url, "runner_event": "register"})
-        response = await self._transport.request(
-            "POST",
-            url,
-            headers={
-                "Authorization": f"RemoteAuth {registration_token}",
-                "Content-Type": "application/json",
-                "User-Agent": self._user_agent,
-            },
-            body=body,
-            expected=range(200, 300),
-            # The registration token can take a moment to become valid everywhere: retry auth failures too.
-            retry_statuses=(401, 403),
-        )
+        try:
+            response = await self._transport.request(
+                "POST",
+                url,
+                headers={
+                    "Authorization": f"RemoteAuth {registration_token}",
+                    "Content-Type": "application/json",
+                    "User-Agent": self._user_agent,
+                },
+                body=body,
+                expected=range(200, 300),
+                # The registration token can take a moment to become valid everywhere: retry auth failures too.
+                retry_statuses=(401, 403),
+            )
+        except ActionsError as exc:
+            raise _step_failure(
+                exc,
+                "runner registration",
+                f"GitHub refused to register runners for {self._config.url} with a fresh registration token",
+            ) from None
         payload = _json_object(response, "POST", url)
         admin_url, admin_token = payload.get("url"), payload.get("token")
         if not isinstance(admin_url, str) or not admin_url or not isinstance(admin_token, str) or not admin_token:
@@ -230,6 +269,52 @@ def _jwt_expiry(token: str, url: str) -> dt.datetime:
     return expiry
 
 
+def clock_skew(server_date: dt.datetime | None, local_now: dt.datetime) -> dt.timedelta | None:
+    """How far GitHub's clock (an answer's ``Date`` header) is ahead of ours; ``None`` without the header."""
+    return None if server_date is None else server_date - local_now
+
+
+def _skew_cause(skew: dt.timedelta | None, *, corrected: dt.timedelta) -> str:
+    """Why GitHub refused an App JWT, as far as the clocks tell (pure): ``skew`` is what the refusal's ``Date``
+    header measured, ``corrected`` the skew the JWT was already dated for."""
+    if skew is not None and abs(skew - corrected) > SKEW_TOLERANCE:
+        return (
+            f"this machine's clock is {_apart(skew)} GitHub's (its Date header), and GitHub refuses a JWT dated "
+            "outside its own clock's window: set the clock right (NTP)"
+        )
+    if abs(corrected) > SKEW_TOLERANCE:
+        return (
+            f"wrong App ID or private key (the JWT was dated by GitHub's clock, as this machine's is "
+            f"{_apart(corrected)} it: the clock is not the cause)"
+        )
+    return "wrong App ID or private key"
+
+
+def _apart(skew: dt.timedelta) -> str:
+    """``skew`` (GitHub's clock minus ours) in words: "N s ahead of" or "N s behind"."""
+    seconds = round(abs(skew.total_seconds()))
+    return f"{seconds} s behind" if skew > dt.timedelta(0) else f"{seconds} s ahead of"
+
+
+def _step_failure(exc: ActionsError, step: str, explanation: str) -> ActionsError:
+    """``exc`` from the authentication chain's ``step``: a 404 or a 403 (not a rate limit) becomes
+    :class:`AuthenticationStepFailed` with ``explanation``; anything else is returned as it is."""
+    if isinstance(exc, RateLimited) or exc.status not in (403, 404):
+        return exc
+    return AuthenticationStepFailed(
+        step=step,
+        method=exc.method,
+        url=exc.url,
+        status=exc.status,
+        reason=exc.reason,
+        detail=f"the {step} step failed: {explanation} ({exc.detail})",
+        activity_id=exc.activity_id,
+        github_request_id=exc.github_request_id,
+        type_name=exc.type_name,
+        server_date=exc.server_date,
+    )
+
+
 def _reworded(exc: ActionsError, explanation: str) -> ActionsError:
     """The same error class and facts, with a detail a human can act on (the service's words kept at the end)."""
     return type(exc)(
@@ -241,4 +326,5 @@ def _reworded(exc: ActionsError, explanation: str) -> ActionsError:
         activity_id=exc.activity_id,
         github_request_id=exc.github_request_id,
         type_name=exc.type_name,
+        server_date=exc.server_date,
     )

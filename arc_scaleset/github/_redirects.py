@@ -1,11 +1,23 @@
-"""Following HTTP redirects as Go's HTTP client, ARC's, does (docs/github.md "Transport and errors").
+"""Following HTTP redirects (docs/github.md "Transport and errors"): Go's method rules, which ARC's client
+follows, under a stricter rule of where a redirect may lead and what it may carry.
 
-Private to the package: :func:`next_hop` is the pure decision the transport applies to each answer.
+Private to the package. :func:`next_hop` is the pure decision the transport applies to each answer, always
+against the *original* request (never the previous hop, so a chain cannot walk away one step at a time);
+:func:`address_refusal` is the pure check of where a followed host's name resolves to.
+
+Why stricter than Go: one controller serves many teams, and a team chooses its ``githubConfigUrl`` (GHES, over
+plain http if it likes). Under Go's rules a server of that team could send the controller to any address the
+controller can reach (a cloud metadata endpoint, the API server, another team's service) and read the answer
+back through the error text. So a redirect is followed only to the original host or a subdomain of it; to a
+loopback, link-local or private address only when the original host is one of the same kind; and the
+credentials (``Authorization``, ``Cookie``) go only to the same host *and* port.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import enum
+import ipaddress
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
 from yarl import URL
@@ -16,28 +28,54 @@ from arc_scaleset.github.errors import FatalError
 MAX_REDIRECTS = 10
 """Redirects followed for one attempt, as Go's HTTP client (ARC's) does; one more is an error."""
 _REDIRECTS = frozenset({301, 302, 303, 307, 308})
-# Headers that hold a credential: only a redirect to the same host, or to one of its subdomains, gets them.
+# Headers that hold a credential: only a redirect to the same host and port gets them.
 _CREDENTIAL_HEADERS = frozenset({"authorization", "cookie"})
 _BODY_HEADERS = frozenset({"content-type", "content-length"})
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+
+class AddressKind(enum.Enum):
+    """Where an address leads, for the redirect rule. Only ``PUBLIC`` may be reached from any original host."""
+
+    PUBLIC = "public"
+    LOOPBACK = "loopback"
+    LINK_LOCAL = "link-local"  # cloud metadata endpoints (169.254.169.254, fd00:ec2::254 is private)
+    PRIVATE = "private"
 
 
 @dataclass(frozen=True, slots=True)
 class Hop:
-    """The request a redirect asks for."""
+    """The request a redirect asks for. ``resolve`` is the host name whose addresses the transport must check
+    with :func:`address_refusal` before sending (a subdomain of the original host); ``None``: nothing to check
+    (the original host itself, or an address literal already checked)."""
 
     method: str
     url: str
     headers: Mapping[str, str]
     body: bytes | None
+    resolve: str | None = None
 
 
-def next_hop(response: Response, *, headers: Mapping[str, str], body: bytes | None) -> Hop | None:
+def next_hop(response: Response, *, original: str, headers: Mapping[str, str], body: bytes | None) -> Hop | None:
     """The request that follows ``response`` (pure), or ``None`` when it is not a redirect to follow.
 
-    Go's rules, which ARC's client follows: 301, 302 and 303 turn a request other than GET or HEAD into a GET
-    without a body (303 always); 307 and 308 repeat it, body and all; a redirect without ``Location`` is the
-    answer. Credentials go only to the same host (any port) or a subdomain of it, and never from https to
-    http, which is refused (:class:`FatalError`): sent in cleartext, the token would be readable on the way.
+    ``original`` is the URL of the request as the caller made it, before any redirect; ``headers`` and ``body``
+    are those of the request ``response`` answers (the original one, or the hop before). Go's method rules:
+    301, 302 and 303 turn a request other than GET or HEAD into a GET without a body (303 always); 307 and 308
+    repeat it, body and all; a redirect without ``Location`` is the answer. Refused (:class:`FatalError`, never
+    retried; the message names the location's scheme and host, never its path, query or user information):
+
+    - a location that is not an http(s) URL with a host, or that carries user information;
+    - https to http (the token would be readable on the way);
+    - a host other than the original host or a subdomain of it (an address literal has no subdomains, so a
+      literal original host is followed only to itself).
+
+    A subdomain is a name whose addresses only the transport can look up: the hop names it in ``resolve``.
+
+    Credentials go only to the original host on the original port (the scheme's default port when none is
+    written): another port is another service, which a team may run on the same machine.
     """
     location = response.headers.get("Location")
     if response.status not in _REDIRECTS or not location:
@@ -48,9 +86,9 @@ def next_hop(response: Response, *, headers: Mapping[str, str], body: bytes | No
             method=response.method, url=response.url, status=response.status, reason=response.reason, detail=why
         )
 
-    origin = URL(response.url, encoded=True)
+    origin = URL(original, encoded=True)
     try:
-        target = origin.join(URL(location, encoded=True))
+        target = URL(response.url, encoded=True).join(URL(location, encoded=True))
     except ValueError:
         raise refused("redirected to a location that is not a URL") from None
     if target.scheme not in ("http", "https") or not target.host or target.user is not None:
@@ -58,19 +96,74 @@ def next_hop(response: Response, *, headers: Mapping[str, str], body: bytes | No
         raise refused(f"redirected to an unusable location ({target.scheme or 'no'} scheme, host {target.host!r})")
     if origin.scheme == "https" and target.scheme != "https":
         raise refused(f"redirected to http://{target.host}: refusing to send credentials in cleartext")
+    origin_host, target_host = _host(origin), _host(target)
+    if not _same_or_subdomain(origin_host, target_host):
+        raise refused(f"redirected to another host ({target_host}): only {origin_host} and its subdomains are followed")
     method, hop_body, dropped = response.method, body, set[str]()
     if response.status in (301, 302, 303) and method not in ("GET", "HEAD"):
         method, hop_body = "GET", None
         dropped |= _BODY_HEADERS
-    if not _same_site(origin, target):
+    if (target_host, _port(target)) != (origin_host, _port(origin)):
         dropped |= _CREDENTIAL_HEADERS
     hop_headers = {name: value for name, value in headers.items() if name.lower() not in dropped}
-    return Hop(method=method, url=str(target), headers=hop_headers, body=hop_body)
+    resolve = target_host if target_host != origin_host and _ip(target_host) is None else None
+    return Hop(method=method, url=str(target), headers=hop_headers, body=hop_body, resolve=resolve)
 
 
-def _same_site(origin: URL, target: URL) -> bool:
-    """Whether ``target`` may receive ``origin``'s credentials: the same host or a subdomain of it, whatever the
-    port (Go's rule)."""
-    if not origin.host or not target.host:
+def address_refusal(*, original: Collection[IPAddress], target: Collection[IPAddress]) -> str | None:
+    """Why a redirect whose host resolves to ``target`` may not be followed from a request whose host resolves
+    to ``original`` (pure); ``None``: it may.
+
+    Every target address must be public or of a kind some original address is: a GHES on a private network
+    may send its clients to another private name of its own, a loopback test server to loopback, but a host
+    on the internet can never send the controller to an address inside the cluster or to a metadata endpoint.
+    """
+    allowed = {AddressKind.PUBLIC, *map(address_kind, original)}
+    for address in target:
+        kind = address_kind(address)
+        if kind not in allowed:
+            return f"resolves to a {kind.value} address ({address}), and the original host is not one"
+    return None
+
+
+def address_kind(address: IPAddress) -> AddressKind:
+    """The kind of ``address`` for the redirect rule (an IPv4-mapped IPv6 address counts as its IPv4 one)."""
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped
+    if address.is_loopback:
+        return AddressKind.LOOPBACK
+    if address.is_link_local:
+        return AddressKind.LINK_LOCAL
+    if address.is_private or address.is_reserved or address.is_unspecified or address.is_multicast:
+        return AddressKind.PRIVATE
+    return AddressKind.PUBLIC
+
+
+def literal_address(host: str) -> IPAddress | None:
+    """``host`` as an address when it is an address literal (``[::1]`` or ``::1``), else ``None``."""
+    return _ip(host.strip("[]"))
+
+
+def _ip(host: str) -> IPAddress | None:
+    try:
+        return ipaddress.ip_address(host)
+    except ValueError:
+        return None
+
+
+def _host(url: URL) -> str:
+    """The URL's host, lower case, without a trailing dot (``api.example.`` is ``api.example``)."""
+    return (url.host or "").lower().rstrip(".")
+
+
+def _port(url: URL) -> int | None:
+    return url.explicit_port or _DEFAULT_PORTS.get(url.scheme)
+
+
+def _same_or_subdomain(origin: str, target: str) -> bool:
+    """Whether ``target`` is ``origin`` or a subdomain of it. An address literal has no subdomains."""
+    if not origin or not target:
         return False
-    return target.host == origin.host or target.host.endswith("." + origin.host)
+    if target == origin:
+        return True
+    return _ip(origin) is None and target.endswith("." + origin)

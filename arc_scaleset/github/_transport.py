@@ -10,8 +10,10 @@ go-retryablehttp semantics, with a cap so that no caller waits on GitHub for lon
   :class:`RateLimited` so the caller can come back later instead of blocking;
 - waits between attempts: ``retry_wait_min * 2**n`` capped at ``retry_wait_max``, plus up to 10 % jitter, on
   the injected clock; at most ``retry_max`` retries, then the last failure is raised;
-- redirects: followed as Go's client follows them (:func:`next_hop`), at most :data:`MAX_REDIRECTS` per attempt;
-  credentials only to the same host or a subdomain, and never from https to http (:class:`FatalError`);
+- redirects: Go's method rules (:func:`next_hop`), at most :data:`MAX_REDIRECTS` per attempt, only to the
+  original host or a subdomain that resolves to no internal address the original does not
+  (:func:`address_refusal`), credentials only to the same host and port, never from https to http
+  (:class:`FatalError`); the body of an answer a redirect led to never reaches an error;
 - a response body larger than ``max_response_bytes`` (10 MiB) is not read further: :class:`ResponseTooLarge`,
   never retried (a proxy or a misbehaving service must not make the process hold an unbounded body);
 - error details are scrubbed of every secret the client holds (:mod:`._secrets`) before they are clipped, so a
@@ -25,9 +27,13 @@ request that hung from a caller that never sent one. Headers, bodies and queries
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import datetime as dt
 import email.utils
 import functools
 import random
+import re
+import socket
 import ssl
 import time
 from collections.abc import Collection, Mapping
@@ -42,7 +48,7 @@ from yarl import URL
 
 from arc_scaleset.backoff import Backoff
 from arc_scaleset.clock import REAL_CLOCK, Clock
-from arc_scaleset.github._redirects import MAX_REDIRECTS, next_hop
+from arc_scaleset.github._redirects import MAX_REDIRECTS, IPAddress, address_refusal, literal_address, next_hop
 from arc_scaleset.github._response import Response
 from arc_scaleset.github._secrets import Redactor
 from arc_scaleset.github.errors import (
@@ -147,13 +153,20 @@ def error_for_response(
     scrub: Redactor | None = None,
     overrides: Mapping[int, type[ActionsError]] | None = None,
     prefix: str = "",
+    redirected: bool = False,
 ) -> ActionsError:
     """The typed error for a response the caller did not expect (pure: status, headers and body in, error out).
 
     Order: the service's exception ``typeName`` (RunnerExists, RunnerNotFound, JobStillRunning, any
     ``...NotFoundException`` → NotFound) wins over the status; then ``overrides``; then the status class.
+
+    The detail quotes the body only where GitHub or the service wrote it: a JSON answer (by its content type)
+    from the URL the caller asked for, and then only its ``typeName`` and ``message``. Of any other answer (one
+    a redirect led to, ``redirected``; text, HTML, a JSON value that is not an error object) the detail names
+    the content type and the length, never the body: whatever a server sent the controller to would
+    otherwise be read back to the team through a condition or an Event (docs/github.md).
     """
-    type_name, detail = _describe_body(headers, body)
+    type_name, detail = _describe_body(headers, body, redirected=redirected)
     if scrub is not None:
         detail = scrub(detail)
     detail = _clip(detail)
@@ -165,9 +178,10 @@ def error_for_response(
         "status": status,
         "reason": reason,
         "detail": detail,
-        "activity_id": headers.get("ActivityId"),
-        "github_request_id": headers.get("X-GitHub-Request-Id"),
+        "activity_id": _header_id(headers, "ActivityId"),
+        "github_request_id": _header_id(headers, "X-GitHub-Request-Id"),
         "type_name": type_name,
+        "server_date": _server_date(headers),
     }
     cls: type[ActionsError]
     if type_name and any(known in type_name for known in _TYPE_NAME_ERRORS):
@@ -189,26 +203,58 @@ def error_for_response(
     return cls(**common)
 
 
-def _describe_body(headers: Mapping[str, str], body: bytes) -> tuple[str | None, str]:
+# What of a server's own words may stand in an error: an exception type name or a request ID is an identifier.
+_IDENTIFIER = re.compile(r"[A-Za-z0-9_.:+-]{1,128}")
+_MEDIA_TYPE = re.compile(r"[A-Za-z0-9!#$&^_.+-]{1,64}/[A-Za-z0-9!#$&^_.+-]{1,64}")
+
+
+def _describe_body(headers: Mapping[str, str], body: bytes, *, redirected: bool) -> tuple[str | None, str]:
     """The service's exception name, if any, and the error text (unclipped: it is scrubbed first)."""
     if not body.strip():
         return None, "unknown error"
-    text = body.decode("utf-8", errors="replace")[:_MAX_SCRUBBED]
-    content_type = headers.get("Content-Type", "").lower()
-    if "json" in content_type or text.lstrip().startswith("{"):
-        try:
-            payload = orjson.loads(body)
-        except orjson.JSONDecodeError:
+    media_type = headers.get("Content-Type", "").partition(";")[0].strip().lower()
+    payload: Any = None
+    parsed = True
+    try:
+        payload = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        parsed = False
+    error_object = payload if isinstance(payload, dict) else {}
+    raw_type = error_object.get("typeName") or error_object.get("$type")
+    type_name = str(raw_type) if raw_type and _IDENTIFIER.fullmatch(str(raw_type)) else None
+    message = str(error_object.get("message") or error_object.get("Message") or "")
+    if redirected or "json" not in media_type or not (type_name or message):
+        if "json" in media_type and not parsed and not redirected:
             return None, "failed to unmarshal error response body"
-        if isinstance(payload, dict):
-            type_name = payload.get("typeName") or payload.get("$type") or None
-            message = str(payload.get("message") or payload.get("Message") or "")
-            if type_name:
-                return str(type_name), f"{type_name}: {message[:_MAX_SCRUBBED]}"
-            if message:
-                return None, message[:_MAX_SCRUBBED]
-        return None, text
-    return None, text
+        return type_name, _unshown(media_type, len(body), redirected=redirected)
+    if type_name:
+        return type_name, f"{type_name}: {message[:_MAX_SCRUBBED]}"
+    return None, message[:_MAX_SCRUBBED]
+
+
+def _unshown(media_type: str, length: int, *, redirected: bool) -> str:
+    """What an error says of a body it does not show: the content type (when it is one) and the length."""
+    kind = media_type if _MEDIA_TYPE.fullmatch(media_type) else "no readable content type"
+    origin = "an answer a redirect led to" if redirected else "not a JSON error object"
+    return f"the body is not shown ({origin}: {kind}, {length} bytes)"
+
+
+def _header_id(headers: Mapping[str, str], name: str) -> str | None:
+    """A request-ID header, when it is an identifier (a server may put anything in a header)."""
+    value = headers.get(name)
+    return value if value and _IDENTIFIER.fullmatch(value) else None
+
+
+def _server_date(headers: Mapping[str, str]) -> dt.datetime | None:
+    """The answer's ``Date`` header (the server's clock), ``None`` when absent or unreadable."""
+    value = headers.get("Date")
+    if not value:
+        return None
+    try:
+        moment = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=dt.UTC)
 
 
 def _clip(text: str) -> str:
@@ -243,6 +289,9 @@ class HttpTransport:
         self.max_response_bytes = max_response_bytes
         self._rng = rng or random.Random()
         self.redact = Redactor(clock=clock)
+        for secret in self._proxy.secret_values():
+            # A proxy that refuses the request may echo its credentials (e.g. Proxy-Authorization).
+            self.redact.add(secret)
         self._session: aiohttp.ClientSession | None = None
 
     async def aclose(self) -> None:
@@ -327,6 +376,7 @@ class HttpTransport:
                     scrub=self.redact,
                     overrides=overrides,
                     prefix=prefix,
+                    redirected=response.redirected,
                 )
             delay = backoff.next_delay()
             if wait is not None:
@@ -337,18 +387,51 @@ class HttpTransport:
     async def _send_following(
         self, method: str, url: str, *, headers: Mapping[str, str], body: bytes | None, time_limit: float | None
     ) -> Response:
-        """:meth:`_send_once`, following redirects as Go's HTTP client does for ARC (:func:`next_hop`): GitHub
-        answers 301 or 307 for a renamed repository; its clients are to follow."""
-        for _ in range(MAX_REDIRECTS + 1):
-            response = await self._send_once(method, url, headers=headers, body=body, time_limit=time_limit)
-            hop = next_hop(response, headers=headers, body=body)
+        """:meth:`_send_once`, following redirects (:func:`next_hop`, always against the original request):
+        GitHub answers 301 or 307 for a renamed repository; its clients are to follow. The answer of a hop is
+        marked ``redirected``."""
+        original, hop_method, hop_url, hop_headers, hop_body = url, method, url, headers, body
+        for hops in range(MAX_REDIRECTS + 1):
+            response = await self._send_once(
+                hop_method, hop_url, headers=hop_headers, body=hop_body, time_limit=time_limit
+            )
+            if hops:
+                response = dataclasses.replace(response, redirected=True)
+            # The hop's own headers and body: a 303 turned it into a GET without a body, and credentials a hop
+            # lost are never given back further on.
+            hop = next_hop(response, original=original, headers=hop_headers, body=hop_body)
             if hop is None:
                 return response
+            if hop.resolve is not None:
+                await self._check_resolved(response, original, hop.resolve)
             _log.debug(
-                "github request redirected", status=response.status, path=urlsplit(url).path, to=urlsplit(hop.url).path
+                "github request redirected",
+                status=response.status,
+                path=urlsplit(hop_url).path,
+                to=urlsplit(hop.url).path,
             )
-            method, url, headers, body = hop.method, hop.url, hop.headers, hop.body
+            hop_method, hop_url, hop_headers, hop_body = hop.method, hop.url, hop.headers, hop.body
         raise FatalError(method=method, url=url, detail=f"stopped after {MAX_REDIRECTS} redirects")
+
+    async def _check_resolved(self, response: Response, original: str, host: str) -> None:
+        """Refuse (:class:`FatalError`) a redirect to ``host`` (a subdomain of the original host) when it resolves
+        to an address of a kind the original host's addresses are not (:func:`address_refusal`).
+
+        Looked up here, just before the hop: a name whose addresses change between this look-up and the
+        connection (DNS rebinding with a zero TTL) is not caught; docs/github.md says so. A name that cannot
+        be looked up is left to the connection, which then fails like any unreachable host.
+        """
+        why = address_refusal(
+            original=await _addresses(URL(original, encoded=True).host or ""), target=await _addresses(host)
+        )
+        if why is not None:
+            raise FatalError(
+                method=response.method,
+                url=response.url,
+                status=response.status,
+                reason=response.reason,
+                detail=f"redirected to {host}, which {why}",
+            )
 
     async def _send_once(
         self, method: str, url: str, *, headers: Mapping[str, str], body: bytes | None, time_limit: float | None
@@ -419,6 +502,24 @@ class HttpTransport:
                 raise _too_large(raw, method, url, limit)
             chunks.append(chunk)
         return b"".join(chunks)
+
+
+async def _addresses(host: str) -> set[IPAddress]:
+    """The addresses ``host`` stands for: itself when it is an address literal, else what the system's resolver
+    answers (none when it cannot answer)."""
+    literal = literal_address(host)
+    if literal is not None:
+        return {literal}
+    try:
+        infos = await asyncio.get_running_loop().getaddrinfo(host, None, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError):
+        return set()
+    found: set[IPAddress] = set()
+    for *_, sockaddr in infos:
+        address = literal_address(str(sockaddr[0]).partition("%")[0])  # an IPv6 scope ID is not part of it
+        if address is not None:
+            found.add(address)
+    return found
 
 
 def _connection_trace() -> aiohttp.TraceConfig:

@@ -19,6 +19,7 @@ the pool at shutdown.
 from __future__ import annotations
 
 import random
+import uuid
 from collections.abc import Collection, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Self, TypeVar
@@ -331,17 +332,14 @@ class ActionsClient:
         return self._session(response, scale_set_id)
 
     async def refresh_message_session(self, scale_set_id: int, session_id: str) -> MessageSession:
-        """A fresh queue URL, queue token and statistics for an existing session."""
-        response = await self._admin_request(
-            "PATCH", f"_apis/runtime/runnerscalesets/{scale_set_id}/sessions/{session_id}"
-        )
+        """A fresh queue URL, queue token and statistics for an existing session (``ValueError``: the ID is no
+        UUID)."""
+        response = await self._admin_request("PATCH", _session_path(scale_set_id, session_id))
         return self._session(response, scale_set_id)
 
     async def delete_message_session(self, scale_set_id: int, session_id: str) -> None:
-        """Close a session so that a new listener can open one at once."""
-        await self._admin_request(
-            "DELETE", f"_apis/runtime/runnerscalesets/{scale_set_id}/sessions/{session_id}", expected=(204, 200)
-        )
+        """Close a session so that a new listener can open one at once (``ValueError``: the ID is no UUID)."""
+        await self._admin_request("DELETE", _session_path(scale_set_id, session_id), expected=(204, 200))
 
     def _session(self, response: Response, scale_set_id: int) -> MessageSession:
         session = _model(response, MessageSession)
@@ -439,6 +437,20 @@ class ActionsClient:
         """Jobs waiting for the scale set (not needed by the message loop; a diagnostic and fallback)."""
         response = await self._admin_request("GET", f"_apis/runtime/runnerscalesets/{scale_set_id}/acquirablejobs")
         return [_validate(response, AcquirableJob, item) for item in _list(response).value]
+
+
+def _session_path(scale_set_id: int, session_id: str) -> str:
+    """The path of a message session. The ID may come from an annotation a team can write (a predecessor's
+    session, docs/listener.md): anything but a UUID is refused before a request is made, so no text reaches a
+    request path sent with the admin token."""
+    try:
+        canonical = str(uuid.UUID(session_id))
+    except ValueError:
+        canonical = ""
+    # uuid.UUID also reads braces, a "urn:uuid:" prefix and misplaced hyphens: only the plain form is taken.
+    if canonical != session_id.lower():
+        raise ValueError("a message session ID is a UUID")
+    return f"_apis/runtime/runnerscalesets/{scale_set_id}/sessions/{canonical}"
 
 
 def _jit_tag(runner_id: int) -> tuple[str, int]:

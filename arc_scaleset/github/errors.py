@@ -15,6 +15,8 @@ Reactions, by class:
 - :class:`TransientError`, :class:`RateLimited`, :class:`SessionConflict`: try again later
   (:func:`is_transient` says so; ``RateLimited.retry_after`` says when).
 - :class:`Unauthorized`: the credentials were refreshed once and still failed: fix the secret.
+  :class:`AuthenticationStepFailed` (one of them): a step of the authentication chain answered 404 or 403;
+  never read it as "not found" of what the call was about.
 - :class:`NotFound` (and :class:`RunnerNotFound`, :class:`SessionNotFound`): the thing is gone; re-create
   or forget it.
 - :class:`RunnerExists`, :class:`JobStillRunning`: specific conflicts with documented reactions.
@@ -24,6 +26,7 @@ Reactions, by class:
 
 from __future__ import annotations
 
+import datetime as dt
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from arc_scaleset.observability.logging import redact
@@ -69,6 +72,7 @@ class ActionsError(GitHubError):
         activity_id: str | None = None,
         github_request_id: str | None = None,
         type_name: str | None = None,
+        server_date: dt.datetime | None = None,
     ) -> None:
         self.method = method
         self.url = redact_url(url)
@@ -78,6 +82,7 @@ class ActionsError(GitHubError):
         self.activity_id = activity_id
         self.github_request_id = github_request_id
         self.type_name = type_name
+        self.server_date = server_date  # the answer's Date header: the server's clock (App JWT clock skew)
         super().__init__(self._format())
 
     def _format(self) -> str:
@@ -122,6 +127,22 @@ class SessionConflict(ActionsError):  # noqa: N818 - the names callers branch on
 
 class Unauthorized(ActionsError):  # noqa: N818 - the names callers branch on
     """401 (or an auth 403) that survived one credential refresh: the credentials are wrong or revoked."""
+
+
+class AuthenticationStepFailed(Unauthorized):
+    """GitHub refused a step of the authentication chain (docs/github.md): 404 or 403 on the App's
+    installation-token, the registration-token or the runner-registration request.
+
+    A configuration error, never an answer about a runner or a scale set: the credentials cannot administer
+    the configured enterprise, organization or repository (a PAT that lost its access, an App not installed
+    there) or the config URL does not name GitHub's API. Before this class, such a 404 read as
+    :class:`NotFound` to the caller of a runner's removal, which took it for "the runner is already gone" and
+    deleted the runner without asking whether it ran a job. ``step`` names the request that failed.
+    """
+
+    def __init__(self, *, step: str, **kwargs: object) -> None:
+        self.step = step
+        super().__init__(**kwargs)  # type: ignore[arg-type]
 
 
 class MessageQueueTokenExpired(Unauthorized):

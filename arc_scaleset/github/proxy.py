@@ -65,6 +65,10 @@ class ProxySettings:
             f"no_proxy={self.no_proxy!r})"
         )
 
+    def secret_values(self) -> list[str]:
+        """The credentials the proxy URLs carry, in every form a text could show them (for redaction)."""
+        return [*proxy_url_secrets(self.http_proxy), *proxy_url_secrets(self.https_proxy)]
+
     def proxy_for(self, url: str) -> ProxyChoice | None:
         """The proxy to use for ``url``, or ``None`` to connect directly."""
         parts = urlsplit(url)
@@ -121,6 +125,22 @@ class ProxySettings:
             elif host == entry_host or host.endswith("." + entry_host):
                 return False
         return True
+
+
+def proxy_url_secrets(proxy: str) -> list[str]:
+    """The password of ``proxy``'s user information as written (percent-encoded) and decoded, and the
+    ``Proxy-Authorization`` value made of it; none without a password."""
+    if "://" not in proxy:
+        proxy = "http://" + proxy
+    try:
+        parts = urlsplit(proxy)
+        password = parts.password
+    except ValueError:
+        return []
+    if not password:
+        return []
+    basic = aiohttp.encode_basic_auth(unquote(parts.username or ""), unquote(password))
+    return [password, unquote(password), basic.partition(" ")[2]]
 
 
 def _parse_proxy(proxy: str) -> ProxyChoice:

@@ -21,6 +21,7 @@ from prometheus_client import CollectorRegistry, disable_created_metrics
 
 from arc_scaleset.api.listener_config import PROBE_ADDR_ENV, ListenerConfig, ListenerConfigError
 from arc_scaleset.gc_tuning import freeze_startup_objects
+from arc_scaleset.github import ProxySettings
 from arc_scaleset.listener.app import build_listener
 from arc_scaleset.listener.config import config_path_from_environment, load_config
 from arc_scaleset.listener.errors import FatalListenerError
@@ -70,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
             log.error(f"listener cannot start: {exc}")
             return 1
     # Redaction is the last line of defence: the listener never logs credentials on purpose.
-    for secret in config.secrets():
+    for secret in [*config.secrets(), *ProxySettings.from_env(os.environ).secret_values()]:
         register_secret(secret)
     configure_logging(level=config.log_level, fmt=config.log_format, stream=sys.stdout)
     # ARC's Go client exports no *_created series; keep the exposition identical.

@@ -20,7 +20,8 @@ One call per process, at start-up::
 mask ordinary words) and anything that looks like a credential — GitHub tokens (``ghp_``, ``gho_``,
 ``ghu_``, ``ghs_``, ``ghr_``, ``github_pat_``), JWTs (three base64url segments, ``eyJ...``: App, admin and
 queue tokens), PEM ``PRIVATE KEY`` blocks, the value of an ``Authorization`` header, ``Bearer``/
-``RemoteAuth``/``Basic``/``token`` credentials and ``token=``/``password:``-style pairs — are replaced by
+``RemoteAuth``/``Basic``/``token`` credentials, ``token=``/``password:``-style pairs and the password of a
+URL's user information (``scheme://user:password@host``) — are replaced by
 ``[REDACTED]`` twice: in the event's values before rendering (so JSON escaping cannot split a secret) and in
 the finished line (which covers keys, tracebacks and reprs). :class:`RedactingFilter` applies the same
 masking to ``LogRecord`` messages, for handlers this module does not own.
@@ -100,6 +101,11 @@ _SECRET_PAIR_RE: Final = re.compile(
     r"private_key|secret)([\"']?\s*[:=]\s*[\"']?)(?!\[REDACTED\])([^\s\"',;&}]{8,})"
 )
 
+# The password of a URL's user information (``scheme://user:password@host``: a proxy URL, a clone URL): the user
+# name stays, so a reader still sees which account it was. A password may hold any character but the
+# delimiters of the authority (``@``, ``/``, ``?``, ``#``) and white space; ``[REDACTED]`` is never re-masked.
+_URL_PASSWORD_RE: Final = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://[^\s/?#@:]*:)(?!\[REDACTED\]@)[^\s/?#@]+@")
+
 _secrets: set[str] = set()
 _secrets_lock = threading.Lock()
 _pattern: re.Pattern[str] | None = None  # rebuilt lazily after the registry changes
@@ -140,6 +146,7 @@ def _current_pattern() -> re.Pattern[str]:
 def redact(text: str) -> str:
     """``text`` with every registered secret and credential-shaped substring replaced by ``[REDACTED]``."""
     masked = _current_pattern().sub(REDACTED, text)
+    masked = _URL_PASSWORD_RE.sub(rf"\1{REDACTED}@", masked)
     masked = _AUTH_HEADER_RE.sub(_mask_header_value, masked)
     masked = _AUTH_SCHEME_RE.sub(rf"\1\2{REDACTED}", masked)
     masked = _TOKEN_SCHEME_RE.sub(rf"\1\2{REDACTED}", masked)

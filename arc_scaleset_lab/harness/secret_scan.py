@@ -4,8 +4,9 @@
   saying what each is; the label, never the value, is what a report shows.
 - :class:`JitConfigCollector` watches Secrets and records every ``jitToken`` the controller writes, plus
   the credential material inside it, as the run goes.
-- :func:`find_leaks` searches log files for every recorded value; :func:`find_leaks_in_objects` searches
-  what the API server shows a user: Events, and the status and annotations of objects.
+- :func:`find_leaks` searches log files for every recorded value, and for any URL whose user information
+  carries an unmasked password; :func:`find_leaks_in_objects` searches what the API server shows a user
+  (Events, and the status and annotations of objects) the same way.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import base64
 import binascii
 import contextlib
 import logging
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -94,8 +96,15 @@ def _string_leaves(value: Any) -> Iterable[str]:
             yield from _string_leaves(item)
 
 
+# A URL whose user information carries a password that is not masked: a leak whoever's password it is, so it is
+# searched for without the ledger (a proxy URL built from a Secret, a clone URL, a database URL).
+URL_WITH_PASSWORD = re.compile(r"(?i)\b[a-z][a-z0-9+.-]*://[^\s/?#@:\"']*:(?!\[REDACTED\]@)[^\s/?#@\"']+@")
+URL_WITH_PASSWORD_LEAK = "a URL with a password in its user information"
+
+
 def find_leaks(paths: Iterable[Path], ledger: SecretLedger) -> list[Leak]:
-    """Every (file, line) where a recorded secret occurs. Files are read as bytes, decoded leniently."""
+    """Every (file, line) where a recorded secret, or a URL with an unmasked password, occurs. Files are read
+    as bytes, decoded leniently."""
     leaks: list[Leak] = []
     needles = list(ledger.values.items())
     for path in paths:
@@ -103,13 +112,18 @@ def find_leaks(paths: Iterable[Path], ledger: SecretLedger) -> list[Leak]:
             text = path.read_bytes().decode("utf-8", "replace")
         except OSError:
             continue
-        if not any(value in text for value, _ in needles):
+        if not any(value in text for value, _ in needles) and not URL_WITH_PASSWORD.search(text):
             continue
         for number, line in enumerate(text.splitlines(), start=1):
-            for value, what in needles:
-                if value in line:
-                    leaks.append(Leak(path, number, what))
+            leaks.extend(Leak(path, number, what) for what in _leaks_in(line, needles))
     return leaks
+
+
+def _leaks_in(text: str, needles: Iterable[tuple[str, str]]) -> Iterable[str]:
+    """What of ``needles`` (value, description) ``text`` holds, and whether it holds a URL with a password."""
+    yield from (what for value, what in needles if value in text)
+    if URL_WITH_PASSWORD.search(text):
+        yield URL_WITH_PASSWORD_LEAK
 
 
 @dataclass(frozen=True)
@@ -137,22 +151,16 @@ def _object_text_fields(obj: Mapping[str, Any]) -> Iterable[tuple[str, str]]:
 
 
 def find_leaks_in_objects(objects: Iterable[Mapping[str, Any]], ledger: SecretLedger) -> list[ObjectLeak]:
-    """Every object field (Event text, status, annotations) where a recorded secret occurs."""
+    """Every object field (Event text, status, annotations) where a recorded secret, or a URL with an unmasked
+    password, occurs."""
     leaks: list[ObjectLeak] = []
     for obj in objects:
         meta = obj.get("metadata") or {}
+        kind, namespace, name = str(obj.get("kind", "?")), str(meta.get("namespace", "")), str(meta.get("name", "?"))
         for field, text in _object_text_fields(obj):
-            for value, what in ledger.values.items():
-                if value in text:
-                    leaks.append(
-                        ObjectLeak(
-                            str(obj.get("kind", "?")),
-                            str(meta.get("namespace", "")),
-                            str(meta.get("name", "?")),
-                            field,
-                            what,
-                        )
-                    )
+            leaks.extend(
+                ObjectLeak(kind, namespace, name, field, what) for what in _leaks_in(text, ledger.values.items())
+            )
     return leaks
 
 

@@ -182,7 +182,10 @@ class ScaleSetFactory:
         self.stem = stem
         self.created: list[ScaleSetHandle] = []
 
-    async def create(self, *, min_runners: int, max_runners: int, credentials: str = "pat") -> ScaleSetHandle:
+    async def create(
+        self, *, min_runners: int, max_runners: int, credentials: str = "pat", proxy: dict[str, Any] | None = None
+    ) -> ScaleSetHandle:
+        """A scale set with a PAT (or ``credentials="app"``) Secret of its own; ``proxy``: its ``spec.proxy``."""
         name = self.stem if not self.created else f"{self.stem}-{len(self.created) + 1}"
         if credentials == "app":
             secret = await self.system.create_app_secret(self.namespace, name=f"{name}-github-app")
@@ -199,6 +202,8 @@ class ScaleSetFactory:
             max_runners=max_runners,
             template=scale_sets.runner_template(env={scale_sets.TEMPLATE_REVISION_ENV: "1"}),
         )
+        if proxy is not None:
+            manifest["spec"]["proxy"] = proxy
         await self.system.kube.create(AUTOSCALING_RUNNER_SETS, manifest, namespace=self.namespace)
         return handle
 

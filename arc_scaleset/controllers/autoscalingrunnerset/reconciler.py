@@ -91,8 +91,21 @@ from arc_scaleset.controllers.autoscalingrunnerset.status import (
     status_patch,
 )
 from arc_scaleset.controllers.context import ControllerContext
-from arc_scaleset.controllers.errors import ConfigurationError, InvalidSpec, UnsupportedVersion
-from arc_scaleset.github import ActionsClient, ActionsError, NotFound, RateLimited, Unauthorized, is_transient
+from arc_scaleset.controllers.errors import (
+    ConfigurationError,
+    GitHubAuthenticationStepFailed,
+    InvalidSpec,
+    UnsupportedVersion,
+)
+from arc_scaleset.github import (
+    ActionsClient,
+    ActionsError,
+    AuthenticationStepFailed,
+    NotFound,
+    RateLimited,
+    Unauthorized,
+    is_transient,
+)
 from arc_scaleset.kube.client import Preconditions
 from arc_scaleset.kube.controller import Controller, Request, Result
 from arc_scaleset.kube.errors import AlreadyExists, Conflict
@@ -595,6 +608,8 @@ class AutoscalingRunnerSetReconciler:
 
 
 def _github_reason(exc: ActionsError) -> str:
+    if isinstance(exc, AuthenticationStepFailed):
+        return GitHubAuthenticationStepFailed.reason
     if isinstance(exc, Unauthorized):
         return "GitHubAuthenticationFailed"
     if isinstance(exc, RateLimited):

@@ -6,9 +6,12 @@ Order and outcomes:
    status never got it (a pass ended between registering and writing the status) -- the JIT Secret's, so a
    registration is not leaked by a badly timed deletion. No ID anywhere, or the service no longer knows the
    runner: nothing to remove. ``JobStillRunning``: the runner is busy; come back in 30 s. Any other error
-   propagates (workqueue backoff). Skipped when this process's EphemeralRunnerSet saw GitHub confirm this
-   very registration gone (:class:`~arc_scaleset.controllers.handoff.RemovedRegistrations`): the usual
-   scale-down, where ARC asks GitHub twice per runner.
+   propagates (workqueue backoff), among them a 404 or 403 from GitHub's authentication step, which says
+   nothing about the runner (:class:`~arc_scaleset.controllers.errors.GitHubAuthenticationStepFailed`, with a
+   Warning Event): the runner is not deleted without GitHub's answer for it. Skipped when this process's
+   EphemeralRunnerSet saw GitHub confirm this very registration gone
+   (:class:`~arc_scaleset.controllers.handoff.RemovedRegistrations`): the usual scale-down, where ARC asks
+   GitHub twice per runner.
 2. delete the pod and the JIT Secret (not waiting for them; the pod is also garbage-collected), and in
    kubernetes mode the container-hook pods and Secrets labelled ``runner-pod=<name>``. Not the pod and the
    Secret the EphemeralRunnerSet deleted in a batch (:class:`~arc_scaleset.controllers.handoff.DeletedChildren`):
@@ -116,13 +119,16 @@ async def finalize_runner(ctx: ControllerContext, er: Object, *, clients: Runner
                     client = await clients.client_for(namespace=namespace, spec=view.spec)
                 else:
                     client = await client_for_runner_spec(ctx.github, namespace=namespace, spec=view.spec)
+                removal = await remove_registration(client, runner_id)
             except ConfigurationError as exc:
+                # Bad input, or GitHub refused the authentication step (no word on the runner): the runner and
+                # its finalizers stay until GitHub answers for it.
                 await ctx.events.event(
                     er, type="Warning", reason=exc.reason, action="RemoveRunner",
                     note=f"cannot remove runner {runner_id} from GitHub: {exc.message}",
                 )  # fmt: skip
                 raise
-            if await remove_registration(client, runner_id) is Removal.BUSY:
+            if removal is Removal.BUSY:
                 return Result(requeue_after=JOB_STILL_RUNNING_REQUEUE)
     pod_batched, secret_batched = (
         ctx.deleted_children.state(view.uid, resource.plural) is BatchDeletion.DELETED for resource in (PODS, SECRETS)

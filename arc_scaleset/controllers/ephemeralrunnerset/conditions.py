@@ -3,8 +3,10 @@
 Derived on every pass of the main path from what that pass found (:func:`degraded_conditions`), so it is
 level-based: ``True`` with the reason while the cause lasts (``InvalidRunnerTemplate``: the API server
 refuses the runner pod, :mod:`.template_check`; ``ReplicasAboveCeiling``: ``replicas`` above
-``--max-runners-ceiling``), ``False`` (``AsExpected``) once it is gone. The AutoscalingRunnerSet controller
-shows a ``True`` one on the scale set too (docs/controllers.md).
+``--max-runners-ceiling``; a configuration error that stopped the pass, such as
+``GitHubAuthenticationStepFailed``: GitHub refused the credentials' authentication step, so no runner can be
+removed), ``False`` (``AsExpected``) once it is gone. The AutoscalingRunnerSet controller shows a ``True`` one
+on the scale set too (docs/controllers.md).
 
 Only this controller writes the set's conditions, and a pass writes the whole list, so a write from a
 cache that has not caught up with the previous pass's own write carries the same derived value: nothing

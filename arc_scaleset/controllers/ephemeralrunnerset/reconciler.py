@@ -35,6 +35,7 @@ the set and the pass fails, so the key is retried with backoff; nothing is delet
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import logging
 from collections.abc import Callable, Mapping
@@ -99,6 +100,7 @@ from arc_scaleset.controllers.runner_classification import RunnerStates, RunnerV
 from arc_scaleset.controllers.runner_github import client_for_runner_spec
 from arc_scaleset.github import ActionsClient
 from arc_scaleset.kube.controller import Controller, Request, Result, Watch
+from arc_scaleset.kube.errors import NotFound as KubeNotFound
 from arc_scaleset.kube.finalizers import add_finalizer, has_finalizer, remove_finalizer
 from arc_scaleset.kube.informer import Object
 from arc_scaleset.kube.ownerrefs import Owner, children_of
@@ -201,6 +203,7 @@ class EphemeralRunnerSetReconciler:
         try:
             return await self._reconcile_live(ers, request)
         except ConfigurationError as exc:
+            await self._degraded_by(ers, exc)
             await self._ctx.events.event(ers, type="Warning", reason=exc.reason, note=exc.message, action="Reconcile")
             raise
 
@@ -279,6 +282,14 @@ class EphemeralRunnerSetReconciler:
         if problem is not None:
             reason, message = problem
             await self._ctx.events.event(ers, type="Warning", reason=reason, note=message, action="Scale")
+
+    async def _degraded_by(self, ers: Object, exc: ConfigurationError) -> None:
+        """``Degraded=True`` naming the configuration error that stopped a pass (the pass's Warning Event is the
+        caller's); the next pass that gets through derives the condition again."""
+        conditions = degraded_conditions(ers, (exc.reason, exc.message), now=self._ctx.clock.now())
+        if conditions is not None:
+            with contextlib.suppress(KubeNotFound):
+                await patch_conditions(self._kube, ers, conditions)
 
     def _superseded(self, ers: Object) -> bool:
         """Whether a newer EphemeralRunnerSet of the same scale set is the current one (docs/migration.md)."""
@@ -385,6 +396,7 @@ class EphemeralRunnerSetReconciler:
                 try:
                     await self._cleanup(ers, plan, removal=DeletedReason.SET_DELETED)
                 except ConfigurationError as exc:
+                    await self._degraded_by(ers, exc)
                     await self._ctx.events.event(ers, type="Warning", reason=exc.reason, note=exc.message,
                                                  action="Delete")  # fmt: skip
                     raise

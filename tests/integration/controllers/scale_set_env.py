@@ -141,7 +141,7 @@ class ScaleSetEnv:
         phase: ListenerPhase,
         *,
         error: str = "",
-        session: str | None = "session-1",
+        session: str | None = "5e5510e0-0000-4000-8000-000000000001",
         runner_set: str = "arc-runners",
     ) -> ListenerState:
         """Write on the EphemeralRunnerSet what a listener writes about itself (no listener process runs here)."""

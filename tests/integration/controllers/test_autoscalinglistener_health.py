@@ -100,7 +100,7 @@ async def test_a_listener_that_reports_failing_polls_is_not_ready_within_seconds
         assert (await scale_set_condition(env, "Degraded"))["reason"] == "ListenerOffline"
         await env.wait_for_event("ListenerOffline", regarding="arc-runners")
 
-        await env.report_listener_state(ListenerPhase.POLLING, session="session-1")
+        await env.report_listener_state(ListenerPhase.POLLING, session="5e5510e0-0000-4000-8000-000000000001")
         await eventually(lambda: _ready(env, name, "True"), "Ready=True again", timeout=WITHIN)
         online = await eventually(lambda: events(env, name, "ListenerOnline"), "an Event marking the outage's end")
         assert online[0]["type"] == "Normal"
@@ -123,7 +123,7 @@ async def test_a_listener_without_a_session_is_not_ready_and_says_who_holds_it(s
 async def test_a_killed_listeners_last_word_does_not_make_its_replacement_ready(start_env: EnvFactory) -> None:
     async with start_env() as env:
         name, pod = await running_listener(env)
-        await env.report_listener_state(ListenerPhase.POLLING, session="before-the-kill")
+        await env.report_listener_state(ListenerPhase.POLLING, session="5e5510e0-0000-4000-8000-00000000000b")
         await eventually(lambda: _ready(env, name, "True"), "Ready=True")
 
         # SIGKILL: the container ends with 137, and the listener never writes that it stopped.
@@ -141,7 +141,7 @@ async def test_a_killed_listeners_last_word_does_not_make_its_replacement_ready(
         assert "waiting for the listener to report its state" in starting["message"]
         assert (await condition(env, name, "Degraded"))["reason"] == "ListenerOffline", "still the same outage"
 
-        await env.report_listener_state(ListenerPhase.POLLING, session="after-the-kill")
+        await env.report_listener_state(ListenerPhase.POLLING, session="5e5510e0-0000-4000-8000-00000000000a")
         await eventually(lambda: _ready(env, name, "True"), "Ready=True once the replacement polls", timeout=WITHIN)
         online = await eventually(lambda: events(env, name, "ListenerOnline"), "the outage's end")
         assert "after" in online[0]["note"]

@@ -126,7 +126,7 @@ async def test_a_failing_listener_is_recreated_with_growing_backoff(start_env: E
             return ready.get("status") == "True" and degraded.get("status") == "False"
 
         # No listener process runs here: report for it that it polls (what makes a running listener Ready).
-        await env.report_listener_state(ListenerPhase.POLLING, session="first")
+        await env.report_listener_state(ListenerPhase.POLLING, session="5e5510e0-0000-4000-8000-0000000000f1")
         await eventually(ready_and_healthy, "Ready=True and Degraded=False on the running listener")
         for failures in ("failed once;", "failed 2 times in a row;", "failed 3 times in a row;"):
             patch = terminated_status(pod, exit_code=1, now=dt.datetime.now(dt.UTC))
@@ -147,7 +147,7 @@ async def test_a_failing_listener_is_recreated_with_growing_backoff(start_env: E
             )
         # The third failure waits 4s; its restart is announced in the message.
         assert "restarted after 4s" in condition["message"] or "next restart in 4s" in condition["message"], condition
-        await env.report_listener_state(ListenerPhase.POLLING, session="replacement")
+        await env.report_listener_state(ListenerPhase.POLLING, session="5e5510e0-0000-4000-8000-0000000000f2")
         await eventually(ready_and_healthy, "Degraded to clear once the replacement runs")
         recovered = await listener_condition(env, name, "Degraded")
         assert recovered["reason"] == "ListenerHealthy"

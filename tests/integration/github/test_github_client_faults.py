@@ -6,11 +6,18 @@ tests check *what* the client waited for and never measure elapsed time.
 
 from __future__ import annotations
 
+import datetime as dt
+import email.utils
+import re
+
 import pytest
+from aiohttp import web
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 from arc_scaleset.github import (
+    ActionsClient,
+    AuthenticationStepFailed,
     FatalError,
     GitHubApp,
     MessageQueueTokenExpired,
@@ -18,12 +25,14 @@ from arc_scaleset.github import (
     PersonalAccessToken,
     RateLimited,
     SessionNotFound,
+    SystemInfo,
     TransientError,
     Unauthorized,
+    parse_config_url,
 )
 from arc_scaleset_lab.sim.faults import FaultRule
 from arc_scaleset_lab.sim.server import SimulatedGitHub
-from tests.integration.github.conftest import PAT, InstantClock, SimFactory, make_client
+from tests.integration.github.conftest import PAT, InstantClock, SimFactory, make_client, serving
 
 
 def count(sim: SimulatedGitHub, route: str) -> int:
@@ -182,9 +191,26 @@ async def test_wrong_pat_is_unauthorized_and_the_error_does_not_quote_it(
 async def test_unknown_org_names_the_scope(sim: SimulatedGitHub, instant_clock: InstantClock) -> None:
     sim.faults.add(FaultRule(route="registration_token", status=404, message="Not Found"))
     async with make_client(sim, clock=instant_clock, org="no-such-org") as client:
-        with pytest.raises(NotFound) as caught:
+        with pytest.raises(AuthenticationStepFailed) as caught:
             await client.get_runner_group_by_name("Default")
     assert "organization no-such-org" in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("route", "status"),
+    [("registration_token", 404), ("registration_token", 403), ("runner_registration", 404)],
+)
+async def test_a_404_or_403_from_an_authentication_step_is_never_a_runner_not_found(
+    sim: SimulatedGitHub, instant_clock: InstantClock, route: str, status: int
+) -> None:
+    """A PAT that lost its access to the organization: the removal of a runner must not read "already gone"."""
+    sim.faults.add(FaultRule(route=route, status=status, count=None, message="Not Found"))
+    async with make_client(sim, clock=instant_clock, retry_max=0) as client:
+        with pytest.raises(AuthenticationStepFailed) as caught:
+            await client.remove_runner(42)
+    assert not isinstance(caught.value, NotFound)
+    assert caught.value.step in str(caught.value)
+    assert not [r for r in sim.requests if r.route == "remove_runner"], "the removal itself was never asked"
 
 
 def _app_key() -> tuple[str, str]:
@@ -255,7 +281,7 @@ async def test_an_app_without_that_installation_gets_one_clear_error(
     private, public = _app_key()
     sim.credentials.add_app(app_id=123, installation_ids=[456], public_key_pem=public)
     async with make_client(sim, clock=instant_clock, credentials=GitHubApp("123", 999, private)) as client:
-        with pytest.raises(NotFound) as caught:
+        with pytest.raises(AuthenticationStepFailed) as caught:
             await client.get_runner_group_by_name("Default")
     assert "GitHub App 123 has no installation 999" in str(caught.value)
 
@@ -280,3 +306,49 @@ async def test_an_admin_401_that_survives_a_refresh_is_unauthorized(
             await client.get_runner_group_by_name("Default")
     assert count(sim, "runner_registration") == 2
     assert count(sim, "get_runner_groups") == 2
+
+
+async def test_an_app_jwt_from_a_clock_five_minutes_ahead_is_dated_again_by_githubs_clock(
+    sim: SimulatedGitHub, instant_clock: InstantClock
+) -> None:
+    """GitHub refuses a JWT issued in its future: a clock more than 60 s ahead made every App call fail with
+    "wrong App ID or private key". The refusal's Date header measures the skew; the JWT is dated again, once."""
+    private, public = _app_key()
+    sim.credentials.add_app(app_id=123, installation_ids=[456], public_key_pem=public)
+    await instant_clock.sleep(300)  # this machine's clock runs five minutes ahead of GitHub's (the sim's)
+    async with make_client(sim, clock=instant_clock, credentials=GitHubApp("123", 456, private)) as client:
+        group = await client.get_runner_group_by_name("Default")
+        assert group.name == "Default"
+        client._auth._installation_token = None  # the next installation token is dated right at once
+        await client._auth.admin(force=True)
+    assert [r.status for r in sim.requests if r.route == "app_access_token"] == [401, 201, 201]
+
+
+async def test_a_jwt_refused_even_when_dated_by_githubs_clock_says_the_clock_is_not_the_cause() -> None:
+    private, _ = _app_key()
+    behind = email.utils.format_datetime(dt.datetime.now(dt.UTC) - dt.timedelta(minutes=5), usegmt=True)
+    dates: list[str] = []
+
+    async def refuse(_: web.Request) -> web.StreamResponse:
+        dates.append(behind)
+        return web.json_response({"message": "A JSON web token could not be decoded"}, status=401,
+                                 headers={"Date": behind})  # fmt: skip
+
+    async with (
+        serving(refuse) as (base, _),
+        ActionsClient(
+            parse_config_url(f"{base}/org"),
+            GitHubApp("123", 456, private),
+            system_info=SystemInfo(subsystem="contract-test"),
+            clock=InstantClock(),
+            retry_max=0,
+        ) as client,
+    ):
+        with pytest.raises(Unauthorized) as caught:
+            await client.get_runner_group_by_name("Default")
+    assert len(dates) == 2, "dated again once, by the Date header"
+    assert re.search(
+        r"wrong App ID or private key \(the JWT was dated by GitHub's clock, as this machine's is 30[01] s ahead of"
+        r" it: the clock is not the cause\)",
+        str(caught.value),
+    )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import orjson
 import pytest
+from aiohttp import web
 
 from arc_scaleset.github import (
     JobAvailable,
@@ -14,7 +15,7 @@ from arc_scaleset.github import (
     is_transient,
 )
 from arc_scaleset_lab.sim.server import SimulatedGitHub
-from tests.integration.github.conftest import InstantClock, make_client
+from tests.integration.github.conftest import InstantClock, client_for, make_client, serving
 
 
 async def test_full_lifecycle_from_registration_to_session_deletion(
@@ -121,3 +122,20 @@ async def test_the_jit_config_of_a_removed_runner_is_no_longer_held(
 
         assert len(held) == before + 1
         assert busy.encoded_jit_config not in held(busy.encoded_jit_config)
+
+
+@pytest.mark.parametrize(
+    "session_id", ["../../runnerscalesets/8", "5e5510e0-0000-4000-8000-00000000000%2F", "urn:uuid:" + "0" * 32]
+)
+async def test_a_session_id_that_is_no_uuid_never_reaches_a_request_path(session_id: str) -> None:
+    """A successor takes its predecessor's session ID from an annotation a team may write (issue 26)."""
+
+    async def anything(_: web.Request) -> web.StreamResponse:
+        return web.json_response({"message": "unexpected"}, status=500)
+
+    async with serving(anything) as (base, seen), client_for(base) as client:
+        with pytest.raises(ValueError, match="a message session ID is a UUID"):
+            await client.delete_message_session(8, session_id)
+        with pytest.raises(ValueError, match="a message session ID is a UUID"):
+            await client.refresh_message_session(8, session_id)
+    assert seen == []

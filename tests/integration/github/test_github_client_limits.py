@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 from aiohttp import web
 
-from arc_scaleset.github import FatalError, NotFound, ResponseTooLarge, is_transient
+from arc_scaleset.github import AuthenticationStepFailed, FatalError, ResponseTooLarge, is_transient
 from tests.integration.github.conftest import client_for, serving
 
 MIB = 1024 * 1024
@@ -55,5 +55,5 @@ async def test_a_body_within_the_limit_is_read_whole() -> None:
         return web.json_response({"message": "no such org", "padding": "x" * (9 * MIB)}, status=404)
 
     async with serving(nine_mib_not_found) as (base, _), client_for(base) as client:
-        with pytest.raises(NotFound, match="no such org"):
+        with pytest.raises(AuthenticationStepFailed, match="no such org"):
             await client.get_runner_group_by_name("Default")

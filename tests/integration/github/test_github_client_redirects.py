@@ -12,16 +12,20 @@ from aiohttp import web
 
 from arc_scaleset.github import (
     ActionsClient,
+    AuthenticationStepFailed,
     FatalError,
-    NotFound,
     PersonalAccessToken,
+    ProxySettings,
     SystemInfo,
+    TransientError,
     is_transient,
     parse_config_url,
 )
 from tests.integration.github.conftest import PAT, InstantClock, SimFactory, client_for, serving
 
 REGISTRATION_TOKEN = "/api/v3/orgs/org/actions/runners/registration-token"
+METADATA_PATH = "/latest/meta-data/iam/security-credentials/node-role"
+METADATA_ANSWER = '{"Code": "Success", "AccessKeyId": "ASIAEXAMPLE", "SecretAccessKey": "wJalrXUtnFEMI/K7MDENG"}'
 
 
 async def test_a_repository_renamed_since_its_config_url_was_written_still_gets_runners(
@@ -54,12 +58,11 @@ async def test_a_redirect_loop_ends_after_ten_redirects_with_an_error_that_is_no
     assert seen == [REGISTRATION_TOKEN] * 11, "the first request and ten redirects, in one attempt"
 
 
-async def test_credentials_are_not_sent_to_another_host_a_redirect_names() -> None:
-    """Go's rule, which ARC's client follows: the token goes to the same host or its subdomains only."""
-    arrived: list[tuple[str, str | None]] = []
+async def test_a_redirect_to_another_host_is_refused_and_nothing_is_sent_there() -> None:
+    arrived: list[str] = []
 
     async def elsewhere(request: web.Request) -> web.StreamResponse:
-        arrived.append((request.method, request.headers.get("Authorization")))
+        arrived.append(request.method)
         return web.json_response({"message": "Not Found"}, status=404)
 
     async with serving(elsewhere) as (other_base, _):
@@ -70,9 +73,69 @@ async def test_credentials_are_not_sent_to_another_host_a_redirect_names() -> No
             raise web.HTTPTemporaryRedirect(target)
 
         async with serving(moved) as (base, _), client_for(base) as client:
-            with pytest.raises(NotFound):
+            with pytest.raises(FatalError, match=r"redirected to another host \(localhost\)") as caught:
                 await client.get_runner_group_by_name("Default")
-    assert arrived == [("POST", None)], "307 repeats the request, without the token"
+    assert not is_transient(caught.value)
+    assert arrived == []
+
+
+async def test_a_see_other_to_the_metadata_endpoint_is_refused_and_nothing_of_its_answer_reaches_the_error() -> None:
+    """Issue 26: a GHES host (http allowed) answers 303 to the cloud metadata endpoint, whose answer came back in
+    the scale set's condition. A loopback proxy plays the metadata endpoint, so nothing leaves this machine
+    whatever the client does."""
+    metadata_requests: list[str] = []
+
+    async def metadata(request: web.Request) -> web.StreamResponse:
+        metadata_requests.append(str(request.url))
+        return web.Response(text=METADATA_ANSWER, content_type="text/plain")
+
+    async def ghes(_: web.Request) -> web.StreamResponse:
+        raise web.HTTPSeeOther(f"http://169.254.169.254{METADATA_PATH}")
+
+    async with (
+        serving(metadata) as (proxy, _),
+        serving(ghes) as (base, _),
+        client_for(base, proxy=ProxySettings(http_proxy=proxy), retry_max=0) as client,
+    ):
+        with pytest.raises(FatalError) as caught:
+            await client.get_runner_group_by_name("Default")
+    text = str(caught.value)
+    assert "redirected to another host (169.254.169.254)" in text
+    for part in ("SecretAccessKey", "wJalrXUtnFEMI", "security-credentials"):
+        assert part not in text
+    assert metadata_requests == []
+
+
+async def test_a_redirect_to_the_same_host_on_another_port_does_not_get_the_token() -> None:
+    arrived: list[str | None] = []
+
+    async def other_port(request: web.Request) -> web.StreamResponse:
+        arrived.append(request.headers.get("Authorization"))
+        return web.json_response({"message": "Not Found"}, status=404)
+
+    async with serving(other_port) as (other_base, _):
+
+        async def moved(_: web.Request) -> web.StreamResponse:
+            raise web.HTTPTemporaryRedirect(other_base + "/moved")
+
+        async with serving(moved) as (base, _), client_for(base, retry_max=0) as client:
+            with pytest.raises(AuthenticationStepFailed):
+                await client.get_runner_group_by_name("Default")
+    assert arrived == [None]
+
+
+async def test_the_answer_a_redirect_led_to_is_named_by_its_content_type_and_length_only() -> None:
+    async def answer(request: web.Request) -> web.StreamResponse:
+        if request.path == REGISTRATION_TOKEN:
+            raise web.HTTPTemporaryRedirect("/internal")
+        return web.Response(status=500, text=METADATA_ANSWER, content_type="text/plain")
+
+    async with serving(answer) as (base, _), client_for(base, retry_max=0) as client:
+        with pytest.raises(TransientError) as caught:
+            await client.get_runner_group_by_name("Default")
+    assert str(caught.value).endswith(
+        f"the body is not shown (an answer a redirect led to: text/plain, {len(METADATA_ANSWER)} bytes)"
+    )
 
 
 async def test_a_see_other_answer_to_a_post_is_followed_with_a_get_that_keeps_the_token_on_the_same_host() -> None:
@@ -85,7 +148,35 @@ async def test_a_see_other_answer_to_a_post_is_followed_with_a_get_that_keeps_th
         return web.json_response({"message": "Not Found"}, status=404)
 
     async with serving(see_other) as (base, _), client_for(base) as client:
-        with pytest.raises(NotFound):
+        with pytest.raises(AuthenticationStepFailed):
             await client.get_runner_group_by_name("Default")
     assert [(method, path) for method, path, _ in arrived] == [("POST", REGISTRATION_TOKEN), ("GET", "/elsewhere")]
     assert arrived[1][2] == arrived[0][2] == f"Bearer {PAT}"
+
+
+async def test_a_get_after_see_other_stays_bodiless_and_credentials_lost_on_the_way_are_not_given_back() -> None:
+    arrived: list[tuple[str, str, bytes, str | None]] = []
+    ports: list[str] = []
+
+    async def chain(request: web.Request) -> web.StreamResponse:
+        arrived.append((request.method, request.path, await request.read(), request.headers.get("Authorization")))
+        if request.path == REGISTRATION_TOKEN:
+            raise web.HTTPSeeOther("/second")
+        if request.path == "/second":
+            raise web.HTTPTemporaryRedirect(ports[0] + "/third")
+        if request.path == "/third":
+            raise web.HTTPTemporaryRedirect(ports[1] + "/fourth")
+        return web.json_response({"message": "Not Found"}, status=404)
+
+    async with serving(chain) as (other, _), serving(chain) as (base, _):
+        ports.extend([other, base])
+        async with client_for(base, retry_max=0) as client:
+            with pytest.raises(AuthenticationStepFailed):
+                await client.get_runner_group_by_name("Default")
+    assert [(method, path, body) for method, path, body, _ in arrived] == [
+        ("POST", REGISTRATION_TOKEN, b""),
+        ("GET", "/second", b""),
+        ("GET", "/third", b""),
+        ("GET", "/fourth", b""),
+    ]
+    assert [authorization is not None for *_, authorization in arrived] == [True, True, False, False]

@@ -13,6 +13,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 
 from arc_scaleset.api.credentials import AppConfig
 from arc_scaleset.clock import FakeClock
+from arc_scaleset.github._auth import _skew_cause
 from arc_scaleset.github.credentials import (
     GitHubApp,
     InvalidCredentials,
@@ -154,3 +155,20 @@ def test_the_fingerprint_of_fields_is_that_of_their_credentials_without_parsing_
     # Not parsed: a key that would be refused still has a fingerprint (it is refused when the client is built).
     broken = AppConfig(github_app_id="123", github_app_installation_id=456, github_app_private_key="-----BEGIN x")
     assert fingerprint_of_fields(broken) != fingerprint_of_fields(app)
+
+
+@pytest.mark.parametrize(
+    ("skew", "corrected", "cause"),
+    [
+        (None, 0, "wrong App ID or private key"),
+        (5, 0, "wrong App ID or private key"),
+        (-300, 0, "this machine's clock is 300 s ahead of GitHub's (its Date header)"),
+        (600, 0, "this machine's clock is 600 s behind GitHub's (its Date header)"),
+        (-300, -300, "the JWT was dated by GitHub's clock, as this machine's is 300 s ahead of it"),
+    ],
+)
+def test_a_refused_app_jwt_names_the_clock_when_the_clocks_say_it_is_the_cause(
+    skew: int | None, corrected: int, cause: str
+) -> None:
+    measured = None if skew is None else dt.timedelta(seconds=skew)
+    assert cause in _skew_cause(measured, corrected=dt.timedelta(seconds=corrected))

@@ -118,8 +118,8 @@ def test_retry_after_reads_seconds_dates_and_reset(headers: dict[str, str], expe
 def test_message_is_one_line_with_method_status_and_request_ids() -> None:
     error = classify(
         500,
-        b"line one\nline two",
-        {"Content-Type": "text/plain", "ActivityId": "act-1", "X-GitHub-Request-Id": "req-2"},
+        b'{"message": "line one\\nline two"}',
+        {"Content-Type": "application/json", "ActivityId": "act-1", "X-GitHub-Request-Id": "req-2"},
     )
     assert str(error) == (
         "request GET https://pipelines.example/tenant/_apis/runtime/runnerscalesets?api-version=6.0-preview&name=x "
@@ -173,3 +173,46 @@ def test_user_info_in_a_url_is_dropped() -> None:
 )
 def test_is_transient(error: BaseException, transient: bool) -> None:
     assert is_transient(error) is transient
+
+
+METADATA_ANSWER = (
+    b'{"Code": "Success", "AccessKeyId": "ASIAEXAMPLEKEY", "SecretAccessKey": "wJalrXUtnFEMI/K7MDENG+bPxRfiCY",'
+    b' "Token": "IQoJb3JpZ2luX2VjEXAMPLE"}'
+)
+
+
+def test_a_text_answer_is_named_by_its_content_type_and_length_never_quoted() -> None:
+    """A cloud metadata endpoint answers credentials as text/plain JSON: none of it reaches the error."""
+    error = classify(404, METADATA_ANSWER, {"Content-Type": "text/plain; charset=utf-8"})
+    assert isinstance(error, NotFound)
+    assert error.detail == f"the body is not shown (not a JSON error object: text/plain, {len(METADATA_ANSWER)} bytes)"
+    assert "Secret" not in str(error)
+    assert "ASIA" not in str(error)
+
+
+def test_the_answer_a_redirect_led_to_is_never_quoted_even_as_a_json_error() -> None:
+    body = b'{"message": "SecretAccessKey wJalrXUtnFEMI/K7MDENG", "typeName": "AgentNotFoundException"}'
+    error = classify(404, body, {"Content-Type": "application/json"}, redirected=True)
+    assert error.detail == f"the body is not shown (an answer a redirect led to: application/json, {len(body)} bytes)"
+    assert isinstance(error, RunnerNotFound), "the exception's type name still classifies it"
+
+
+@pytest.mark.parametrize(
+    ("body", "headers"),
+    [
+        (b'["SecretAccessKey"]', {"Content-Type": "application/json"}),
+        (b'{"SecretAccessKey": "x"}', {"Content-Type": "application/json"}),
+        (b"SecretAccessKey", {"Content-Type": "text/html SecretAccessKey"}),
+    ],
+    ids=["a JSON list", "a JSON object without a message", "a content type that is not one"],
+)
+def test_of_an_answer_that_is_no_json_error_object_nothing_reaches_the_error(
+    body: bytes, headers: dict[str, str]
+) -> None:
+    assert "SecretAccessKey" not in str(classify(400, body, headers))
+
+
+def test_a_request_id_header_that_is_not_an_identifier_is_left_out() -> None:
+    error = classify(400, b"", {"ActivityId": "SecretAccessKey wJalrXUtnFEMI", "X-GitHub-Request-Id": "A1:B2"})
+    assert (error.activity_id, error.github_request_id) == (None, "A1:B2")
+    assert "wJalrXUtnFEMI" not in str(error)

@@ -7,6 +7,7 @@ import datetime as dt
 import secrets
 
 import jwt
+import orjson
 
 from arc_scaleset.clock import FakeClock
 from arc_scaleset.github._secrets import EXPIRY_GRACE, JIT_CONFIG_RETENTION, Redactor, jwt_expiry
@@ -19,13 +20,14 @@ URL = "https://pipelines.example/tenant/_apis/runtime/runnerscalesets/1/generate
 
 
 def error_echoing(text: str, redactor: Redactor | None = None) -> ActionsError:
+    """The error for a JSON answer whose message echoes ``text`` (the only body an error quotes)."""
     return error_for_response(
         method="POST",
         url=URL,
         status=400,
         reason="Bad Request",
-        headers={"Content-Type": "text/plain"},
-        body=text.encode(),
+        headers={"Content-Type": "application/json"},
+        body=orjson.dumps({"message": text}),
         now=0.0,
         scrub=redactor,
     )

@@ -70,6 +70,15 @@ def started(request_id: int, runner: str) -> JobStarted:
     )
 
 
+def session(number: int) -> str:
+    """The ID of the ``number``-th session the fake service opens: a UUID, as the service's are."""
+    return f"5e5510e0-0000-4000-8000-{number:012d}"
+
+
+KILLED_POD_SESSION = "dead0000-0000-4000-8000-000000000001"
+"""A session a predecessor (a killed pod) recorded."""
+
+
 class FakeActions:
     """Scripted Actions-service calls; every call is appended to ``log`` (shared with the patcher).
 
@@ -106,7 +115,7 @@ class FakeActions:
     def _session(self) -> MessageSession:
         number = next(self.ids)
         return MessageSession(
-            session_id=f"session-{number}",
+            session_id=session(number),
             owner_name="pod-a",
             message_queue_url=f"https://broker.example/queue-{number}",
             message_queue_access_token=f"queue-token-{number}",

@@ -7,6 +7,7 @@ import argparse
 import asyncio
 import io
 import logging
+import secrets
 import sys
 import threading
 from collections.abc import Iterator
@@ -17,8 +18,9 @@ import pytest
 import structlog
 
 from arc_scaleset.listener import command
-from arc_scaleset.observability.logging import configure_logging
+from arc_scaleset.observability.logging import REDACTED, configure_logging, redact
 from arc_scaleset.observability.uncaught import log_asyncio_exception
+from tests.unit.api.listener_config_fixtures import ARC_WRITTEN_PAT_CONFIG
 
 
 @pytest.fixture(autouse=True)
@@ -165,3 +167,27 @@ async def test_an_exception_in_a_task_nobody_awaited_goes_through_the_redacting_
     assert "Future exception was never retrieved: LookupError: never raised, with [REDACTED]" in text
     assert GITHUB_TOKEN not in text
     assert capsys.readouterr().err == ""
+
+
+def test_the_proxy_password_of_the_pod_environment_is_masked_before_the_listener_starts(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The proxy URL reaches the listener as ``https_proxy`` (from the runner set's proxy Secret): its password
+    is registered with the redactor like the config's credentials (issue 26)."""
+    password = "pr0xy-" + secrets.token_hex(8)  # shaped like no known credential
+    path = tmp_path / "config.json"
+    path.write_text(ARC_WRITTEN_PAT_CONFIG)
+    monkeypatch.setenv("LISTENER_CONFIG_PATH", str(path))
+    monkeypatch.setenv("https_proxy", f"http://ops:{password}@proxy.corp:3128")
+    started: list[object] = []
+
+    async def no_service(config: object, **_: object) -> int:
+        started.append(config)
+        return 0
+
+    monkeypatch.setattr(command, "_main", no_service)
+    monkeypatch.setattr(command, "freeze_startup_objects", lambda: None)
+    monkeypatch.setattr(command, "shrink_tls_read_buffers", lambda _: None)
+    assert command.run(args()) == 0
+    assert started
+    assert redact(f"the proxy refused password {password}") == f"the proxy refused password {REDACTED}"

@@ -25,7 +25,7 @@ from arc_scaleset.github.models import JobAvailable
 from arc_scaleset.kube import errors as kube_errors
 from arc_scaleset.listener.errors import FatalListenerError
 from arc_scaleset.listener.loop import BOOKKEEPING_CONCURRENCY
-from tests.unit.listener.fakes import MAX_RUNNERS, SCALE_SET_ID, Harness, error, message, started, stats
+from tests.unit.listener.fakes import MAX_RUNNERS, SCALE_SET_ID, Harness, error, message, session, started, stats
 
 
 async def test_startup_creates_a_session_owned_by_the_pod_and_publishes_the_sessions_statistics() -> None:
@@ -35,7 +35,7 @@ async def test_startup_creates_a_session_owned_by_the_pod_and_publishes_the_sess
     await h.settle(lambda: bool(h.calls("poll")))
     assert h.calls("create_session") == [("create_session", SCALE_SET_ID, "pod-a")]
     assert h.patcher.ers_patches() == [{"patchID": 0, "replicas": 3}]
-    assert h.calls("poll") == [("poll", "session-1", 0, MAX_RUNNERS)]
+    assert h.calls("poll") == [("poll", session(1), 0, MAX_RUNNERS)]
     await h.stop_and_wait()
 
 
@@ -58,7 +58,7 @@ async def test_a_message_is_acked_and_its_jobs_acquired_and_the_ers_patched_befo
     assert h.calls("ack") == [("ack", 5)]
     assert h.calls("acquire") == [("acquire", [11])]
     assert h.patcher.ers_patches()[-1] == {"patchID": 1, "replicas": 2}
-    assert h.calls("poll")[-1] == ("poll", "session-1", 5, MAX_RUNNERS)
+    assert h.calls("poll")[-1] == ("poll", session(1), 5, MAX_RUNNERS)
     await h.stop_and_wait()
 
 
@@ -232,9 +232,9 @@ async def test_an_evicted_session_is_replaced_in_process_after_the_backoff_and_p
     assert len(h.calls("create_session")) == 1
     await h.clock.advance(1.0)
     await h.settle(lambda: len(h.calls("poll")) == 3)
-    assert [c[1] for c in h.calls("poll")] == ["session-1", "session-1", "session-2"]
+    assert [c[1] for c in h.calls("poll")] == [session(1), session(1), session(2)]
     assert h.calls("poll")[-1][2] == 0  # lastMessageId starts over with the new session
-    assert h.actions.deleted_sessions == ["session-1"]
+    assert h.actions.deleted_sessions == [session(1)]
     assert h.sessions.sessions_created == 2
     await h.stop_and_wait()
 
@@ -246,7 +246,7 @@ async def test_a_refused_queue_token_refreshes_the_session() -> None:
     await h.settle(lambda: len(h.calls("poll")) == 1)
     await h.clock.advance(1.0)
     await h.settle(lambda: len(h.calls("poll")) == 2)
-    assert h.calls("refresh_session") == [("refresh_session", "session-1")]
+    assert h.calls("refresh_session") == [("refresh_session", session(1))]
     assert h.sessions.current().message_queue_access_token == "queue-token-2"
     assert h.sessions.sessions_created == 1
     await h.stop_and_wait()
@@ -260,7 +260,7 @@ async def test_a_session_that_cannot_be_refreshed_is_replaced() -> None:
     await h.settle(lambda: len(h.calls("poll")) == 1)
     await h.clock.advance(1.0)
     await h.settle(lambda: len(h.calls("poll")) == 2)
-    assert h.calls("poll")[-1][1] == "session-2"
+    assert h.calls("poll")[-1][1] == session(2)
     await h.stop_and_wait()
 
 
@@ -337,7 +337,7 @@ async def test_a_session_lost_during_ack_is_left_to_the_next_poll_to_replace_and
     assert 11 not in h.listener.side_calls.acquired  # acquired when the service offers it again
     await h.clock.advance(1.0)
     await h.settle(lambda: len(h.calls("poll")) == 3)
-    assert h.calls("poll")[-1][1] == "session-2"
+    assert h.calls("poll")[-1][1] == session(2)
     await h.stop_and_wait()
 
 
@@ -368,7 +368,7 @@ async def test_shutdown_interrupts_the_long_poll_and_run_returns() -> None:
     assert h.task is not None
     assert h.task.result() is None
     assert await h.sessions.close(within=1.0)
-    assert h.actions.deleted_sessions == ["session-1"]
+    assert h.actions.deleted_sessions == [session(1)]
 
 
 async def test_shutdown_while_waiting_for_a_held_session_returns_without_a_session() -> None:

@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import asyncio
 
+import orjson
+import pytest
+
 from arc_scaleset.api.keys import ANNOTATION_LISTENER_STATE
 from arc_scaleset.api.listener_state import ListenerPhase, ListenerState
 from arc_scaleset.github.errors import SessionConflict, SessionNotFound, TransientError
 from arc_scaleset.listener.errors import RETRY_CAP, RETRY_JITTER
 from arc_scaleset.listener.health import DEFAULT_LIVENESS_WINDOW, POLL_BOUND
-from tests.unit.listener.fakes import SCALE_SET_ID, Harness, error, message
+from tests.unit.listener.fakes import KILLED_POD_SESSION, SCALE_SET_ID, Harness, error, message, session
 
 
 def recorded(h: Harness) -> ListenerState | None:
@@ -37,11 +40,11 @@ def predecessor_record(session_id: str, *, scale_set_id: int = SCALE_SET_ID) -> 
 
 async def test_a_409_ends_the_session_the_predecessor_recorded_and_takes_the_scale_set_at_once() -> None:
     h = Harness()
-    h.patcher.record_state(predecessor_record("session-of-the-killed-pod"))
+    h.patcher.record_state(predecessor_record(KILLED_POD_SESSION))
     h.actions.create_script.append(error(SessionConflict, 409))
     run = asyncio.create_task(h.app().run())
     await h.settle(lambda: bool(h.calls("poll")))
-    assert h.actions.deleted_sessions == ["session-of-the-killed-pod"]
+    assert h.actions.deleted_sessions == [KILLED_POD_SESSION]
     assert [entry[0] for entry in h.log if entry[0] in ("create_session", "delete_session")] == [
         "create_session",
         "delete_session",
@@ -51,14 +54,14 @@ async def test_a_409_ends_the_session_the_predecessor_recorded_and_takes_the_sca
     assert h.health.ready()[0]
     state = recorded(h)
     assert state is not None
-    assert (state.session_id, state.state) == ("session-1", ListenerPhase.POLLING)
+    assert (state.session_id, state.state) == (session(1), ListenerPhase.POLLING)
     h.stop.set()
     assert await run == 0
 
 
 async def test_the_recorded_session_of_another_scale_set_id_is_left_alone() -> None:
     h = Harness()
-    h.patcher.record_state(predecessor_record("session-of-the-old-registration", scale_set_id=SCALE_SET_ID + 1))
+    h.patcher.record_state(predecessor_record("0da00000-0000-4000-8000-000000000002", scale_set_id=SCALE_SET_ID + 1))
     h.actions.create_script.append(error(SessionConflict, 409))
     app = h.app()
     await app.take_over_from_predecessor()
@@ -70,9 +73,36 @@ async def test_the_recorded_session_of_another_scale_set_id_is_left_alone() -> N
     await h.stop_and_wait()
 
 
+@pytest.mark.parametrize(
+    "session_id",
+    ["../../runnerscalesets/8/sessions/x", "{5e5510e0-0000-4000-8000-000000000001}", "5e5510e0%2F..", ""],
+)
+async def test_a_recorded_session_id_that_is_no_uuid_is_never_taken_over(session_id: str) -> None:
+    """The annotation is on an object the scale set's team may write: only a UUID goes into a request path."""
+    h = Harness()
+    h.patcher.record_state(predecessor_record(session_id))
+    h.actions.create_script.append(error(SessionConflict, 409))
+    app = h.app()
+    await app.take_over_from_predecessor()
+    assert h.sessions.predecessor is None
+    h.start()
+    await h.settle()
+    assert h.actions.deleted_sessions == []
+    await h.stop_and_wait()
+
+
+def test_the_rest_of_a_state_with_a_session_id_that_is_no_uuid_is_still_read() -> None:
+    state = ListenerState.from_annotation(orjson.dumps(predecessor_record("x/../y")).decode())
+    assert state is not None
+    assert (state.session_id, state.owner, state.state) == (None, "pod-a", ListenerPhase.POLLING)
+    uuid_state = ListenerState.from_annotation(orjson.dumps(predecessor_record(KILLED_POD_SESSION)).decode())
+    assert uuid_state is not None
+    assert uuid_state.session_id == KILLED_POD_SESSION
+
+
 async def test_a_predecessor_session_that_cannot_be_deleted_yet_is_tried_again_at_the_next_409() -> None:
     h = Harness()
-    h.sessions.predecessor = "session-of-the-killed-pod"
+    h.sessions.predecessor = KILLED_POD_SESSION
     h.actions.create_script.extend([error(SessionConflict, 409)] * 2)
     h.actions.delete_session_script.append(error(TransientError, 503))
     h.start()
@@ -80,21 +110,21 @@ async def test_a_predecessor_session_that_cannot_be_deleted_yet_is_tried_again_a
     assert h.actions.deleted_sessions == []
     await h.clock.advance(1.0)
     await h.settle(lambda: bool(h.calls("poll")))
-    assert h.actions.deleted_sessions == ["session-of-the-killed-pod"]
+    assert h.actions.deleted_sessions == [KILLED_POD_SESSION]
     assert h.sessions.held
     await h.stop_and_wait()
 
 
 async def test_a_listener_that_lost_its_session_never_takes_the_scale_set_back_from_a_successor() -> None:
     h = Harness()
-    h.sessions.predecessor = "session-of-the-killed-pod"
+    h.sessions.predecessor = KILLED_POD_SESSION
     h.actions.poll_script.append(error(SessionNotFound, 404))  # a successor took over and deleted ours
     h.start()
     await h.settle(lambda: bool(h.calls("poll")))
     assert h.sessions.predecessor is None  # our own session replaced the predecessor's
     h.actions.create_forever = error(SessionConflict, 409)
     await h.run_for(30.0)
-    assert h.actions.deleted_sessions == ["session-1"]  # only our own lost one, best effort
+    assert h.actions.deleted_sessions == [session(1)]  # only our own lost one, best effort
     assert not h.sessions.held
     await h.stop_and_wait()
 
@@ -109,7 +139,7 @@ async def test_a_new_session_is_recorded_and_a_clean_shutdown_records_that_it_en
     await h.settle(lambda: recorded(h) is not None)
     state = recorded(h)
     assert state is not None
-    assert (state.scale_set_id, state.owner, state.session_id) == (SCALE_SET_ID, "pod-a", "session-1")
+    assert (state.scale_set_id, state.owner, state.session_id) == (SCALE_SET_ID, "pod-a", session(1))
     h.stop.set()
     assert await run == 0
     state = recorded(h)

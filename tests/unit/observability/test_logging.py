@@ -264,3 +264,22 @@ def test_token_and_authorization_forms_are_masked(text: str, secret: str) -> Non
 )
 def test_prose_about_tokens_stays_readable(prose: str) -> None:
     assert redact(prose) == prose
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("using proxy http://ops:hunter2hunter@proxy.corp:3128", f"using proxy http://ops:{REDACTED}@proxy.corp:3128"),
+        ("HTTPS_PROXY=https://u:p%40ss%2Fw0rd@10.0.0.1/", f"HTTPS_PROXY=https://u:{REDACTED}@10.0.0.1/"),
+        ("clone git+ssh://:pw@host/x", f"clone git+ssh://:{REDACTED}@host/x"),
+        ('{"url": "socks5://me:s3cr3t@proxy"}', f'{{"url": "socks5://me:{REDACTED}@proxy"}}'),
+    ],
+)
+def test_the_password_of_a_url_with_user_information_is_masked_and_the_user_name_kept(text: str, expected: str) -> None:
+    assert redact(text) == expected
+    assert redact(expected) == expected, "masking twice changes nothing"
+
+
+def test_a_url_without_a_password_and_an_email_address_stay_as_they_are() -> None:
+    for text in ("https://git@github.com/org/repo", "mail ops@example.com", "https://host:8443/path?x=a:b@c"):
+        assert redact(text) == text

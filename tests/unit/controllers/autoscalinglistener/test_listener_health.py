@@ -37,7 +37,13 @@ def at(seconds: float) -> dt.datetime:
     return T0 + dt.timedelta(seconds=seconds)
 
 
-def state(phase: ListenerPhase, *, since: float = 0.0, error: str = "", session: str | None = "s-1") -> ListenerState:
+def state(
+    phase: ListenerPhase,
+    *,
+    since: float = 0.0,
+    error: str = "",
+    session: str | None = "5e5510e0-0000-4000-8000-000000000001",
+) -> ListenerState:
     return ListenerState(
         scale_set_id=7,
         owner=POD,

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import orjson
 
-from arc_scaleset_lab.harness.secret_scan import SecretLedger, find_leaks, find_leaks_in_objects
+from arc_scaleset_lab.harness.secret_scan import URL_WITH_PASSWORD_LEAK, SecretLedger, find_leaks, find_leaks_in_objects
 
 PAT = "ghp_0123456789abcdef0123456789abcdef"
 KEY = (
@@ -79,3 +79,15 @@ def test_a_secret_in_an_event_note_a_status_condition_or_an_annotation_is_found_
         "AutoscalingRunnerSet a/set status: PAT",
     ]
     assert all(PAT not in str(leak) for leak in leaks)
+
+
+def test_a_url_with_an_unmasked_password_is_a_leak_whoever_recorded_it(tmp_path: Path) -> None:
+    log = tmp_path / "controller.log"
+    log.write_text(
+        "dialing http://ops:[REDACTED]@proxy.corp:3128\n"
+        "clone https://git@github.com/org/repo\n"
+        '{"https_proxy": "http://ops:s3cr3t-pw@proxy.corp:3128"}\n'
+    )
+    assert [(leak.line, leak.what) for leak in find_leaks([log], SecretLedger())] == [(3, URL_WITH_PASSWORD_LEAK)]
+    event = {"kind": "Event", "metadata": {"name": "e"}, "note": "proxy socks5://me:hunter2@p refused"}
+    assert [leak.what for leak in find_leaks_in_objects([event], SecretLedger())] == [URL_WITH_PASSWORD_LEAK]
