@@ -87,10 +87,12 @@ from arc_scaleset.controllers.autoscalingrunnerset.status import (
 )
 from arc_scaleset.controllers.context import ControllerContext
 from arc_scaleset.controllers.errors import ConfigurationError, InvalidSpec, UnsupportedVersion
+from arc_scaleset.controllers.failure_report import ReconcileFailureReporter
 from arc_scaleset.github import ActionsClient, ActionsError, NotFound, RateLimited, Unauthorized, is_transient
 from arc_scaleset.kube.controller import Controller, Request, Result
 from arc_scaleset.kube.errors import AlreadyExists, Conflict
 from arc_scaleset.kube.errors import NotFound as KubeNotFound
+from arc_scaleset.kube.failures import pass_failure
 from arc_scaleset.kube.finalizers import add_finalizer, has_finalizer
 from arc_scaleset.kube.informer import Object
 from arc_scaleset.kube.retry import retry_on_conflict
@@ -151,6 +153,9 @@ class AutoscalingRunnerSetReconciler:
             watches=[(AUTOSCALING_LISTENERS, listener_to_scale_set)],
             rate_limiter=rate_limiter,
             clock=self.ctx.clock,
+            failure_reporter=ReconcileFailureReporter(self.ctx, AUTOSCALING_RUNNER_SETS),
+            # Bad input and GitHub errors have their own condition and Event (see reconcile).
+            self_reported=(ConfigurationError, ActionsError),
         )
 
     # -- the pass -------------------------------------------------------------------------------------
@@ -199,6 +204,10 @@ class AutoscalingRunnerSetReconciler:
         except Conflict:
             report.progress = report.progress or ("Retrying", "a concurrent write changed an object; retrying")
             return Result(requeue_after=CONFLICT_REQUEUE_SECONDS)
+        except Exception as exc:
+            # Retried by the controller, which reports it once it persists: the status says the same by then.
+            report.failed, report.failure = True, pass_failure(exc)
+            raise
         finally:
             await self._write_status(obj, report)
 
