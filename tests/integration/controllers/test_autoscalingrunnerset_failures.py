@@ -141,20 +141,26 @@ async def test_a_takeover_whose_runner_set_refuses_spec_writes_keeps_arcs_listen
     arcs_listener_uid = arc.uids[f"AutoscalingListener/{listener}"]
 
     async with contextlib.AsyncExitStack() as stack:
+        # The policy is in force before the controller first sees the scale set.
+        frozen = contextlib.AsyncExitStack()
+        await frozen.enter_async_context(runner_set_specs_frozen(kube, namespace, runner_set))
+        stack.push_async_callback(frozen.aclose)
         env = await stack.enter_async_context(start_env())
         # Before the scale set's deletion: no EphemeralRunnerSet controller runs here to drain ARC's set.
         stack.push_async_callback(strip_runner_set_finalizers, kube, namespace)
-        async with runner_set_specs_frozen(kube, namespace, runner_set):
-            refused = await eventually(lambda: condition(env, "Degraded", "True", "AdoptionRefused"),
-                                       "an AdoptionRefused condition")  # fmt: skip
-            assert runner_set in refused["message"]
-            assert f"ARC's listener {listener} is kept running" in refused["message"]
-            assert FROZEN in refused["message"]
-            await eventually(lambda: event(env, "Warning", "AdoptionRefused"), "an AdoptionRefused Warning Event")
-            live = await env.listener(listener)
-            assert live is not None
-            assert ObjectView(live).uid == arcs_listener_uid
-            assert not ObjectView(live).is_deleting, "ARC's listener is not deleted while the set refuses writes"
+
+        refused = await eventually(lambda: condition(env, "Degraded", "True", "AdoptionRefused"),
+                                   "an AdoptionRefused condition")  # fmt: skip
+        assert runner_set in refused["message"]
+        assert f"ARC's listener {listener} is kept running" in refused["message"]
+        assert FROZEN in refused["message"]
+        await eventually(lambda: event(env, "Warning", "AdoptionRefused"), "an AdoptionRefused Warning Event")
+        live = await env.listener(listener)
+        assert live is not None
+        assert ObjectView(live).uid == arcs_listener_uid
+        assert not ObjectView(live).is_deleting, "ARC's listener is not deleted while the set refuses writes"
+
+        await frozen.aclose()
 
         async def replaced() -> dict[str, Any] | None:
             found = await env.listener(listener)
