@@ -20,9 +20,10 @@ or a revision bump -- with ``422 spec.patchID: Required value``, on every pass.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
+from arc_scaleset.api.keys import ANNOTATION_RUNNER_SPEC_HASH
 from arc_scaleset.controllers.errors import ConfigurationError
 from arc_scaleset.kube.views import ObjectView, integer
 
@@ -40,6 +41,17 @@ def adoption_fields(ers: Mapping[str, Any]) -> dict[str, Any]:
     """The ``spec`` fields ``ers`` lacks that every write of its ``spec`` needs (``{}``: none)."""
     spec = ObjectView(ers).spec
     return {name: value for name, value in ADOPTION_DEFAULTS.items() if name not in spec}
+
+
+def arcs_live_listeners(listeners: Iterable[ObjectView]) -> list[str]:
+    """The names of the scale set's listeners that ARC's controller made (ARC's ``runner-spec-hash`` annotation,
+    which this controller never writes) and that are not being deleted yet: while there is one, the takeover
+    has not removed anything of ARC's."""
+    return [
+        listener.name
+        for listener in listeners
+        if listener.annotation(ANNOTATION_RUNNER_SPEC_HASH) and not listener.is_deleting
+    ]
 
 
 def writability_probe(ers: Mapping[str, Any]) -> dict[str, Any]:

@@ -59,7 +59,12 @@ from arc_scaleset.api.runner_sets import ScaleSetRunnerSets, sort_runner_sets
 from arc_scaleset.api.versions import ARC_CHART_VERSIONS, accepts_version_label
 from arc_scaleset.api.views import AutoscalingListenerView, AutoscalingRunnerSetView
 from arc_scaleset.controllers.autoscalingrunnerset import deletion
-from arc_scaleset.controllers.autoscalingrunnerset.adoption import AdoptionRefused, refusal_message, writability_probe
+from arc_scaleset.controllers.autoscalingrunnerset.adoption import (
+    AdoptionRefused,
+    arcs_live_listeners,
+    refusal_message,
+    writability_probe,
+)
 from arc_scaleset.controllers.autoscalingrunnerset.bounds import check_runner_bounds
 from arc_scaleset.controllers.autoscalingrunnerset.decisions import (
     ErsAction,
@@ -494,11 +499,7 @@ class AutoscalingRunnerSetReconciler:
     async def _check_adoption(self, scope: _Pass) -> None:
         """While ARC's listener is still there (a takeover), dry-run a spec write of the current set like the new
         listener's; :class:`.adoption.AdoptionRefused` when the API server refuses it, so ARC's listener stays."""
-        arcs = [
-            listener.name
-            for listener in self._listeners_of(scope.ars)
-            if listener.annotation(ANNOTATION_RUNNER_SPEC_HASH) and not listener.is_deleting
-        ]
+        arcs = arcs_live_listeners(self._listeners_of(scope.ars))
         ers = self.runner_sets.get(scope.ars.namespace, scope.runner_set_name)
         if not arcs or ers is None:
             return

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from arc_scaleset.api.views import AutoscalingListenerView
 from arc_scaleset.controllers.autoscalingrunnerset.adoption import (
     adoption_fields,
+    arcs_live_listeners,
     refusal_message,
     writability_probe,
 )
@@ -36,3 +38,16 @@ def test_the_refusal_names_the_set_the_error_and_arcs_listener_kept() -> None:
     assert "arc-x7k2p" in message
     assert "spec.foo: Required value" in message
     assert "arc-1234abcd-listener is kept running" in message
+
+
+def test_only_arcs_listeners_not_yet_being_deleted_hold_back_the_takeover() -> None:
+    def listener(name: str, **metadata: Any) -> AutoscalingListenerView:
+        return AutoscalingListenerView({"metadata": {"name": name, **metadata}})
+
+    arcs = {"annotations": {"actions.github.com/runner-spec-hash": "5f8d7c6b9"}}
+    found = arcs_live_listeners([
+        listener("arcs", **arcs),
+        listener("arcs-going", **arcs, deletionTimestamp="2026-01-01T00:00:00Z"),
+        listener("ours", annotations={"actions.github.com/autoscaling-runner-set-uid": "u"}),
+    ])  # fmt: skip
+    assert found == ["arcs"]
