@@ -414,11 +414,13 @@ class KubeClient:
         subresource: str | None = None,
         field_manager: str | None = None,
         force: bool | None = None,
+        dry_run: bool = False,
     ) -> dict[str, Any]:
         """Patch ``name`` (default: a JSON merge patch). ``force`` applies to server-side apply only.
 
         A merge patch carrying ``metadata.resourceVersion`` is an optimistic lock (:class:`Conflict` on a
-        stale version); a JSON patch can guard itself with a ``test`` op.
+        stale version); a JSON patch can guard itself with a ``test`` op. ``dry_run=True`` sends ``dryRun=All``
+        (as :meth:`create`): the answer is the object or the error the write would have made; nothing is stored.
         """
         if force is not None and patch_type is not PatchType.APPLY:
             raise ValueError("force is only meaningful for server-side apply (PatchType.APPLY)")
@@ -430,6 +432,8 @@ class KubeClient:
             params["fieldManager"] = field_manager
         if force is not None:
             params["force"] = "true" if force else "false"
+        if dry_run:
+            params["dryRun"] = "All"
         result = await self._call(
             "PATCH",
             path,

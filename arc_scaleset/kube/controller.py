@@ -17,6 +17,9 @@ The contract (controller-runtime's, which every reconciler in this project relie
   again after ``s`` seconds (backoff reset). An exception: logged with the key and the error's one-line
   message, and the key is retried with per-key exponential backoff (5 ms doubling to 1000 s by default).
   A crashing reconcile never stops the worker, the controller or the process.
+* **No silent failure.** A key whose reconcile keeps failing (3 passes in a row or 60 s by default) is handed
+  to the controller's :class:`~arc_scaleset.kube.failures.FailureReporter`, which tells the object's readers
+  (a condition, a Warning Event), and told again when a pass succeeds (:mod:`.failures`).
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from typing import Protocol
 import structlog
 
 from arc_scaleset.clock import REAL_CLOCK, Clock
+from arc_scaleset.kube.failures import FailurePolicy, FailureReporter, FailureTracker, one_line, tracking
 from arc_scaleset.kube.informer import HandlerRegistration, Informer, Object
 from arc_scaleset.kube.resources import Resource
 from arc_scaleset.kube.runtime_metrics import RuntimeMetrics
@@ -142,7 +146,13 @@ class Controller:
         concurrency: int = 1,
         rate_limiter: RateLimiter | None = None,
         clock: Clock = REAL_CLOCK,
+        failure_reporter: FailureReporter[Request] | None = None,
+        failure_policy: FailurePolicy | None = None,
+        self_reported: tuple[type[BaseException], ...] = (),
     ) -> None:
+        """``failure_reporter``: told about keys whose reconcile keeps failing (``failure_policy`` says when),
+        except for errors of the ``self_reported`` classes, which the reconcile reports itself (see
+        :mod:`arc_scaleset.kube.failures`)."""
         if concurrency < 1:
             raise ValueError(f"controller {name}: concurrency must be at least 1, got {concurrency}")
         self.name = name
@@ -154,6 +164,9 @@ class Controller:
         self._reconcile = reconcile
         self._rate_limiter = rate_limiter
         self._clock = clock
+        self.failures = FailureTracker(policy=failure_policy, clock=clock)
+        self._failure_reporter = failure_reporter
+        self._self_reported = self_reported
         self._queue: WorkQueue[Request] | None = None
         self._workers: list[asyncio.Task[None]] = []
         self._registrations: list[HandlerRegistration] = []
@@ -231,7 +244,7 @@ class Controller:
             try:
                 await source.stop()
             except Exception as exc:  # stopping must go on whatever one source does
-                log.warning("controller %s: stopping a source failed: %s", self.name, _one_line(exc))
+                log.warning("controller %s: stopping a source failed: %s", self.name, one_line(exc))
         if drain:
             try:
                 async with asyncio.timeout(drain_timeout):
@@ -321,7 +334,8 @@ class Controller:
                 reconcile_id=uuid.uuid4().hex[:12],
             ):
                 try:
-                    result = await self._reconcile(request)
+                    with tracking(self.failures, request):
+                        result = await self._reconcile(request)
                 except asyncio.CancelledError:
                     outcome = "cancelled"
                     raise
@@ -329,12 +343,14 @@ class Controller:
                     queue.add_rate_limited(request)
                     log.error(
                         "controller %s: reconcile %s failed (attempt %d): %s",
-                        self.name, request, queue.num_requeues(request), _one_line(exc),
+                        self.name, request, queue.num_requeues(request), one_line(exc),
                     )  # fmt: skip
                     log.debug("controller %s: reconcile %s traceback", self.name, request, exc_info=True)
                     if metrics is not None:
                         metrics.reconcile_errors.labels(controller=self.name).inc()
+                    await self._failed(request, exc)
                     return
+                await self._succeeded(request)
             queue.forget(request)
             if result.requeue_after is not None:
                 queue.add_after(request, result.requeue_after)
@@ -348,7 +364,24 @@ class Controller:
                     metrics.reconcile_total.labels(controller=self.name, result=outcome).inc()
                     metrics.reconcile_time.labels(controller=self.name).observe(self._clock.monotonic() - started)
 
+    async def _failed(self, request: Request, exc: Exception) -> None:
+        failure = self.failures.failed(request, exc)
+        reporter = self._failure_reporter
+        if failure is None or reporter is None or isinstance(exc, self._self_reported):
+            return
+        announce = self.failures.announce(request, failure)
+        try:
+            await reporter.failing(request, failure, announce=announce)
+        except Exception as report_exc:  # reporting is a side note: it must not break the retry
+            log.warning("controller %s: reporting the failure of %s failed: %s", self.name, request,
+                        one_line(report_exc))  # fmt: skip
 
-def _one_line(exc: BaseException) -> str:
-    text = " ".join(str(exc).split())
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+    async def _succeeded(self, request: Request) -> None:
+        reported = self.failures.succeeded(request)
+        if reported is None or self._failure_reporter is None:
+            return
+        try:
+            await self._failure_reporter.recovered(request, reported)
+        except Exception as report_exc:  # as in _failed
+            log.warning("controller %s: reporting the recovery of %s failed: %s", self.name, request,
+                        one_line(report_exc))  # fmt: skip

@@ -20,15 +20,21 @@ The listener pod is ARC's (image ``gha-runner-scale-set-controller``, command ``
 agent runs a real listener process for it from its ``config.json`` (the format is ARC's), so it holds the
 scale set's message session, acquires jobs, makes runners busy and scales the set, as ARC's listener would.
 Nothing reconciles these objects until the test starts a controller: ARC's controller is "scaled to 0".
+
+A set as a release before 0.9 made it has no ``spec.patchID`` (:meth:`ArcInstaller.before_patch_id`): the CRD is
+put back to that release's rule while the set is made and written, and this version's CRD applied again after,
+as a user's cluster has such a set once its CRDs are upgraded.
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
+import copy
 import datetime as dt
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -38,14 +44,17 @@ from arc_scaleset.api import keys
 from arc_scaleset.api.autoscalinglistener import AUTOSCALING_LISTENERS
 from arc_scaleset.api.autoscalingrunnerset import AUTOSCALING_RUNNER_SETS
 from arc_scaleset.api.common import API_VERSION
+from arc_scaleset.api.crds import custom_resource_definition
 from arc_scaleset.api.ephemeralrunner import EPHEMERAL_RUNNERS
-from arc_scaleset.api.ephemeralrunnerset import EPHEMERAL_RUNNER_SETS
+from arc_scaleset.api.ephemeralrunnerset import EPHEMERAL_RUNNER_SETS, EphemeralRunnerSet
 from arc_scaleset.api.labels import github_url_labels
 from arc_scaleset.api.naming import autoscaling_listener_name, hash8
 from arc_scaleset.github import ActionsClient, PersonalAccessToken, SystemInfo, parse_config_url
 from arc_scaleset.kube import resources
-from arc_scaleset.kube.client import KubeClient
+from arc_scaleset.kube.client import KubeClient, PatchType
+from arc_scaleset.kube.errors import Invalid
 from arc_scaleset.kube.views import ObjectView, PodView
+from arc_scaleset_lab.harness.cluster import install_crds
 from arc_scaleset_lab.harness.waiting import eventually
 
 ARC_VERSION: Final = "0.14.2"
@@ -171,9 +180,49 @@ class ArcInstaller:
         installed.uids[f"AutoscalingRunnerSet/{name}"] = ObjectView(created).uid
         return installed
 
-    async def add_runner_set(self, installed: ArcScaleSet, *, generated_name: bool = True) -> str:
+    @contextlib.asynccontextmanager
+    async def before_patch_id(self) -> AsyncIterator[None]:
+        """While the block runs, the EphemeralRunnerSet CRD requires no ``spec.patchID``, as ARC's before 0.9: sets
+        made with ``add_runner_set(..., before_patch_id=True)`` have none, and their spec can be written without
+        one. This version's CRD is in force again when the block ends, whatever happened."""
+        current = custom_resource_definition(EphemeralRunnerSet)
+        older = copy.deepcopy(current)
+        for version in older["spec"]["versions"]:
+            spec = version["schema"]["openAPIV3Schema"]["properties"]["spec"]
+            spec["required"] = [name for name in spec.get("required", ()) if name != "patchID"]
+        await install_crds(self.kube, [older])
+        await eventually(lambda: self._patch_id_required(False), "the CRD to stop requiring spec.patchID")
+        try:
+            yield
+        finally:
+            await install_crds(self.kube, [current])
+            await eventually(lambda: self._patch_id_required(True), "the CRD to require spec.patchID again")
+
+    async def _patch_id_required(self, expected: bool) -> bool:
+        """Whether the API server (as it serves the CRD now) refuses a set without ``spec.patchID``, is ``expected``."""
+        runner_spec = {"githubConfigUrl": self.config_url, "githubConfigSecret": "probe", "runnerScaleSetId": 1,
+                       "spec": {"containers": [{"name": "runner", "image": "probe"}]}}  # fmt: skip
+        body = {"apiVersion": API_VERSION, "kind": "EphemeralRunnerSet",
+                "metadata": {"generateName": "probe-", "namespace": self.namespace},
+                "spec": {"ephemeralRunnerSpec": runner_spec}}  # fmt: skip
+        try:
+            await self.kube.create(EPHEMERAL_RUNNER_SETS, body, namespace=self.namespace, dry_run=True)
+        except Invalid as exc:
+            return expected == ("patchID" in str(exc))
+        return not expected
+
+    async def strip_patch_id(self, runner_set: str) -> None:
+        """Remove ``spec.patchID`` from ``runner_set`` (inside :meth:`before_patch_id`): ARC's listener before 0.9
+        wrote ``replicas`` alone, and the process playing ARC's listener here wrote a patch ID too."""
+        await self.kube.patch(EPHEMERAL_RUNNER_SETS, runner_set, [{"op": "remove", "path": "/spec/patchID"}],
+                              namespace=self.namespace, patch_type=PatchType.JSON)  # fmt: skip
+
+    async def add_runner_set(
+        self, installed: ArcScaleSet, *, generated_name: bool = True, before_patch_id: bool = False
+    ) -> str:
         """An EphemeralRunnerSet as ARC's ``newEphemeralRunnerSet`` builds it and its controller finalizes it;
-        a later one is newer (ARC's current set), even when made within the same second as the previous."""
+        a later one is newer (ARC's current set), even when made within the same second as the previous.
+        ``before_patch_id``: as ARC before 0.9 made it, without ``spec.patchID`` (inside :meth:`before_patch_id`)."""
         ars = await self.kube.get(AUTOSCALING_RUNNER_SETS, installed.name, namespace=self.namespace)
         ars_view = ObjectView(ars)
         if installed.runner_sets:
@@ -215,7 +264,7 @@ class ArcInstaller:
             "kind": "EphemeralRunnerSet",
             "metadata": meta,
             "spec": {
-                "patchID": 0,
+                **({} if before_patch_id else {"patchID": 0}),
                 "ephemeralRunnerSpec": {
                     "githubConfigUrl": spec["githubConfigUrl"],
                     "githubConfigSecret": spec["githubConfigSecret"],

@@ -304,6 +304,49 @@ async def test_a_plain_takeover_keeps_every_runner_replaces_the_listener_once_an
     assert sessions[0]["sessionId"] != arc_session
 
 
+async def test_a_takeover_of_a_set_arc_made_before_patch_id_runs_every_job_once_and_replaces_the_listener_once(
+    system: System, scale_set: ScaleSetFactory
+) -> None:
+    installer = installer_for(system, scale_set)
+    async with (
+        arc_controller_scaled_to_zero(system),
+        Watch(system, EPHEMERAL_RUNNERS, scale_set.namespace) as runners,
+        Watch(system, resources.PODS, scale_set.namespace) as runner_pods,
+        listener_pods(system, scale_set.stem) as pods,
+        listeners(system, scale_set.stem) as als,
+    ):
+        arc, handle = await install_arc_scale_set(system, scale_set, installer, min_runners=2, max_runners=6)
+        # ARC before 0.9: its CRD had no spec.patchID, nor its sets; the user then upgraded the CRDs.
+        async with installer.before_patch_id():
+            runner_set = await installer.add_runner_set(arc, generated_name=False, before_patch_id=True)
+            await installer.add_runners(arc, runner_set, 4)
+            await installer.add_listener(arc)
+            busy = await make_busy(handle, 2)
+            await kill_arcs_listener(system, arc)
+            await installer.strip_patch_id(runner_set)
+        assert (
+            "patchID" not in (await system.kube.get(EPHEMERAL_RUNNER_SETS, runner_set, namespace=arc.namespace))["spec"]
+        )
+
+        await system.start_controller()
+        await handle.change_template()  # a spec write of ARC's set: refused while it has no patchID
+        await handle.enqueue(2, duration=3.0)
+
+        await handle.assert_every_job_ran_once(timeout=150)
+        settled = await handle.wait_settled(timeout=150)
+        await wait_counts(handle, system, runner_set, running=2)
+
+    assert_finished_undisturbed(runners, runner_pods, busy)
+    ers = await system.kube.get(EPHEMERAL_RUNNER_SETS, runner_set, namespace=arc.namespace)
+    assert ObjectView(ers).uid == arc.uids[f"EphemeralRunnerSet/{runner_set}"], "ARC's set adopted in place"
+    assert isinstance(ers["spec"].get("patchID"), int)
+    assert (settled.desired_revision, settled.applied_revision) == (1, 1)
+    # ARC's listener replaced by exactly one of ours.
+    assert len(als.seen) == 2
+    assert arc.uids[f"AutoscalingListener/{arc.listener}"] in als.seen
+    assert len(pods.seen) == 2
+
+
 async def test_a_takeover_of_arcs_generated_sets_leaves_one_set_and_the_runners_the_listener_asks_for(
     system: System, scale_set: ScaleSetFactory
 ) -> None:

@@ -114,12 +114,14 @@ from arc_scaleset.controllers.autoscalinglistener.template_policy import (
 from arc_scaleset.controllers.context import ControllerContext
 from arc_scaleset.controllers.drift import merge_metadata
 from arc_scaleset.controllers.errors import ConfigurationError, InvalidSpec
+from arc_scaleset.controllers.failure_report import ReconcileFailureReporter
 from arc_scaleset.controllers.metrics import scale_set_labels
 from arc_scaleset.controllers.proxy_secret import proxy_secret_data
 from arc_scaleset.controllers.referenced_objects import ReferencedObjectWatch, listener_references
 from arc_scaleset.kube.client import Preconditions
 from arc_scaleset.kube.controller import Controller, Request, Result, Watch
 from arc_scaleset.kube.errors import AlreadyExists, BadRequest, Conflict, Forbidden, Invalid, NotFound
+from arc_scaleset.kube.failures import pass_failure
 from arc_scaleset.kube.finalizers import add_finalizer, has_finalizer, remove_finalizer
 from arc_scaleset.kube.informer import Object
 from arc_scaleset.kube.ownerrefs import is_controlled_by
@@ -213,6 +215,8 @@ class AutoscalingListenerReconciler:
             sources=[self.references],
             rate_limiter=rate_limiter,
             clock=self.ctx.clock,
+            failure_reporter=ReconcileFailureReporter(self.ctx, AUTOSCALING_LISTENERS),
+            self_reported=(ConfigurationError,),  # its own condition and Event (see reconcile)
         )
 
     def _runner_set_to_listeners(self, obj: Object) -> Iterable[Request]:
@@ -295,6 +299,10 @@ class AutoscalingListenerReconciler:
         except asyncio.CancelledError:
             # Stopping (possibly because leadership was lost): another process may already own the status.
             report.cancelled = True
+            raise
+        except Exception as exc:
+            # Retried by the controller, which reports it once it persists: the status says the same by then.
+            report.failed, report.failure = True, pass_failure(exc)
             raise
         finally:
             if not report.cancelled:

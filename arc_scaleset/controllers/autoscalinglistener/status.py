@@ -16,6 +16,9 @@ Events):
   during an outage: from the moment a ``Ready`` listener stops being ready until it is ready again
   (``ListenerOffline``, whatever the cause; its ``lastTransitionTime`` is when the outage began). ``False``
   otherwise. An outage's start and end are Events (:func:`outage_event`).
+- An error that is not bad input (an API server that refuses a write...) makes ``Degraded`` ``True`` with its reason
+  and masked text once it persists (:mod:`arc_scaleset.kube.failures`: 3 passes or 60 s); before that a failed
+  pass leaves ``Degraded`` as it was, so it never reads "the listener has not failed" while reconciling fails.
 - A refusal (a listener outside the controller namespace or not made by its scale set, an object in the way
   of a child, a ``listenerTemplate`` the policy refuses: :mod:`.ownership`, :mod:`.template_policy`) makes
   both ``Ready`` ``False`` and ``Degraded`` ``True`` with the refusal's reason and message: no listener runs.
@@ -41,6 +44,7 @@ from arc_scaleset.kube.conditions import (
     is_condition_true,
     set_condition,
 )
+from arc_scaleset.kube.failures import Failure
 from arc_scaleset.kube.views import PodView, parse_timestamp
 
 CONDITION_READY: Final = "Ready"
@@ -85,6 +89,10 @@ class ListenerReport:
     """The listener's restart backoff (``None``: no failure on record)."""
     cancelled: bool = False
     """The pass was cancelled: no status is written."""
+    failed: bool = False
+    """Another error ended the pass (not a configuration error): retried by the controller with backoff."""
+    failure: Failure | None = None
+    """That error, once it is persistent (:func:`arc_scaleset.kube.failures.pass_failure`)."""
 
 
 def running_readiness(pod_name: str) -> PodReadiness:
@@ -169,6 +177,10 @@ def derive_conditions(
     status: ConditionStatus = "False"
     if report.refused and report.problem is not None:
         status, (reason, message) = "True", report.problem
+    elif report.failure is not None:
+        status, reason, message = "True", report.failure.reason, report.failure.message
+    elif report.failed:
+        return result  # not persistent yet: what is stored stands
     elif restarts is not None and restarts.failures > 0 and not running:
         status, reason, message = "True", REASON_FAILING, degraded_message(restarts, now=now)
     elif outage is not None:

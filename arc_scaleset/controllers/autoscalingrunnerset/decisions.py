@@ -4,7 +4,8 @@
   applied value, so an update still being applied is not confused with a new one).
 - :func:`plan_ephemeral_runner_set`: given the live EphemeralRunnerSet (or none) and the desired one,
   exactly one of: create it, wait for it, tear it down (Outdated at its current revision), patch its
-  runner spec with a revision bump, merge its metadata, or nothing.
+  runner spec with a revision bump, merge its metadata, or nothing. A set ARC made before ``spec.patchID``
+  existed gets it in that same patch (a patch of its own when nothing else changes): :mod:`.adoption`.
 - :func:`listener_differences`: which listener-relevant fields differ (any → the listener is recreated).
 
 Comparisons are semantic (``arc_scaleset.api.semantic.deep_equal``: nil == empty, Quantities by value), so
@@ -22,6 +23,7 @@ from typing import Any
 from arc_scaleset.api.keys import ANNOTATION_RUNNER_SPEC_HASH, AutoscalingRunnerSetPhase, EphemeralRunnerSetPhase
 from arc_scaleset.api.semantic import deep_equal
 from arc_scaleset.api.views import EphemeralRunnerSetView
+from arc_scaleset.controllers.autoscalingrunnerset.adoption import adoption_fields
 from arc_scaleset.controllers.drift import contains_all, merge_metadata
 from arc_scaleset.kube.retry import merge_patch
 from arc_scaleset.kube.views import ObjectView
@@ -106,6 +108,7 @@ def plan_ephemeral_runner_set(
         excluded_label_prefixes=excluded_label_prefixes,
     )
     lock = {"resourceVersion": view.resource_version}
+    adopt = adoption_fields(live)
     live_runner_spec = view.runner_spec
     desired_runner_spec = wanted.runner_spec
     runner_metadata_patch = _replace_wholesale(
@@ -116,6 +119,7 @@ def plan_ephemeral_runner_set(
         current, _ = revisions_of(live)
         target = next_actionable_revision(live)
         spec_patch: dict[str, Any] = {
+            **adopt,
             "ephemeralRunnerSpec": merge_patch(live_runner_spec, desired_runner_spec),
             "actionableRevision": target,
         }
@@ -132,10 +136,13 @@ def plan_ephemeral_runner_set(
     metadata_drift = not deep_equal(
         live_spec.get("ephemeralRunnerMetadata"), desired_spec.get("ephemeralRunnerMetadata")
     )
-    if merged.changed or metadata_drift:
+    if merged.changed or metadata_drift or adopt:
         patch: dict[str, Any] = {"metadata": {**merged.patch.get("metadata", {}), **lock}}
+        spec: dict[str, Any] = dict(adopt)
         if metadata_drift and runner_metadata_patch is not _UNCHANGED:
-            patch["spec"] = {"ephemeralRunnerMetadata": runner_metadata_patch}
+            spec["ephemeralRunnerMetadata"] = runner_metadata_patch
+        if spec:
+            patch["spec"] = spec
         return ErsPlan(ErsAction.MERGE_METADATA, patch=patch)
     return ErsPlan(ErsAction.NONE)
 

@@ -20,9 +20,12 @@ Phases (docs/controllers.md; the revision design: docs/revisions.md):
    (:mod:`arc_scaleset.api.runner_sets`: a scale set moved from ARC has ARC's generated names, possibly
    several sets); sets superseded by the current one are deleted (drained: busy runners finish); the current
    one is created when there is none (the ARS's name, revision 0), its runner spec patched with a revision
-   bump on semantic drift, its metadata merged, or torn down when Outdated at its current revision;
+   bump on semantic drift, its metadata merged, or torn down when Outdated at its current revision; a set ARC
+   made before ``spec.patchID`` existed gets ``patchID: 0`` in the same patch (:mod:`.adoption`);
 7. the AutoscalingListener, pointed at the current set: stale ones (another name) deleted, created when
-   missing, deleted and recreated when a listener-relevant field changed or ARC's controller made it;
+   missing, deleted and recreated when a listener-relevant field changed or ARC's controller made it; ARC's
+   listener only once a dry run shows the current set takes the new listener's writes (else
+   ``AdoptionRefused``, and ARC's listener keeps running);
 8. done: ``Running``, ``observedGeneration`` = generation; ``Ready`` and ``Degraded`` also say what the
    listener's own conditions say (a listener without a session makes the scale set not ``Ready``).
 
@@ -56,6 +59,12 @@ from arc_scaleset.api.runner_sets import ScaleSetRunnerSets, runner_sets_of, sor
 from arc_scaleset.api.versions import ARC_CHART_VERSIONS, accepts_version_label
 from arc_scaleset.api.views import AutoscalingListenerView, AutoscalingRunnerSetView
 from arc_scaleset.controllers.autoscalingrunnerset import deletion
+from arc_scaleset.controllers.autoscalingrunnerset.adoption import (
+    AdoptionRefused,
+    arcs_live_listeners,
+    refusal_message,
+    writability_probe,
+)
 from arc_scaleset.controllers.autoscalingrunnerset.bounds import check_runner_bounds
 from arc_scaleset.controllers.autoscalingrunnerset.decisions import (
     ErsAction,
@@ -97,6 +106,7 @@ from arc_scaleset.controllers.errors import (
     InvalidSpec,
     UnsupportedVersion,
 )
+from arc_scaleset.controllers.failure_report import ReconcileFailureReporter
 from arc_scaleset.github import (
     ActionsClient,
     ActionsError,
@@ -108,8 +118,9 @@ from arc_scaleset.github import (
 )
 from arc_scaleset.kube.client import Preconditions
 from arc_scaleset.kube.controller import Controller, Request, Result
-from arc_scaleset.kube.errors import AlreadyExists, Conflict
+from arc_scaleset.kube.errors import AlreadyExists, BadRequest, Conflict, Invalid
 from arc_scaleset.kube.errors import NotFound as KubeNotFound
+from arc_scaleset.kube.failures import pass_failure
 from arc_scaleset.kube.finalizers import add_finalizer, has_finalizer
 from arc_scaleset.kube.informer import Object
 from arc_scaleset.kube.ownerrefs import Owner
@@ -171,6 +182,9 @@ class AutoscalingRunnerSetReconciler:
             watches=[(AUTOSCALING_LISTENERS, listener_to_scale_set)],
             rate_limiter=rate_limiter,
             clock=self.ctx.clock,
+            failure_reporter=ReconcileFailureReporter(self.ctx, AUTOSCALING_RUNNER_SETS),
+            # Bad input and GitHub errors have their own condition and Event (see reconcile).
+            self_reported=(ConfigurationError, ActionsError),
         )
 
     # -- the pass -------------------------------------------------------------------------------------
@@ -219,6 +233,10 @@ class AutoscalingRunnerSetReconciler:
         except Conflict:
             report.progress = report.progress or ("Retrying", "a concurrent write changed an object; retrying")
             return Result(requeue_after=CONFLICT_REQUEUE_SECONDS)
+        except Exception as exc:
+            # Retried by the controller, which reports it once it persists: the status says the same by then.
+            report.failed, report.failure = True, pass_failure(exc)
+            raise
         finally:
             await self._write_status(obj, report)
 
@@ -475,6 +493,8 @@ class AutoscalingRunnerSetReconciler:
         conflict = listener_name_conflict(live, Owner.of(obj))
         if conflict is not None:
             raise conflict
+        # Nothing of ARC's is removed before the set it leaves behind is known to take this controller's writes.
+        await self._check_adoption(scope)
         # A runner group or URL change gives the listener another name: the old one must not keep running.
         if not await self._delete_listeners(scope, keep=name):
             report.progress = ("RecreatingListener", "waiting for the previous listener to be deleted")
@@ -504,6 +524,19 @@ class AutoscalingRunnerSetReconciler:
         await self._event(obj, "ListenerRecreating", note, action="Recreate")
         report.progress = ("RecreatingListener", note)
         return Result(requeue_after=WAIT_REQUEUE_SECONDS)
+
+    async def _check_adoption(self, scope: _Pass) -> None:
+        """While ARC's listener is still there (a takeover), dry-run a spec write of the current set like the new
+        listener's; :class:`.adoption.AdoptionRefused` when the API server refuses it, so ARC's listener stays."""
+        arcs = arcs_live_listeners(self._listeners_of(scope))
+        ers = self.runner_sets.get(scope.ars.namespace, scope.runner_set_name)
+        if not arcs or ers is None:
+            return
+        try:
+            await self.ctx.kube.patch(EPHEMERAL_RUNNER_SETS, scope.runner_set_name, writability_probe(ers),
+                                      namespace=scope.ars.namespace, dry_run=True)  # fmt: skip
+        except (Invalid, BadRequest) as exc:
+            raise AdoptionRefused(refusal_message(scope.runner_set_name, arcs[0], str(exc))) from None
 
     async def _delete_listeners(self, scope: _Pass, *, keep: str | None) -> bool:
         """Delete this scale set's listeners other than ``keep``; True when none (other) remains."""

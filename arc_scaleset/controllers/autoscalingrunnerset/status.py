@@ -8,7 +8,9 @@ the phase is ``Pending``; when a pass finds every child in line with the spec th
 - ``Progressing``: a change is being applied (reason says which step: ``RegisteringScaleSet``,
   ``CreatingEphemeralRunnerSet``, ``RollingOutRevision``, ``RecreatingListener``...).
 - ``Degraded``: the last pass failed (reason: a configuration error's reason, or ``GitHubUnavailable``...);
-  retried with backoff until the input is fixed.
+  retried with backoff until the input is fixed. Any other error (an API server that refuses a write...) is
+  ``Degraded`` once it persists (:mod:`arc_scaleset.kube.failures`: 3 passes or 60 s), with its reason and
+  masked text; before that, a failed pass leaves ``Degraded`` as it was: it never says "no problem found".
 
 Every condition carries ``observedGeneration``; ``lastTransitionTime`` moves only when a status flips. A
 ``Degraded`` condition of the scale set's EphemeralRunnerSet (a runner template the API server refuses...)
@@ -40,6 +42,7 @@ from typing import Any, Final
 
 from arc_scaleset.api.keys import AutoscalingRunnerSetPhase
 from arc_scaleset.kube.conditions import ConditionStatus, get_condition, set_condition
+from arc_scaleset.kube.failures import Failure
 from arc_scaleset.kube.views import ObjectView, integer
 
 CONDITION_READY = "Ready"
@@ -76,6 +79,10 @@ class ReconcileReport:
     """(reason, message) of the step that acted or waits."""
     problem: tuple[str, str] | None = None
     """(reason, message) of the failure that ended the pass."""
+    failed: bool = False
+    """Another error ended the pass (not bad input, not GitHub): retried by the controller with backoff."""
+    failure: Failure | None = None
+    """That error, once it is persistent (:func:`arc_scaleset.kube.failures.pass_failure`)."""
     ready_message: str = ""
     runner_counts: dict[str, int] = field(default_factory=dict)
     """The runner count fields to store (:func:`scale_set_runner_counts`); empty: leave them as they are."""
@@ -147,17 +154,22 @@ def condition_verdicts(report: ReconcileReport) -> list[Verdict]:
         ready = report.ready_message or "the scale set is registered and up to date"
         return [(CONDITION_READY, "True", "Running", ready), *UP_TO_DATE]
     verdicts: list[Verdict] = []
-    if report.problem is not None:
-        reason, message = report.problem
+    problem = report.problem or _persistent(report.failure)
+    if problem is not None:
+        reason, message = problem
         verdicts += [(CONDITION_DEGRADED, "True", reason, message), (CONDITION_READY, "False", reason, message)]
-    else:
+    elif not report.failed:
         verdicts.append(UP_TO_DATE[1])
     if report.progress is not None:
         reason, message = report.progress
         verdicts.append((CONDITION_PROGRESSING, "True", reason, message))
-        if report.problem is None:
+        if problem is None:
             verdicts.append((CONDITION_READY, "False", reason, message))
     return verdicts
+
+
+def _persistent(failure: Failure | None) -> tuple[str, str] | None:
+    return (failure.reason, failure.message) if failure is not None else None
 
 
 def derive_status(current: Mapping[str, Any] | None, report: ReconcileReport, *, now: dt.datetime) -> dict[str, Any]:

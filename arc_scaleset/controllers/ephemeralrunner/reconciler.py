@@ -70,6 +70,7 @@ from arc_scaleset.controllers.ephemeralrunner.outcome import (
     pod_outcome,
 )
 from arc_scaleset.controllers.errors import ConfigurationError
+from arc_scaleset.controllers.failure_report import ReconcileFailureReporter
 from arc_scaleset.controllers.metrics import DeletedReason, runner_set_labels
 from arc_scaleset.controllers.runner_github import RunnerClients, remove_registration
 from arc_scaleset.github import ActionsClient, GitHubError, RunnerExists
@@ -125,6 +126,8 @@ class EphemeralRunnerReconciler:
             concurrency=self._ctx.settings.runner_max_concurrent_reconciles,
             rate_limiter=rate_limiter,
             clock=self._ctx.clock,
+            # An EphemeralRunner's status has no conditions: a failure that lasts is told in Events.
+            failure_reporter=ReconcileFailureReporter(self._ctx, EPHEMERAL_RUNNERS, conditions=False),
         )
 
     async def reconcile(self, request: Request) -> Result:

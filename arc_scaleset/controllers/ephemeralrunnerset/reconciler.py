@@ -89,6 +89,7 @@ from arc_scaleset.controllers.ephemeralrunnerset.template_check import (
     try_runner_pod,
 )
 from arc_scaleset.controllers.errors import ConfigurationError
+from arc_scaleset.controllers.failure_report import ReconcileFailureReporter
 from arc_scaleset.controllers.metrics import (
     DeletedReason,
     ScaleSetState,
@@ -164,6 +165,7 @@ class EphemeralRunnerSetReconciler:
             ],
             rate_limiter=rate_limiter,
             clock=self._ctx.clock,
+            failure_reporter=ReconcileFailureReporter(self._ctx, EPHEMERAL_RUNNER_SETS),
         )
 
     def _siblings_of(self, ers: Object) -> list[Request]:

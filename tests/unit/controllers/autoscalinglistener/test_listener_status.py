@@ -20,6 +20,7 @@ from arc_scaleset.controllers.autoscalinglistener.status import (
     status_patch,
 )
 from arc_scaleset.kube.conditions import get_condition
+from arc_scaleset.kube.failures import Failure
 
 T0 = dt.datetime(2026, 1, 1, 12, 0, tzinfo=dt.UTC)
 POD = "arc-runners-abc12345-listener"
@@ -201,3 +202,14 @@ def test_degraded_is_true_exactly_when_the_listener_has_failed_and_nothing_runs(
     conditions = derive_conditions(None, ListenerReport(generation=1, pod=pod, restarts=restarts), now=T0)
     assert (condition(conditions, "Degraded")["status"] == "True") == (failures > 0 and not running)
     assert (condition(conditions, "Ready")["status"] == "True") == running
+
+
+def test_a_pass_that_failed_unexpectedly_keeps_degraded_until_the_failure_persists_then_shows_it() -> None:
+    healthy = derive_conditions(None, ListenerReport(generation=1, pod=running_readiness(POD)), now=T0)
+    failed = ListenerReport(generation=1, failed=True)
+    assert derive_conditions(healthy, failed, now=later(1)) == healthy
+
+    failed.failure = Failure(reason="Forbidden", error="403 Forbidden: roles is forbidden", since=T0, attempts=3)
+    degraded = condition(derive_conditions(healthy, failed, now=later(2)), "Degraded")
+    assert (degraded["status"], degraded["reason"]) == ("True", "Forbidden")
+    assert "roles is forbidden" in degraded["message"]

@@ -252,3 +252,48 @@ def test_merge_patch_helper_matches_the_api_semantics() -> None:
     a = {"x": {"y": 1, "z": [1]}, "k": "v"}
     b = {"x": {"y": 2}, "n": None}
     assert apply_merge_patch(a, merge_patch(a, b)) == {"x": {"y": 2}}
+
+
+def before_patch_id(live: dict[str, Any]) -> dict[str, Any]:
+    """``live`` as ARC < 0.9 made it: no ``spec.patchID``."""
+    live["spec"].pop("patchID", None)
+    return live
+
+
+def test_a_set_arc_made_before_patch_id_gets_patch_id_zero_in_a_patch_of_its_own() -> None:
+    desired = desired_ers()
+    live = before_patch_id(arc_written(desired))
+    plan = plan_ephemeral_runner_set(live, desired, ars_phase="Running")
+    assert plan.action is ErsAction.MERGE_METADATA
+    assert plan.patch["spec"] == {"patchID": 0}
+    assert plan.patch["metadata"] == {"resourceVersion": live["metadata"]["resourceVersion"]}
+    adopted, plans = converge(live, desired)
+    assert adopted["spec"]["patchID"] == 0
+    assert [p.action for p in plans] == [ErsAction.MERGE_METADATA, ErsAction.NONE]
+
+
+def test_a_revision_bump_of_a_set_without_patch_id_adds_it_in_the_same_patch() -> None:
+    live = before_patch_id(arc_written(desired_ers()))
+    other = ars_object()["spec"]["template"]
+    other["spec"]["containers"][0]["image"] = "runner:2"
+    plan = plan_ephemeral_runner_set(live, desired_ers(template=other), ars_phase="Pending")
+    assert plan.action is ErsAction.BUMP_REVISION
+    assert plan.patch["spec"]["patchID"] == 0
+    assert plan.patch["spec"]["actionableRevision"] == 1
+
+
+def test_a_label_merge_of_a_set_without_patch_id_adds_it_in_the_same_patch() -> None:
+    desired = desired_ers()
+    live = before_patch_id(arc_written(desired))
+    live["metadata"]["labels"].pop("app.kubernetes.io/component")
+    plan = plan_ephemeral_runner_set(live, desired, ars_phase="Running")
+    assert plan.action is ErsAction.MERGE_METADATA
+    assert plan.patch["spec"] == {"patchID": 0}
+    assert "labels" in plan.patch["metadata"]
+
+
+def test_a_set_with_a_patch_id_is_never_given_another() -> None:
+    desired = desired_ers()
+    live = arc_written(desired)
+    live["spec"]["patchID"] = 41
+    assert plan_ephemeral_runner_set(live, desired, ars_phase="Running").action is ErsAction.NONE

@@ -12,6 +12,7 @@ from arc_scaleset.controllers.autoscalingrunnerset.status import (
     status_patch,
 )
 from arc_scaleset.kube.conditions import get_condition
+from arc_scaleset.kube.failures import Failure
 
 NOW = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 LATER = NOW + dt.timedelta(minutes=5)
@@ -87,3 +88,28 @@ def test_the_runner_counts_are_the_sum_over_the_scale_sets_runner_sets_and_repla
     status = derive_status(arc_left, report, now=NOW)
     assert {key: status[key] for key in counts} == counts
     assert status_patch(status, derive_status(status, report, now=LATER)) == {}
+
+
+REFUSED = Failure(reason="Invalid", error="422 Invalid: spec.patchID: Required value", since=NOW, attempts=3)
+
+
+def test_a_pass_that_failed_unexpectedly_never_says_no_problem_found() -> None:
+    fine = derive_status({}, ReconcileReport(generation=1, observed_generation=1, stored_phase="Running",
+                                             complete=True), now=NOW)  # fmt: skip
+    failed = ReconcileReport(generation=1, observed_generation=1, stored_phase="Running", failed=True,
+                             progress=("UpdatingEphemeralRunnerSet", "merged labels and annotations"))  # fmt: skip
+    before_persistent = derive_status(fine, failed, now=LATER)
+    assert get_condition(before_persistent["conditions"], "Degraded") == get_condition(
+        fine["conditions"], "Degraded"
+    ), "a failure that is not persistent yet leaves Degraded as it was"
+
+    failed.failure = REFUSED
+    status = derive_status(before_persistent, failed, now=LATER)
+    degraded = get_condition(status["conditions"], "Degraded")
+    assert degraded is not None
+    assert (degraded["status"], degraded["reason"]) == ("True", "Invalid")
+    assert "spec.patchID: Required value" in degraded["message"]
+    assert degraded["message"] != "no problem found"
+    ready = get_condition(status["conditions"], "Ready")
+    assert ready is not None
+    assert (ready["status"], ready["reason"]) == ("False", "Invalid")
