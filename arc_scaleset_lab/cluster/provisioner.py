@@ -91,8 +91,8 @@ class NodeProvisioner:
                 await self.scan()
                 pause = self.scan_interval
             except KubeError as exc:
-                log.warning("node provisioner scan failed (retrying in %.0fs): %s", pause, exc)
                 pause = min(max(pause, 0.5) * 2, MAX_BACKOFF)
+                log.warning("node provisioner scan failed (retrying in %.0fs): %s", pause, exc)
             await self.clock.sleep(pause)
 
     async def scan(self) -> NodePlan:
@@ -155,7 +155,11 @@ class NodeProvisioner:
         del self.launches[name]
 
     async def _remove(self, name: str) -> None:
-        await self.kube.patch(resources.NODES, name, {"spec": {"unschedulable": True}})
+        try:
+            await self.kube.patch(resources.NODES, name, {"spec": {"unschedulable": True}})
+        except NotFound:  # someone else removed it
+            self._empty_since.pop(name, None)
+            return
         still = await self.kube.list(resources.PODS, field_selector=f"spec.nodeName={name}")
         if any(holds_node(p) for p in still.items):
             # A pod was bound between the scan and the cordon: the node is in use after all.
