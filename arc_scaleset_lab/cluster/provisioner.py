@@ -60,7 +60,8 @@ def _allocatable(node: Mapping[str, Any], default: Resources) -> Resources:
 
 class NodeProvisioner:
     """Grows and shrinks ``pool`` for the pods that ask for it. ``report`` receives one line per action (the
-    demo shows them); ``added``/``removed`` count the nodes created and deleted."""
+    demo shows them); ``added``/``removed`` count the nodes created and deleted; ``nodes`` are the pool's nodes
+    the last scan saw and ``launches`` those on their way."""
 
     def __init__(
         self,
@@ -79,6 +80,7 @@ class NodeProvisioner:
         self.added = 0
         self.removed = 0
         self.launches: dict[str, Launch] = {}
+        self.nodes: tuple[str, ...] = ()
         self._empty_since: dict[str, float] = {}
         self._warned: set[str] = set()
         self._serial = 0
@@ -108,7 +110,8 @@ class NodeProvisioner:
             nodes=self._pool_nodes(now, nodes, pods),
             launches=list(self.launches.values()),
         )
-        self._launch(now, plan.launch, known={_key(n) for n in nodes}, waiting=len(waiting))
+        self.nodes = tuple(_key(n) for n in nodes)
+        self._launch(now, plan.launch, known=set(self.nodes), waiting=len(waiting))
         for name in plan.create:
             await self._create(name)
         for name in plan.remove:
@@ -140,12 +143,18 @@ class NodeProvisioner:
         return observed
 
     def _launch(self, now: float, count: int, *, known: set[str], waiting: int) -> None:
+        names = []
         for _ in range(count):
             self._serial += 1
             while (name := f"{self.pool.name}-{self._serial}") in known or name in self.launches:
                 self._serial += 1
             self.launches[name] = Launch(name, started=now, due=now + self.pool.delay)
-            self.report(f"node {name} launched for {waiting} unschedulable pod(s); it appears in {self.pool.delay:g}s")
+            names.append(name)
+        if names:
+            self.report(
+                f"{_nodes(names)} launched for {waiting} unschedulable pod(s); "
+                f"{'it appears' if len(names) == 1 else 'they appear'} in {self.pool.delay:g}s"
+            )
 
     async def _create(self, name: str) -> None:
         with contextlib.suppress(AlreadyExists):  # a scan that failed after creating it
@@ -173,13 +182,17 @@ class NodeProvisioner:
         self.report(f"node {name} removed (empty for {self.pool.idle:g}s)")
 
     def _warn(self, plan: NodePlan) -> None:
-        """Say once per pod why no node comes for it."""
+        """Say once per pod why no node comes for it (one line per reason and scan)."""
         for names, why in (
-            (plan.too_big, f"it requests more than a node of pool {self.pool.name} holds"),
+            (plan.too_big, f"each requests more than a node of pool {self.pool.name} holds"),
             (plan.at_max, f"pool {self.pool.name} is at its maximum of {self.pool.max_nodes} nodes"),
         ):
-            for name in names:
-                if name not in self._warned:
-                    self._warned.add(name)
-                    self.report(f"no node for pod {name}: {why}")
-        self._warned &= {*plan.too_big, *plan.at_max}
+            new = [name for name in names if name not in self._warned]
+            if new:
+                shown = ", ".join(new[:3]) + (f" and {len(new) - 3} more" if len(new) > 3 else "")
+                self.report(f"no node for {len(new)} pod(s) ({shown}): {why}")
+        self._warned = {*plan.too_big, *plan.at_max}
+
+
+def _nodes(names: Sequence[str]) -> str:
+    return f"node {names[0]}" if len(names) == 1 else f"nodes {', '.join(names)}"

@@ -11,7 +11,7 @@ queue-to-start figures then include the wait for a node, as on a real cluster wi
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Mapping, Sized
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -53,6 +53,10 @@ class ColdNodes:
             requests.update({"cpu": RUNNER_CPU, "memory": RUNNER_MEMORY})
         spec.update(self.pool().placement())
         return placed
+
+    def nodes_line(self, nodes: Sized, launches: Sized) -> str:
+        """The pool at a glance, for the live view: nodes up, nodes on their way, the maximum."""
+        return f"{len(nodes)} up, {len(launches)} coming (at most {self.max_nodes} of {self.node_size} CPUs)"
 
     def summary_line(self, *, added: int, removed: int) -> str:
         return (

@@ -121,6 +121,8 @@ class Scenario:
         self.state.snapshot = snapshot
         self.state.jobs_by_state = dict(stats.get("jobs") or {})
         self.state.runners_created = self.tracker.created
+        if self.provisioner is not None and self.options.cold is not None:
+            self.state.nodes = self.options.cold.nodes_line(self.provisioner.nodes, self.provisioner.launches)
         self._note_changes(previous, snapshot)
 
     def _note_changes(self, before: scale_sets.ScaleSetSnapshot | None, after: scale_sets.ScaleSetSnapshot) -> None:

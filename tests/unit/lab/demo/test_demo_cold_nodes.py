@@ -11,6 +11,7 @@ from arc_scaleset_lab.cluster.node_pool import POOL_LABEL, Resources, pod_reques
 from arc_scaleset_lab.demo import _options, configure
 from arc_scaleset_lab.demo.cold_nodes import ColdNodes
 from arc_scaleset_lab.demo.scenario import DemoOptions, template
+from arc_scaleset_lab.demo.view import DemoState, plain_line
 from arc_scaleset_lab.harness import scale_sets
 
 
@@ -57,3 +58,10 @@ def test_the_summary_line_says_how_many_nodes_came_and_went() -> None:
     line = ColdNodes(delay=60.0, max_nodes=4, node_size=4).summary_line(added=3, removed=2)
     assert line.startswith("cold nodes:            3 added, 2 removed")
     assert "60s" in line
+
+
+def test_the_status_line_shows_the_node_pool_only_with_cold_nodes() -> None:
+    state = DemoState()
+    assert "nodes" not in plain_line(state)
+    state.nodes = ColdNodes(max_nodes=5, node_size=2).nodes_line(["runners-1"], ["runners-2", "runners-3"])
+    assert plain_line(state).endswith(" | nodes 1 up, 2 coming (at most 5 of 2 CPUs)")
