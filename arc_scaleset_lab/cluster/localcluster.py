@@ -36,6 +36,9 @@ KCM_CONTROLLERS = (
     "namespace-controller",
     "serviceaccount-controller",
     "root-ca-certificate-publisher-controller",
+    # Keeps each ResourceQuota's status (hard and used) current: quota admission refuses every pod of a
+    # namespace whose quota has no status yet, and frees the usage of deleted pods only through it.
+    "resourcequota-controller",
 )
 
 

@@ -1,6 +1,7 @@
 """kwok Stage definitions: how fake nodes and pods move through their lifecycle without a kubelet.
 
-- ``node-ready``: a node kwok manages becomes Ready with generous capacity.
+- ``node-ready``: a node kwok manages becomes Ready; it keeps the allocatable and capacity it was created
+  with (a node pool's finite nodes, ``node_pool.py``), and a node created without gets a generous one.
 - ``pod-running``: a scheduled pod becomes Running and Ready, every container ``running``.
 - ``pod-finish``: a Running pod annotated ``FINISH_ANNOTATION`` (``succeeded`` or ``failed``) terminates,
   its containers exiting with the code in ``EXIT_CODE_ANNOTATION`` (default 0 / 1): how tests end a
@@ -42,8 +43,18 @@ spec:
       addresses:
       - {type: InternalIP, address: {{ NodeIP | Quote }}}
       - {type: Hostname, address: {{ NodeName | Quote }}}
-      allocatable: {cpu: 1k, memory: 1Ti, pods: 1M}
-      capacity: {cpu: 1k, memory: 1Ti, pods: 1M}
+      allocatable:
+      {{ with .status.allocatable }}
+      {{ YAML . 1 }}
+      {{ else }}
+        {cpu: 1k, memory: 1Ti, pods: 1M}
+      {{ end }}
+      capacity:
+      {{ with .status.capacity }}
+      {{ YAML . 1 }}
+      {{ else }}
+        {cpu: 1k, memory: 1Ti, pods: 1M}
+      {{ end }}
       nodeInfo:
         architecture: amd64
         operatingSystem: linux

@@ -5,6 +5,7 @@ manager (leader election on) and the node agent that plays the kubelet for liste
 applies an AutoscalingRunnerSet, runs a workload with a runner-template change halfway, shows the system
 live, prints a summary, and stops everything (``--keep`` leaves it running; ``--stop DIR`` stops a kept
 one). Exit code 0 when every job ran exactly once and the set settled back at its minimum.
+``--cold-nodes`` puts the runners on nodes that appear only when a runner pod needs one (``cold_nodes.py``).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from typing import TYPE_CHECKING
 
 from rich.console import Console
 
+from arc_scaleset_lab.demo.cold_nodes import ColdNodes
 from arc_scaleset_lab.demo.scenario import DemoError, DemoOptions, Scenario
 from arc_scaleset_lab.demo.summary import Summary
 from arc_scaleset_lab.demo.view import DemoState, plain_line, render
@@ -31,6 +33,7 @@ if TYPE_CHECKING:
     from arc_scaleset_lab.harness.system import System
 
 DEFAULTS = DemoOptions()
+COLD_DEFAULTS = ColdNodes()
 
 
 # The workload and scale-set options: (DemoOptions field, type, help); the flag is the field with dashes.
@@ -43,6 +46,14 @@ _NUMBERS: tuple[tuple[str, type[int] | type[float], str], ...] = (
     ("duration_max", float, "longest job, seconds"),
     ("seed", int, "workload seed: the same seed gives the same jobs"),
     ("burst", int, "jobs of the workload that arrive at one instant, early on"),
+)
+
+# The cold-nodes options (arc_scaleset_lab/demo/cold_nodes.py): (flag, type, default, help).
+_COLD: tuple[tuple[str, type[int] | type[float], float, str], ...] = (
+    ("--node-delay", float, COLD_DEFAULTS.delay, "with --cold-nodes: seconds a new node takes to appear"),
+    ("--node-idle", float, COLD_DEFAULTS.idle, "with --cold-nodes: seconds a node stays empty before it goes"),
+    ("--max-nodes", int, COLD_DEFAULTS.max_nodes, "with --cold-nodes: the most nodes the pool may have"),
+    ("--node-size", int, COLD_DEFAULTS.node_size, "with --cold-nodes: CPUs of a node; a runner requests one"),
 )
 
 
@@ -65,6 +76,15 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "requires credentials (tinyproxy; implies --tls); the summary says whether anything bypassed it",
     )
     parser.add_argument(
+        "--cold-nodes",
+        action="store_true",
+        help="run the runners on a node pool that starts empty: a node appears --node-delay seconds after a "
+        "runner pod finds no room (the lab's cluster autoscaler), as on a real cluster; the summary says how "
+        "many nodes were added",
+    )
+    for flag, kind, default, text in _COLD:
+        parser.add_argument(flag, type=kind, default=default, help=f"{text} (default: {default:g})")
+    parser.add_argument(
         "--keep",
         action="store_true",
         help="leave the cluster, simulated GitHub, controller and node agent running at the end",
@@ -79,6 +99,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="stop a demo left running by --keep (DIR is printed at its end) and exit")  # fmt: skip
 
 
+def _cold(args: argparse.Namespace) -> ColdNodes | None:
+    if not args.cold_nodes:
+        return None
+    return ColdNodes(delay=args.node_delay, idle=args.node_idle, max_nodes=args.max_nodes, node_size=args.node_size)
+
+
 def _options(args: argparse.Namespace) -> DemoOptions:
     if not 0 <= args.runners_min <= args.runners_max or args.runners_max < 1:
         raise ValueError("need 0 <= --runners-min <= --runners-max and --runners-max >= 1")
@@ -88,7 +114,10 @@ def _options(args: argparse.Namespace) -> DemoOptions:
         raise ValueError("need 0 <= --burst <= --jobs")
     # --proxy implies --tls: an https request crosses a proxy as a CONNECT tunnel (docs in demo/network.py).
     return DemoOptions(
-        **{name: getattr(args, name) for name, _, _ in _NUMBERS}, tls=args.tls or args.proxy, proxy=args.proxy
+        **{name: getattr(args, name) for name, _, _ in _NUMBERS},
+        tls=args.tls or args.proxy,
+        proxy=args.proxy,
+        cold=_cold(args),
     )
 
 

@@ -21,7 +21,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from arc_scaleset.api.autoscalingrunnerset import AUTOSCALING_RUNNER_SETS
+from arc_scaleset_lab.cluster.provisioner import NodeProvisioner
 from arc_scaleset_lab.demo import api_writes
+from arc_scaleset_lab.demo.cold_nodes import ColdNodes
 from arc_scaleset_lab.demo.network import DemoNetwork
 from arc_scaleset_lab.demo.summary import Summary, audit_jobs, queue_latencies
 from arc_scaleset_lab.demo.view import DemoState
@@ -47,6 +49,7 @@ class DemoOptions:
     burst: int | None = None  # jobs of the workload that arrive at one instant; None: a third of them
     tls: bool = False
     proxy: bool = False
+    cold: ColdNodes | None = None  # --cold-nodes: runners on a node pool that starts empty
     namespace: str = "arc-runners"
     name: str = "arc-runners"
     ready_timeout: float = 180.0
@@ -72,9 +75,10 @@ class DemoOptions:
         )
 
 
-def template(revision: int) -> dict[str, Any]:
+def template(revision: int, cold: ColdNodes | None = None) -> dict[str, Any]:
     image = FIRST_IMAGE if revision == 1 else SECOND_IMAGE
-    return scale_sets.runner_template(image=image, env={scale_sets.TEMPLATE_REVISION_ENV: str(revision)})
+    runner = scale_sets.runner_template(image=image, env={scale_sets.TEMPLATE_REVISION_ENV: str(revision)})
+    return cold.place(runner) if cold is not None else runner
 
 
 class DemoError(RuntimeError):
@@ -94,6 +98,8 @@ class Scenario:
         self.tracker = RunnerTracker(system.kube, namespace=options.namespace, runner_set=options.name)
         self._t0 = time.monotonic()
         self._change_task: asyncio.Task[None] | None = None
+        cold = options.cold
+        self.provisioner = NodeProvisioner(system.kube, cold.pool(), report=state.log) if cold is not None else None
 
     def _tick(self) -> None:
         self.state.elapsed = time.monotonic() - self._t0
@@ -115,6 +121,8 @@ class Scenario:
         self.state.snapshot = snapshot
         self.state.jobs_by_state = dict(stats.get("jobs") or {})
         self.state.runners_created = self.tracker.created
+        if self.provisioner is not None and self.options.cold is not None:
+            self.state.nodes = self.options.cold.nodes_line(self.provisioner.nodes, self.provisioner.launches)
         self._note_changes(previous, snapshot)
 
     def _note_changes(self, before: scale_sets.ScaleSetSnapshot | None, after: scale_sets.ScaleSetSnapshot) -> None:
@@ -152,6 +160,7 @@ class Scenario:
         writes_before = api_writes.apiserver_writes(await system.kube.request_raw("GET", "/metrics"))
         controller_before = api_writes.client_writes(await system.controller_metrics())
         tracker_task = asyncio.create_task(self.tracker.run(), name="runner-tracker")
+        nodes_task = asyncio.create_task(self.provisioner.run(), name="node-provisioner") if self.provisioner else None
         try:
             manifest = scale_sets.autoscaling_runner_set(
                 name=options.name,
@@ -160,7 +169,7 @@ class Scenario:
                 secret=secret,
                 min_runners=options.runners_min,
                 max_runners=options.runners_max,
-                template=template(1),
+                template=template(1, options.cold),
             )
             if self.network is not None:
                 manifest["spec"].update(
@@ -219,6 +228,9 @@ class Scenario:
             network = self.network
             traffic = await network.traffic(system, namespace=options.namespace) if network is not None else None
             notes = network.notes(namespace=options.namespace, name=options.name) if network is not None else ()
+            if options.cold is not None and self.provisioner is not None:
+                added, removed = self.provisioner.added, self.provisioner.removed
+                notes = (*notes, options.cold.summary_line(added=added, removed=removed))
             return Summary(
                 audit=audit_jobs(jobs),
                 latencies=tuple(queue_latencies(jobs)),
@@ -234,9 +246,11 @@ class Scenario:
                 notes=notes,
             )
         finally:
-            tracker_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await tracker_task
+            for task in (tracker_task, nodes_task):
+                if task is not None:
+                    task.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await task
 
     async def _workload(self, spec: WorkloadSpec) -> Sequence[int]:
         half = max(1, spec.jobs // 2)
@@ -260,7 +274,10 @@ class Scenario:
     async def _change_template(self) -> None:
         options = self.options
         await self.system.kube.patch(
-            AUTOSCALING_RUNNER_SETS, options.name, {"spec": {"template": template(2)}}, namespace=options.namespace
+            AUTOSCALING_RUNNER_SETS,
+            options.name,
+            {"spec": {"template": template(2, options.cold)}},
+            namespace=options.namespace,
         )
         self.state.log(
             f"runner template changed: image {SECOND_IMAGE.rsplit(':', 1)[1]}, "

@@ -31,6 +31,7 @@ class DemoState:
     snapshot: ScaleSetSnapshot | None = None
     runners_created: int = 0
     events: list[tuple[float, str]] = field(default_factory=list)
+    nodes: str | None = None  # --cold-nodes: the node pool at a glance
 
     def log(self, message: str) -> None:
         self.events.append((self.elapsed, message))
@@ -89,6 +90,8 @@ def render(state: DemoState) -> RenderableType:
             f"{snapshot.applied_revision} / desired {snapshot.desired_revision}{marker}",
         )
         table.add_row("listener", _listener(snapshot))
+    if state.nodes is not None:
+        table.add_row("nodes", state.nodes)
     recent = Text()
     for at, message in state.events[-6:]:
         recent.append(f"{at:6.0f}s  ", style="dim")
@@ -112,4 +115,6 @@ def plain_line(state: DemoState) -> str:
             f" revision={snapshot.applied_revision}/{snapshot.desired_revision}"
             f" | listener {_listener(snapshot)}"
         )
+    if state.nodes is not None:
+        line += f" | nodes {state.nodes}"
     return line

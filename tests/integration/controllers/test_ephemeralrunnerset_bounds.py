@@ -79,8 +79,8 @@ async def more_passes(h: Harness, count: int) -> None:
 async def test_a_scale_up_the_api_server_refuses_costs_one_create_per_pass_not_one_per_missing_runner(
     h: Harness,
 ) -> None:
-    # A quota of two runners: every further create is refused (403 exceeded quota), as a webhook could. The
-    # local control plane runs no quota controller, so its status is written here as that controller would;
+    # A quota of two runners: every further create is refused (403 exceeded quota), as a webhook could. Its
+    # status is written here as the quota controller would, so the test need not wait for that controller;
     # the API server's quota admission then counts each admitted runner itself.
     quota = "count/ephemeralrunners.actions.github.com"
     await h.kube.create(RESOURCE_QUOTAS, {"metadata": {"name": "runners"}, "spec": {"hard": {quota: "2"}}},
