@@ -1,0 +1,82 @@
+"""The referenced Secrets of many listeners in one namespace are watched through one metadata-only watch with a
+request budget of its own, against the real API server (issue 26, item 9: one informer per referenced object,
+each relisting every 5 to 10 minutes on the controller's shared budget, used all of it with about 2,250
+references, and after a failover their relists queued ahead of the reconciles)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from arc_scaleset.controllers.referenced_objects import Reference, ReferencedObjectWatch
+from arc_scaleset.kube import resources
+from arc_scaleset.kube.client import KubeClient
+from arc_scaleset.kube.controller import Request
+from arc_scaleset_lab.harness.cluster import TestCluster
+from arc_scaleset_lab.harness.waiting import eventually
+
+pytestmark = pytest.mark.cluster
+
+TOKEN = "ghp_referenced_watch_token_never_received"
+SECRETS_REFERENCED = 40
+
+
+def secret(name: str, token: str = TOKEN) -> dict[str, Any]:
+    return {"metadata": {"name": name}, "stringData": {"github_token": token}}
+
+
+def listener_of(name: str) -> Request:
+    return Request("arc-system", f"listener-of-{name}")
+
+
+async def test_many_referenced_secrets_in_one_namespace_use_one_watch_and_a_change_still_queues_its_listener(
+    kube: KubeClient, namespace: str
+) -> None:
+    names = [f"gh-secret-{number}" for number in range(SECRETS_REFERENCED)]
+    for name in [*names, "not-referenced"]:
+        await kube.create(resources.SECRETS, secret(name), namespace=namespace)
+    watch = ReferencedObjectWatch(kube)
+    for name in [*names, "created-later"]:
+        watch.track(listener_of(name), {Reference("Secret", namespace, name)})
+    queued: list[Request] = []
+    watch.start(queued.append)
+    try:
+        await eventually(lambda: watch.has_synced and kube.request_counts[("watch", "secrets")], "the watch to start")
+        assert queued == [], "the initial list queues nothing"
+
+        await kube.patch(resources.SECRETS, "gh-secret-17", {"stringData": {"github_token": "ghp_rotated"}},
+                         namespace=namespace)  # fmt: skip
+        await eventually(lambda: queued == [listener_of("gh-secret-17")], "the rotated Secret's listener queued")
+        await kube.patch(resources.SECRETS, "not-referenced", {"stringData": {"github_token": "ghp_other"}},
+                         namespace=namespace)  # fmt: skip
+        await kube.create(resources.SECRETS, secret("created-later"), namespace=namespace)
+        await eventually(lambda: listener_of("created-later") in queued, "the created Secret's listener queued")
+        await kube.delete(resources.SECRETS, "gh-secret-3", namespace=namespace)
+        await eventually(lambda: listener_of("gh-secret-3") in queued, "the deleted Secret's listener queued")
+        assert queued == [listener_of("gh-secret-17"), listener_of("created-later"), listener_of("gh-secret-3")], (
+            "no listener for a Secret nobody references"
+        )
+        assert (kube.request_counts[("list", "secrets")], kube.request_counts[("watch", "secrets")]) == (1, 1), (
+            f"{SECRETS_REFERENCED + 1} referenced Secrets in one namespace: one list and one watch"
+        )
+        assert watch.scopes == {("Secret", namespace)}
+    finally:
+        await watch.stop()
+
+
+async def test_the_watch_has_a_request_budget_of_its_own(cluster: TestCluster, namespace: str) -> None:
+    # A client whose own budget is spent for the next 100 seconds: the watch must not wait for it.
+    spent = KubeClient.from_kubeconfig(cluster.kubeconfig, qps=0.01, burst=1)
+    try:
+        await spent.create(resources.SECRETS, secret("gh-secret"), namespace=namespace)
+        watch = ReferencedObjectWatch(spent)
+        watch.track(listener_of("gh-secret"), {Reference("Secret", namespace, "gh-secret")})
+        queued: list[Request] = []
+        watch.start(queued.append)
+        try:
+            await eventually(lambda: watch.has_synced, "the watch to list the namespace on its own budget")
+        finally:
+            await watch.stop()
+    finally:
+        await spent.close()
