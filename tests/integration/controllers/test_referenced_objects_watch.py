@@ -42,7 +42,9 @@ async def test_many_referenced_secrets_in_one_namespace_use_one_watch_and_a_chan
     queued: list[Request] = []
     watch.start(queued.append)
     try:
-        await eventually(lambda: watch.has_synced and kube.request_counts[("watch", "secrets")], "the watch to start")
+        # The watch starts once the list is applied: from then on a change is seen.
+        await eventually(lambda: kube.request_counts[("watch", "secrets")], "the watch to start")
+        assert watch.has_synced
         assert queued == [], "the initial list queues nothing"
 
         await kube.patch(resources.SECRETS, "gh-secret-17", {"stringData": {"github_token": "ghp_rotated"}},
@@ -75,7 +77,9 @@ async def test_the_watch_has_a_request_budget_of_its_own(cluster: TestCluster, n
         queued: list[Request] = []
         watch.start(queued.append)
         try:
-            await eventually(lambda: watch.has_synced, "the watch to list the namespace on its own budget")
+            # A watch request is sent (and counted) only once a token is granted, after the list's.
+            await eventually(lambda: spent.request_counts[("watch", "secrets")], "the watch to start on its own budget")
+            assert watch.has_synced
         finally:
             await watch.stop()
     finally:
