@@ -44,7 +44,6 @@ async def test_many_referenced_secrets_in_one_namespace_use_one_watch_and_a_chan
     try:
         # The watch starts once the list is applied: from then on a change is seen.
         await eventually(lambda: kube.request_counts[("watch", "secrets")], "the watch to start")
-        assert watch.has_synced
         assert queued == [], "the initial list queues nothing"
 
         await kube.patch(resources.SECRETS, "gh-secret-17", {"stringData": {"github_token": "ghp_rotated"}},
@@ -63,6 +62,7 @@ async def test_many_referenced_secrets_in_one_namespace_use_one_watch_and_a_chan
             f"{SECRETS_REFERENCED + 1} referenced Secrets in one namespace: one list and one watch"
         )
         assert watch.scopes == {("Secret", namespace)}
+        assert watch.has_synced
     finally:
         await watch.stop()
 
