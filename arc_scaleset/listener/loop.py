@@ -261,25 +261,23 @@ class Listener:
         """
         self._strikes.accepted()
         self.last_message_id = exc.message_id
-        redelivered = exc.message_id in self._handled
-        if not redelivered:
-            log.warning(
-                "skipping a queue message that cannot be read",
-                extra={"message_id": exc.message_id, "reason": exc.skip_reason, "error": exc.detail},
-            )
-            if self.metrics is not None:
-                self.metrics.record_skipped_message(exc.skip_reason)
-            self._handled.add(exc.message_id)
         self.side_calls.acknowledge(self.sessions.current(), exc.message_id)
-        if not redelivered:
+        if exc.message_id in self._handled:
+            self.health.poll_failed(error_class(exc))
+            delay = self._backoff.next_delay()
+            log.warning(
+                "the service delivered an unreadable message again; polling again after the backoff",
+                extra={"message_id": exc.message_id, "reason": exc.skip_reason, "retry_in_s": round(delay, 1)},
+            )
+            await self._stop.sleep(delay)
             return
-        self.health.poll_failed(error_class(exc))
-        delay = self._backoff.next_delay()
         log.warning(
-            "the service delivered an unreadable message again; polling again after the backoff",
-            extra={"message_id": exc.message_id, "reason": exc.skip_reason, "retry_in_s": round(delay, 1)},
+            "skipping a queue message that cannot be read",
+            extra={"message_id": exc.message_id, "reason": exc.skip_reason, "error": exc.detail},
         )
-        await self._stop.sleep(delay)
+        if self.metrics is not None:
+            self.metrics.record_skipped_message(exc.skip_reason)
+        self._handled.add(exc.message_id)
 
     def _record_statistics(self, statistics: Statistics) -> None:
         self.statistics = statistics
