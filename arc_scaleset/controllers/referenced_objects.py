@@ -60,8 +60,8 @@ Kind = Literal["Secret", "ConfigMap"]
 DEFAULT_RETRY_AFTER: Final = 300.0
 WATCH_QPS: Final = 5.0
 """Requests per second of the referenced-object watches, together (their own budget, not the reconcilers'):
-client-go's default for a client. At rest they send two requests (a list at start, then a watch every 5 to 10
-minutes) per kind and namespace watched."""
+client-go's default for a client. Per kind and namespace watched they send a list when it is first watched,
+then one watch request every 5 to 10 minutes."""
 WATCH_BURST: Final = 10
 
 
