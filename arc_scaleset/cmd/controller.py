@@ -41,6 +41,7 @@ from arc_scaleset.cmd.goflags import (
 from arc_scaleset.controllers.settings import (
     CONTAINER_IMAGE_ENV,
     DEFAULT_LISTENER_RESOURCE_BOUND,
+    DEFAULT_MAX_RUNNER_TEMPLATE_BYTES,
     DEFAULT_MAX_RUNNERS_CEILING,
     LISTENER_ENTRYPOINT_ENV,
     POD_NAMESPACE_ENV,
@@ -276,6 +277,15 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     add_go_flag(
         parser,
+        "max-runner-template-bytes",
+        default=DEFAULT_MAX_RUNNER_TEMPLATE_BYTES,
+        type=_positive_int,
+        help="the largest runner pod template (spec.template as JSON) a scale set may have, since every runner "
+        "stores a copy: a larger one is refused with a RunnerTemplateTooLarge condition; not an ARC flag "
+        f"(default: {DEFAULT_MAX_RUNNER_TEMPLATE_BYTES})",
+    )
+    add_go_flag(
+        parser,
         "vault-refresh-interval",
         default=DEFAULT_VAULT_REFRESH_INTERVAL,
         type=parse_go_duration,
@@ -437,6 +447,7 @@ def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> 
         image_pull_secrets=tuple(args.auto_scaler_image_pull_secrets),
         runner_max_concurrent_reconciles=args.runner_max_concurrent_reconciles,
         max_runners_ceiling=args.max_runners_ceiling,
+        max_runner_template_bytes=args.max_runner_template_bytes,
         runner_pending_timeout=args.runner_pending_timeout if args.runner_pending_timeout > 0 else None,
         watch_namespace=args.watch_single_namespace or args.watch_namespace or None,
         allow_privileged_listener_template=args.allow_privileged_listener_template,

@@ -3,22 +3,26 @@
 A listener's ``config.json`` carries the scale set's GitHub credentials (``githubConfigSecret``), its CA
 (``githubServerTLS``'s ConfigMap) and the credentials of its proxy (``proxy.*.credentialSecretRef``), all read
 from the scale set's namespace. Without a watch, a rotated credential reached the listener only at the next
-periodic pass (5 minutes; issue 15, item 8). :class:`ReferencedObjectWatch` watches exactly the objects some
-listener references and queues those listeners when one of them changes:
+periodic pass (5 minutes; issue 15, item 8). :class:`ReferencedObjectWatch` watches the namespaces of the objects
+some listener references and queues those listeners when one of them changes:
 
-- **What is watched**: each referenced object on its own, with a ``metadata.name`` field selector in its
-  namespace, and only its metadata (``PartialObjectMetadata``): no Secret's data is ever received or cached,
-  and of the metadata only the identity and ``resourceVersion`` are kept
-  (:func:`~arc_scaleset.kube.informer.identity_only`), since annotations may hold data too. Objects shared by
-  several scale sets are watched once. An object no listener references any more stops being watched.
-- **RBAC**: ``list`` and ``watch`` on those Secrets and ConfigMaps in the scale set's namespace; the API
-  server authorises a name-selected list or watch against ``resourceNames``, so a Role can grant exactly these
-  objects (the scale-set chart's Role does). Without the grant the watch of that object gives up after one
-  warning and is tried again after ``retry_after`` seconds; the listener still gets the change at its
+- **What is watched**: one informer per kind (Secret, ConfigMap) per namespace that holds a referenced object,
+  however many objects there are referenced, and only metadata (``PartialObjectMetadata``): no Secret's data is
+  ever received or cached, and of the metadata only the identity and ``resourceVersion`` are kept
+  (:func:`~arc_scaleset.kube.informer.identity_only`), since annotations may hold data too. Events of objects
+  no listener references are ignored. A namespace where no listener references an object of that kind any more
+  stops being watched. Issue 26, item 9: one informer per referenced object, each relisting every 5 to 10
+  minutes, used the controller's whole request budget with about 2,250 references.
+- **Its own request budget**: the informers send their lists and watches through a client with a rate limit of
+  their own (:meth:`~arc_scaleset.kube.client.KubeClient.with_rate_limit`, :data:`WATCH_QPS`), so that their
+  relists after a failover never queue ahead of the reconcilers' requests, nor those ahead of them.
+- **RBAC**: ``list`` and ``watch`` on Secrets (and, where a CA is referenced, ConfigMaps) in the scale set's
+  namespace (the scale-set chart's Role grants them). Without the grant the watch of that namespace gives up
+  after one warning and is tried again after ``retry_after`` seconds; the listener still gets the change at its
   periodic pass.
-- **What queues a listener**: a change of the object's ``resourceVersion``, its deletion, or its creation after
-  the watch started (a missing Secret being created). The initial list queues nothing: the listener is
-  reconciled when it starts tracking anyway.
+- **What queues a listener**: a change of a referenced object's ``resourceVersion``, its deletion, or its
+  creation after the namespace's watch started (a missing Secret being created). The initial list queues
+  nothing: the listener is reconciled when it starts tracking anyway.
 
 It is a controller :class:`~arc_scaleset.kube.controller.Source`: the AutoscalingListener controller starts it
 (only while leading) and stops it; the reconciler says what each listener references with :meth:`track` and
@@ -40,13 +44,25 @@ from arc_scaleset.clock import REAL_CLOCK, Clock
 from arc_scaleset.kube.client import KubeClient
 from arc_scaleset.kube.controller import Request
 from arc_scaleset.kube.errors import Forbidden, NotFound, Unauthorized
-from arc_scaleset.kube.informer import HandlerRegistration, Informer, Object, identity_only, resource_version
+from arc_scaleset.kube.informer import (
+    HandlerRegistration,
+    Informer,
+    Object,
+    identity_only,
+    object_key,
+    resource_version,
+)
 from arc_scaleset.kube.resources import CONFIG_MAPS, SECRETS, Resource
 
 log = logging.getLogger(__name__)
 
 Kind = Literal["Secret", "ConfigMap"]
 DEFAULT_RETRY_AFTER: Final = 300.0
+WATCH_QPS: Final = 5.0
+"""Requests per second of the referenced-object watches, together (their own budget, not the reconcilers'):
+client-go's default for a client. Per kind and namespace watched they send a list when it is first watched,
+then one watch request every 5 to 10 minutes."""
+WATCH_BURST: Final = 10
 
 
 @dataclass(frozen=True, order=True)
@@ -89,33 +105,45 @@ def _resource(kind: Kind) -> Resource:
     return SECRETS if kind == "Secret" else CONFIG_MAPS
 
 
+Scope = tuple[Kind, str]
+"""A kind and a namespace: what one informer watches."""
+
+
 @dataclass(eq=False)
-class _Watched:
-    """One watched object: its informer and the listeners that reference it."""
+class _NamespaceWatch:
+    """The informer of one kind in one namespace, and which listeners each referenced object there is in."""
 
     informer: Informer
     registration: HandlerRegistration
-    listeners: set[Request] = field(default_factory=set)
+    referrers: dict[str, set[Request]] = field(default_factory=dict)  # object name -> listeners built from it
     task: asyncio.Task[None] | None = None
     retry: asyncio.TimerHandle | None = None
 
 
 class ReferencedObjectWatch:
-    """Watches the objects listeners reference; queues the listeners of one that changed (module docstring).
+    """Watches the namespaces of the objects listeners reference; queues the listeners of one that changed
+    (module docstring).
 
-    ``kube`` needs ``list``/``watch`` on the referenced objects; ``retry_after`` is how long a watch that was
-    refused (403, 401) waits before it is tried again.
+    ``kube`` needs ``list``/``watch`` on Secrets and ConfigMaps in those namespaces; the watch sends its requests
+    through ``kube.with_rate_limit(qps, burst)``. ``retry_after`` is how long a watch that was refused (403, 401)
+    waits before it is tried again.
     """
 
     def __init__(
-        self, kube: KubeClient, *, clock: Clock = REAL_CLOCK, retry_after: float = DEFAULT_RETRY_AFTER
+        self,
+        kube: KubeClient,
+        *,
+        clock: Clock = REAL_CLOCK,
+        retry_after: float = DEFAULT_RETRY_AFTER,
+        qps: float = WATCH_QPS,
+        burst: int = WATCH_BURST,
     ) -> None:
-        self._kube = kube
+        self._kube = kube.with_rate_limit(qps, burst)
         self._clock = clock
         self._retry_after = retry_after
         self._enqueue: Callable[[Request], None] | None = None
         self._tracked: dict[Request, frozenset[Reference]] = {}
-        self._watched: dict[Reference, _Watched] = {}
+        self._watches: dict[Scope, _NamespaceWatch] = {}
 
     # -- the reconciler's side ----------------------------------------------------------------------
 
@@ -138,106 +166,128 @@ class ReferencedObjectWatch:
 
     @property
     def watched(self) -> frozenset[Reference]:
-        """The objects watched now."""
-        return frozenset(self._watched)
+        """The objects some listener references now."""
+        return frozenset(
+            Reference(kind, namespace, name)
+            for (kind, namespace), watch in self._watches.items()
+            for name in watch.referrers
+        )
+
+    @property
+    def scopes(self) -> frozenset[Scope]:
+        """The kinds and namespaces watched now: one informer each."""
+        return frozenset(self._watches)
+
+    @property
+    def has_synced(self) -> bool:
+        """Every namespace watched now has been listed once (changes from now on queue their listeners)."""
+        return all(watch.informer.has_synced for watch in self._watches.values())
 
     # -- Source -------------------------------------------------------------------------------------
 
     def start(self, enqueue: Callable[[Request], None]) -> None:
         """Start watching what is tracked (inside the running loop); ``enqueue`` queues a listener."""
         self._enqueue = enqueue
-        for watched in self._watched.values():
-            self._run(watched)
+        for watch in self._watches.values():
+            self._run(watch)
 
     async def stop(self) -> None:
         """Stop every watch; what is tracked is kept (a later :meth:`start` watches it again)."""
         self._enqueue = None
-        for watched in list(self._watched.values()):
-            await self._halt(watched)
+        for watch in list(self._watches.values()):
+            await self._halt(watch)
 
     # -- internals ----------------------------------------------------------------------------------
 
     def _acquire(self, reference: Reference, listener: Request) -> None:
-        watched = self._watched.get(reference)
-        if watched is None:
+        scope: Scope = (reference.kind, reference.namespace)
+        watch = self._watches.get(scope)
+        if watch is None:
             informer = Informer(
                 self._kube,
                 _resource(reference.kind),
                 namespace=reference.namespace,
-                field_selector=f"metadata.name={reference.name}",
                 clock=self._clock,
                 metadata_only=True,
                 transform=identity_only,
                 give_up_on=(Forbidden, Unauthorized, NotFound),
             )
             registration = informer.add_handler(
-                on_add=functools.partial(self._created, reference),
-                on_update=functools.partial(self._updated, reference),
-                on_delete=functools.partial(self._deleted, reference),
+                on_add=functools.partial(self._created, scope),
+                on_update=functools.partial(self._updated, scope),
+                on_delete=functools.partial(self._deleted, scope),
             )
-            watched = self._watched[reference] = _Watched(informer, registration)
+            watch = self._watches[scope] = _NamespaceWatch(informer, registration)
             if self._enqueue is not None:
-                self._run(watched)
-        watched.listeners.add(listener)
+                self._run(watch)
+        watch.referrers.setdefault(reference.name, set()).add(listener)
 
     def _release(self, reference: Reference, listener: Request) -> None:
-        watched = self._watched.get(reference)
-        if watched is None:
+        scope: Scope = (reference.kind, reference.namespace)
+        watch = self._watches.get(scope)
+        if watch is None:
             return
-        watched.listeners.discard(listener)
-        if not watched.listeners:
-            del self._watched[reference]
-            watched.registration.remove()
-            if watched.retry is not None:
-                watched.retry.cancel()
-            if watched.task is not None:
-                watched.task.cancel()  # not awaited: it ends at its next await, and nothing waits for it
-
-    def _run(self, watched: _Watched) -> None:
-        if watched.task is not None and not watched.task.done():
+        listeners = watch.referrers.get(reference.name)
+        if listeners is None:
             return
-        watched.task = asyncio.get_running_loop().create_task(self._watch(watched), name=repr(watched.informer))
+        listeners.discard(listener)
+        if not listeners:
+            del watch.referrers[reference.name]
+        if not watch.referrers:
+            del self._watches[scope]
+            watch.registration.remove()
+            if watch.retry is not None:
+                watch.retry.cancel()
+            if watch.task is not None:
+                watch.task.cancel()  # not awaited: it ends at its next await, and nothing waits for it
 
-    async def _watch(self, watched: _Watched) -> None:
-        await watched.informer.run()
+    def _run(self, watch: _NamespaceWatch) -> None:
+        if watch.task is not None and not watch.task.done():
+            return
+        watch.task = asyncio.get_running_loop().create_task(self._watch(watch), name=repr(watch.informer))
+
+    async def _watch(self, watch: _NamespaceWatch) -> None:
+        await watch.informer.run()
         # Returns only when refused: the periodic pass still applies changes; try again later.
-        if self._enqueue is not None and watched.informer.gave_up is not None:
-            watched.retry = asyncio.get_running_loop().call_later(self._retry_after, self._retry, watched)
+        if self._enqueue is not None and watch.informer.gave_up is not None:
+            watch.retry = asyncio.get_running_loop().call_later(self._retry_after, self._retry, watch)
 
-    def _retry(self, watched: _Watched) -> None:
-        watched.retry = None
-        if self._enqueue is not None and any(w is watched for w in self._watched.values()):
-            watched.informer.gave_up = None
-            self._run(watched)
+    def _retry(self, watch: _NamespaceWatch) -> None:
+        watch.retry = None
+        if self._enqueue is not None and any(w is watch for w in self._watches.values()):
+            watch.informer.gave_up = None
+            self._run(watch)
 
-    async def _halt(self, watched: _Watched) -> None:
-        if watched.retry is not None:
-            watched.retry.cancel()
-            watched.retry = None
-        task, watched.task = watched.task, None
+    async def _halt(self, watch: _NamespaceWatch) -> None:
+        if watch.retry is not None:
+            watch.retry.cancel()
+            watch.retry = None
+        task, watch.task = watch.task, None
         if task is not None:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
 
-    def _created(self, reference: Reference, _obj: Object) -> None:
-        watched = self._watched.get(reference)
+    def _created(self, scope: Scope, obj: Object) -> None:
+        watch = self._watches.get(scope)
         # The first list reports what exists as adds: nothing changed, the listener is reconciled anyway.
-        if watched is not None and watched.informer.has_synced:
-            self._changed(reference)
+        if watch is not None and watch.informer.has_synced:
+            self._changed(scope, obj)
 
-    def _updated(self, reference: Reference, old: Object, new: Object) -> None:
+    def _updated(self, scope: Scope, old: Object, new: Object) -> None:
         if resource_version(old) != resource_version(new):
-            self._changed(reference)
+            self._changed(scope, new)
 
-    def _deleted(self, reference: Reference, _obj: Object) -> None:
-        self._changed(reference)
+    def _deleted(self, scope: Scope, obj: Object) -> None:
+        self._changed(scope, obj)
 
-    def _changed(self, reference: Reference) -> None:
-        watched = self._watched.get(reference)
+    def _changed(self, scope: Scope, obj: Object) -> None:
+        watch = self._watches.get(scope)
         enqueue = self._enqueue
-        if watched is None or enqueue is None:
-            return
-        log.debug("%s changed; reconciling %d listener(s)", reference, len(watched.listeners))
-        for listener in watched.listeners:
+        name = object_key(obj)[1]
+        listeners = watch.referrers.get(name) if watch is not None else None
+        if not listeners or enqueue is None:
+            return  # an object no listener is built from (a runner's JIT Secret, say)
+        log.debug("%s %s/%s changed; reconciling %d listener(s)", scope[0], scope[1], name, len(listeners))
+        for listener in listeners:
             enqueue(listener)

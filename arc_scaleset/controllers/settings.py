@@ -26,6 +26,7 @@ DEFAULT_LISTENER_COMMAND: Final = ("arc-scaleset", "listener")
 DISABLED_ADDRESS: Final = "0"
 
 DEFAULT_MAX_RUNNERS_CEILING: Final = 10_000
+DEFAULT_MAX_RUNNER_TEMPLATE_BYTES: Final = 256 * 1024
 """Runners one scale set may ask for, by default: well above what one scale set usually runs, and low enough
 that a typo (``minRunners: 500000``) cannot make the controller create hundreds of thousands of objects."""
 
@@ -89,6 +90,9 @@ class ControllerSettings:
     - ``max_runners_ceiling``: the most runners one scale set may ask for (``--max-runners-ceiling``): an
       AutoscalingRunnerSet whose ``minRunners`` or ``maxRunners`` is above it is refused, and an
       EphemeralRunnerSet keeps at most this many runners whatever its ``replicas`` says.
+    - ``max_runner_template_bytes``: the largest runner pod template (``spec.template`` as JSON) a scale set may
+      have (``--max-runner-template-bytes``): every runner stores a copy; above it the scale set is refused
+      (:mod:`arc_scaleset.controllers.autoscalingrunnerset.template_size`).
     - ``runner_pending_timeout``: seconds a runner pod may take to start its runner container before it is
       retried as a failed pod (``None``: wait forever).
     - ``watch_namespace``: restrict the caches to this namespace (plus the controller namespace);
@@ -138,6 +142,7 @@ class ControllerSettings:
     runner_pending_timeout: float | None = 900.0
     runner_create_concurrency: int = 50
     max_runners_ceiling: int = DEFAULT_MAX_RUNNERS_CEILING
+    max_runner_template_bytes: int = DEFAULT_MAX_RUNNER_TEMPLATE_BYTES
     watch_namespace: str | None = None
     build_version: str = arc_scaleset.__version__
     accept_any_version_label: bool = False
@@ -167,6 +172,8 @@ class ControllerSettings:
             raise SettingsError("runner_create_concurrency must be at least 1")
         if self.max_runners_ceiling < 1:
             raise SettingsError("max_runners_ceiling must be at least 1")
+        if self.max_runner_template_bytes < 1:
+            raise SettingsError("max_runner_template_bytes must be at least 1")
         if self.runner_pending_timeout is not None and self.runner_pending_timeout <= 0:
             raise SettingsError("runner_pending_timeout must be positive (None waits forever)")
         if not 0 < self.listener_restart_backoff_base <= self.listener_restart_backoff_cap:

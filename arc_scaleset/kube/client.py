@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import builtins
 import collections
+import copy
 import enum
 import logging
 import os
@@ -237,6 +238,20 @@ class KubeClient:
             return cls.in_cluster(**options)
         clock = options.get("clock", REAL_CLOCK)
         return cls(_kubeconfig.load_kubeconfig(None, clock=clock), **options)
+
+    def with_rate_limit(self, qps: float, burst: int | None = None) -> KubeClient:
+        """A client for the same server, on this one's connections and request counts, whose requests draw on a
+        rate budget of their own (``qps``/``burst``, as the constructor's).
+
+        For background work that must never queue ahead of this client's requests, nor they ahead of it: a
+        watch of many namespaces relisting after a failover waits for its own tokens only. The two share their
+        connection pools: close this client, not the one returned, and stop using that one when this one closes.
+        """
+        if qps <= 0:
+            raise ValueError("qps must be positive")
+        limited = copy.copy(self)
+        limited._limiter = _TokenBucket(qps, burst if burst is not None else max(1, int(2 * qps)), self._clock)
+        return limited
 
     def __repr__(self) -> str:
         return f"KubeClient(server={self.server!r}, namespace={self.namespace!r})"

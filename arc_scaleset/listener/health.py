@@ -1,7 +1,8 @@
 """What the listener knows about its own health: the probes' verdicts and the state it reports (docs/listener.md).
 
-- **live** (``/healthz``): a poll of the message queue succeeded (a message or an idle 202) within
-  ``liveness_window`` seconds, or the process started less than that ago. Nothing else counts as progress:
+- **live** (``/healthz``): a poll of the message queue succeeded (a readable message or an idle 202) within
+  ``liveness_window`` seconds, or the process started less than that ago. Nothing else counts as progress,
+  not even an unreadable message skipped (a service that sends nothing else fails the probe like a down one):
   a listener that cannot poll, whatever the reason (the service failing, a session held by someone else, a
   hang), fails it after a bounded time and the kubelet restarts it. ARC's listener had no probes and could
   stay Running while offline (ARC #3005). The window is :data:`DEFAULT_LIVENESS_WINDOW` unless configured.
@@ -78,7 +79,7 @@ class Health:
         self._report(ListenerPhase.WAITING_FOR_SESSION, error_class)
 
     def polled(self) -> None:
-        """A long poll returned (a message or none)."""
+        """A long poll returned a readable message or none."""
         self.last_poll = self._clock.monotonic()
         self.last_poll_at = self._clock.now()
         self._report(ListenerPhase.POLLING, "")

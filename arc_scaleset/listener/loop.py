@@ -13,7 +13,9 @@ One iteration:
    scale decision (ARC #4668), and acquired inline, so a rate-limited acquisition stopped the loop;
 4. a message whose ID can be read but whose content cannot (a *poison* message): acknowledge and skip it,
    with a warning and ``gha_listener_skipped_messages_total{reason}``. ARC's listener, and this one before,
-   polled the same message forever and the scale set stopped scaling.
+   polled the same message forever and the scale set stopped scaling. A skip is no successful poll: it
+   neither resets the backoff nor counts for liveness, and the same message delivered again (the service
+   ignored the acknowledgement or keeps sending it) is a failed poll, waited out with the backoff.
 
 Failures never end the loop, except :class:`~arc_scaleset.listener.errors.FatalListenerError`. A failed poll
 first waits for the listener's one backoff (1 s doubling to 2 minutes, jittered, or the ``Retry-After`` of a
@@ -157,8 +159,7 @@ class Listener:
         except (Stopping, FatalListenerError):
             raise
         except UnreadableMessage as exc:
-            self._polled()
-            self._skip(exc)
+            await self._skip(exc)
             return
         except Exception as exc:
             if not is_retryable(exc):
@@ -179,7 +180,8 @@ class Listener:
             )
 
     def _polled(self) -> None:
-        # The only place the backoff starts over: the service answered a poll, so the session works.
+        # The only place the backoff starts over: the service answered a poll with no message or a readable
+        # one, so the session works.
         self._backoff.reset()
         self._strikes.accepted()
         self.health.polled()
@@ -248,18 +250,34 @@ class Listener:
             self._bookkeep(message.jobs_started, message.jobs_completed)
         self._handled.add(message.message_id)
 
-    def _skip(self, exc: UnreadableMessage) -> None:
-        """Acknowledge a message that cannot be read and move past it (docs/listener.md, "Poison messages")."""
+    async def _skip(self, exc: UnreadableMessage) -> None:
+        """Acknowledge a message that cannot be read and move past it (docs/listener.md, "Poison messages").
+
+        The first delivery is skipped at once: the next message may be a good one. The service answered, so
+        the credentials work, but a skip is not a successful poll: the backoff is not reset and liveness is
+        not renewed. The same message delivered again is a failed poll (the reported state says ``Failing``
+        with ``UnreadableMessage``) and waits for the backoff, so a service that keeps sending it is polled
+        ever more slowly instead of thousands of times a second.
+        """
+        self._strikes.accepted()
         self.last_message_id = exc.message_id
-        if exc.message_id not in self._handled:
-            log.warning(
-                "skipping a queue message that cannot be read",
-                extra={"message_id": exc.message_id, "reason": exc.skip_reason, "error": exc.detail},
-            )
-            if self.metrics is not None:
-                self.metrics.record_skipped_message(exc.skip_reason)
-            self._handled.add(exc.message_id)
         self.side_calls.acknowledge(self.sessions.current(), exc.message_id)
+        if exc.message_id in self._handled:
+            self.health.poll_failed(error_class(exc))
+            delay = self._backoff.next_delay()
+            log.warning(
+                "the service delivered an unreadable message again; polling again after the backoff",
+                extra={"message_id": exc.message_id, "reason": exc.skip_reason, "retry_in_s": round(delay, 1)},
+            )
+            await self._stop.sleep(delay)
+            return
+        log.warning(
+            "skipping a queue message that cannot be read",
+            extra={"message_id": exc.message_id, "reason": exc.skip_reason, "error": exc.detail},
+        )
+        if self.metrics is not None:
+            self.metrics.record_skipped_message(exc.skip_reason)
+        self._handled.add(exc.message_id)
 
     def _record_statistics(self, statistics: Statistics) -> None:
         self.statistics = statistics

@@ -112,6 +112,12 @@ async def test_leader_election_is_on_for_any_replica_count_named_after_the_relea
         assert args.leader_election_id == "prod-gha-rs-controller"
 
 
+async def test_the_runner_template_bound_reaches_the_controller(helm: Helm) -> None:
+    deployment = only(await render(helm, {"flags": {"maxRunnerTemplateBytes": 131072}}), "Deployment")
+    _, settings = controller_settings(manager(deployment))
+    assert settings.max_runner_template_bytes == 131072
+
+
 async def test_metrics_health_probes_and_flags_values_reach_the_controller(helm: Helm) -> None:
     values = {
         "metrics": {"controllerManagerAddr": ":8080", "listenerAddr": ":8081", "listenerEndpoint": "/metrics"},

@@ -99,6 +99,7 @@ from arc_scaleset.controllers.autoscalingrunnerset.status import (
     scale_set_runner_counts,
     status_patch,
 )
+from arc_scaleset.controllers.autoscalingrunnerset.template_size import check_template_size
 from arc_scaleset.controllers.context import ControllerContext
 from arc_scaleset.controllers.errors import (
     ConfigurationError,
@@ -216,6 +217,7 @@ class AutoscalingRunnerSetReconciler:
                 raise InvalidSpec(f"the AutoscalingRunnerSet cannot be read: {_first_error(exc)}") from None
             self._check_version(ars)
             check_runner_bounds(ars, ceiling=self.ctx.settings.max_runners_ceiling)
+            check_template_size(obj, limit=self.ctx.settings.max_runner_template_bytes)
             if not has_finalizer(obj, AUTOSCALING_RUNNER_SET_FINALIZER):
                 await add_finalizer(self.ctx.kube, AUTOSCALING_RUNNER_SETS, obj, AUTOSCALING_RUNNER_SET_FINALIZER)
                 report.progress = ("AddingFinalizer", "adding the finalizer")

@@ -5,6 +5,7 @@ reports shows on it, and no watcher ever sees a status that was never true."""
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -116,3 +117,57 @@ async def test_a_watch_across_template_changes_never_sees_pending_at_the_observe
 
 async def _watched(seen: list[tuple[int, int, str]], generation: int) -> bool:
     return (generation, generation, "Running") in seen
+
+
+def oversized_template(kib: int = 300) -> dict[str, Any]:
+    """The test's runner template with a script of ``kib`` KiB inlined in an environment variable."""
+    template = copy.deepcopy(RUNNER_TEMPLATE)
+    template["spec"]["containers"][0]["env"] = [{"name": "SETUP_SCRIPT", "value": "echo setup\n" * (kib * 93)}]
+    return template
+
+
+async def test_a_runner_template_above_the_size_bound_is_refused_and_nothing_is_made_or_changed_for_it(
+    start_env: EnvFactory,
+) -> None:
+    # Issue 26, item 9: every runner stores a copy of the template, so a 1 MB template and a few thousand runners
+    # filled etcd's quota and the controller's cache.
+    async with start_env() as env:
+        await env.create_ars(template=oversized_template())
+        degraded = await eventually(
+            lambda: condition(env, "Degraded", status="True", reason="RunnerTemplateTooLarge"),
+            "Degraded RunnerTemplateTooLarge",
+        )
+        assert re.search(r"spec\.template is 3\d\d\.\d KiB", degraded["message"]), degraded["message"]
+        assert "above the controller's bound of 256.0 KiB" in degraded["message"]
+        assert "--max-runner-template-bytes" in degraded["message"]
+        await env.wait_for_event("RunnerTemplateTooLarge", regarding="arc-runners")
+        assert await env.ers() is None, "no EphemeralRunnerSet (and so no runner) carries the template"
+        assert await env.listeners() == []
+        assert not env.sim.state.scale_sets, "nothing registered on GitHub"
+
+        # Within the bound again: the scale set is made as usual.
+        await env.kube.patch(AUTOSCALING_RUNNER_SETS, "arc-runners", {"spec": {"template": RUNNER_TEMPLATE}},
+                             namespace=env.namespace)  # fmt: skip
+        await eventually(env.running, "Running once the template is within the bound")
+
+
+async def test_a_running_scale_set_whose_template_grows_above_the_bound_keeps_its_runner_set_and_listener(
+    start_env: EnvFactory,
+) -> None:
+    async with start_env() as env:
+        await env.create_ars()
+        await eventually(env.running, "Running")
+        before = await env.ers()
+        assert before is not None
+        listeners = [item["metadata"]["uid"] for item in await env.listeners()]
+        await env.kube.patch(AUTOSCALING_RUNNER_SETS, "arc-runners", {"spec": {"template": oversized_template()}},
+                             namespace=env.namespace)  # fmt: skip
+        await eventually(
+            lambda: condition(env, "Degraded", status="True", reason="RunnerTemplateTooLarge"),
+            "Degraded RunnerTemplateTooLarge",
+        )
+        after = await env.ers()
+        assert after is not None, "nothing is deleted on the strength of bad input"
+        assert after["metadata"]["uid"] == before["metadata"]["uid"]
+        assert after["spec"] == before["spec"], "the runner set keeps the template it had"
+        assert [item["metadata"]["uid"] for item in await env.listeners()] == listeners

@@ -9,6 +9,8 @@ sim's own messages follow, their IDs shifted past n.
 
 from __future__ import annotations
 
+import itertools
+import time
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -17,6 +19,7 @@ from typing import Any
 import orjson
 import pytest
 
+from arc_scaleset.api.listener_state import ListenerPhase
 from arc_scaleset.github.models import (
     RUNNER_SCALE_SET_JOB_MESSAGES,
     UNREADABLE_BODY,
@@ -161,4 +164,37 @@ async def test_an_acquire_jobs_answer_of_the_wrong_shape_is_a_typed_error_and_th
     await listener_sim.sim.changes.wait_until(lambda: state.jobs[second].state is JobState.ACQUIRED, within=30)
     await wait_for_replicas(kube, namespace, 2, within=30)
     assert garbled == [[first]]
+    assert not handle.task.done()
+
+
+async def test_a_service_that_keeps_sending_the_same_unreadable_message_is_polled_with_growing_delays(
+    kube: KubeClient,
+    namespace: str,
+    ers: str,
+    listener_sim: ListenerSim,
+    start_listener: StartListener,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Issue 26, item 8: a service that ignores the acknowledgement got about 2,900 polls in half a second.
+    poison = job_message(1, body="[{this is not json")
+    polled: list[float] = []
+
+    def next_message(scale_set_id: int, *, last_message_id: int) -> Any:
+        polled.append(time.monotonic())
+        return _Answer(poison)  # whatever was acknowledged, whatever lastMessageId says
+
+    monkeypatch.setattr(listener_sim.sim.state, "next_message", next_message)
+    handle = await start_listener(listener_config(listener_sim, namespace, max_runners=5))
+    await listener_sim.sim.changes.wait_until(lambda: len(polled) >= 5, within=30)
+    # The first delivery is skipped at once; each redelivery waits the backoff: 1 s, 2 s, 4 s (jitter only
+    # lengthens a delay), so the first 2.5 s hold 3 polls, where a skip that reset the backoff made thousands.
+    in_window = [at for at in polled if at - polled[0] < 2.5]
+    assert len(in_window) <= 4, f"{len(in_window)} polls of the same message in 2.5 s"
+    gaps = [later - earlier for earlier, later in itertools.pairwise(polled[:5])]
+    assert 1.0 <= gaps[1] < gaps[2] < gaps[3], f"delays between polls: {gaps}"
+    state = handle.app.health.state
+    assert state is not None
+    assert (state.state, state.last_error_class) == (ListenerPhase.FAILING, "UnreadableMessage")
+    registry = handle.app.metrics.registry
+    assert registry.get_sample_value(SKIPPED_MESSAGES, {"reason": UNREADABLE_BODY}) == 1
     assert not handle.task.done()

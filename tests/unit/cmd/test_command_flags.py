@@ -113,6 +113,11 @@ def test_a_max_runners_ceiling_below_one_is_refused(capsys: pytest.CaptureFixtur
     assert "--max-runners-ceiling" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(("argv", "expected"), [([], 256 * 1024), (["--max-runner-template-bytes=65536"], 65536)])
+def test_the_runner_template_bound_defaults_to_256_kib_and_can_be_set(argv: list[str], expected: int) -> None:
+    assert settings_from_args(parse(*argv), ENV).max_runner_template_bytes == expected
+
+
 def test_repeatable_flags_collect_every_value_in_order() -> None:
     args = parse(
         "--exclude-label-propagation-prefix=argocd.argoproj.io/",

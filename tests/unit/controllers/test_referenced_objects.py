@@ -45,3 +45,21 @@ def test_an_object_shared_by_listeners_is_watched_once_and_until_the_last_one_le
     assert watch.watched == {shared}, "still referenced by the second listener"
     watch.forget(second)
     assert watch.watched == set()
+
+
+def test_many_objects_referenced_in_one_namespace_share_one_watch_per_kind() -> None:
+    # Issue 26, item 9: one informer per referenced object used the controller's whole request budget.
+    watch = ReferencedObjectWatch(KubeClient(ConnectionConfig(server="http://127.0.0.1:1")))
+    listeners = [Request("arc-system", f"listener-{number}") for number in range(500)]
+    for number, listener in enumerate(listeners):
+        watch.track(
+            listener, {Reference("Secret", "team", f"gh-secret-{number}"), Reference("ConfigMap", "team", "ca")}
+        )
+    watch.track(Request("arc-system", "other-team"), {Reference("Secret", "other", "gh-secret")})
+    assert watch.scopes == {("Secret", "team"), ("ConfigMap", "team"), ("Secret", "other")}
+    assert len(watch.watched) == 502
+
+    for listener in listeners:
+        watch.forget(listener)
+    assert watch.scopes == {("Secret", "other")}, "a namespace nothing references any more is no longer watched"
+    assert watch.watched == {Reference("Secret", "other", "gh-secret")}

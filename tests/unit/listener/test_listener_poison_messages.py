@@ -7,11 +7,13 @@ forever and never acknowledged, so that scale set stopped scaling; a JSON array 
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import orjson
 import pytest
 
+from arc_scaleset.api.listener_state import ListenerPhase
 from arc_scaleset.github.errors import TransientError, UnreadableMessage
 from arc_scaleset.github.models import (
     RUNNER_SCALE_SET_JOB_MESSAGES,
@@ -25,7 +27,7 @@ from arc_scaleset.github.models import (
 )
 from arc_scaleset.github.models import Message as ServiceMessage
 from arc_scaleset.listener.metrics import SKIPPED_MESSAGES
-from tests.unit.listener.fakes import Harness, message
+from tests.unit.listener.fakes import Harness, error, message
 
 
 def job_message(payload: dict[str, Any]) -> dict[str, Any]:
@@ -90,6 +92,11 @@ def unreadable(message_id: int, reason: str) -> UnreadableMessage:
     return UnreadableMessage(
         message_id=message_id, skip_reason=reason, method="GET", url="https://broker.example/queue", status=200
     )
+
+
+def gaps(times: list[float]) -> list[float]:
+    """The delays between successive calls."""
+    return [later - earlier for earlier, later in itertools.pairwise(times)]
 
 
 def skipped(h: Harness, reason: str) -> float | None:
@@ -157,4 +164,42 @@ async def test_an_unreadable_message_delivered_again_is_acknowledged_again_but_c
     await h.run_for(5.0)
     assert skipped(h, UNREADABLE_BODY) == 1
     assert [entry[1] for entry in h.calls("ack")] == [1, 1, 1]
+    await h.stop_and_wait()
+
+
+async def test_an_unreadable_message_delivered_again_and_again_is_polled_ever_more_slowly_and_fails_liveness() -> None:
+    # Issue 26, item 8: the skip reset the backoff, so a service that kept sending the same unreadable message
+    # (ignoring the acknowledgement) was polled about 2,900 times in half a second, and /healthz stayed green.
+    h = Harness(with_metrics=True, liveness_window=150.0)
+    h.actions.poll_forever = unreadable(7, UNREADABLE_BODY)
+    h.start()
+    await h.run_for(200.0)
+    polls = h.actions.calls_at("poll")
+    assert len(polls) <= 10, f"{len(polls)} polls in 200 s"
+    # The first delivery is skipped at once (the next message may be good); each redelivery waits the backoff.
+    assert gaps(polls) == [0.0, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0]
+    assert skipped(h, UNREADABLE_BODY) == 1
+    assert h.health.state is not None
+    assert (h.health.state.state, h.health.state.last_error_class) == (ListenerPhase.FAILING, "UnreadableMessage")
+    live, why = h.health.live()
+    assert not live, why
+    assert h.running()
+    await h.stop_and_wait()
+
+
+async def test_a_skipped_message_does_not_start_the_backoff_over() -> None:
+    h = Harness()
+    h.actions.poll_script.extend(
+        [
+            error(TransientError, 503),
+            error(TransientError, 503),
+            unreadable(1, UNREADABLE_BODY),
+            error(TransientError, 503),
+        ]
+    )
+    h.start()
+    await h.run_for(10.0)
+    polls = h.actions.calls_at("poll")
+    # 1 s and 2 s after the two failures; the skip moves on at once; the failure after it waits 4 s, not 1 s.
+    assert gaps(polls)[:4] == [1.0, 2.0, 0.0, 4.0]
     await h.stop_and_wait()
