@@ -166,10 +166,18 @@ class Listener:
                 raise
             await self._recover(exc)
             return
-        self._polled()
         if message is None:
+            self._polled()
             await self.publish(self.statistics.total_assigned_jobs)
             return
+        if message.message_id in self._handled:
+            # Handled again (acknowledged, statistics published, nothing acquired twice), but no successful poll:
+            # a service that ignores ``lastMessageId`` would otherwise be polled in a hot loop.
+            self._strikes.accepted()
+            await self.handle(message)
+            await self._delivered_again(message.message_id, "RedeliveredMessage", reason="already handled")
+            return
+        self._polled()
         await self.handle(message)
 
     async def _poll(self) -> Message | None:
@@ -263,13 +271,7 @@ class Listener:
         self.last_message_id = exc.message_id
         self.side_calls.acknowledge(self.sessions.current(), exc.message_id)
         if exc.message_id in self._handled:
-            self.health.poll_failed(error_class(exc))
-            delay = self._backoff.next_delay()
-            log.warning(
-                "the service delivered an unreadable message again; polling again after the backoff",
-                extra={"message_id": exc.message_id, "reason": exc.skip_reason, "retry_in_s": round(delay, 1)},
-            )
-            await self._stop.sleep(delay)
+            await self._delivered_again(exc.message_id, error_class(exc), reason=exc.skip_reason)
             return
         log.warning(
             "skipping a queue message that cannot be read",
@@ -278,6 +280,18 @@ class Listener:
         if self.metrics is not None:
             self.metrics.record_skipped_message(exc.skip_reason)
         self._handled.add(exc.message_id)
+
+    async def _delivered_again(self, message_id: int, error: str, *, reason: str) -> None:
+        """A message ID seen before came back: a failed poll (``error`` in the reported state), waited out with
+        the backoff, so a service that keeps sending it (ignoring the acknowledgement or ``lastMessageId``) is
+        polled ever more slowly instead of thousands of times a second (docs/listener.md, "Poison messages")."""
+        self.health.poll_failed(error)
+        delay = self._backoff.next_delay()
+        log.warning(
+            "the service delivered a message again; polling again after the backoff",
+            extra={"message_id": message_id, "reason": reason, "retry_in_s": round(delay, 1)},
+        )
+        await self._stop.sleep(delay)
 
     def _record_statistics(self, statistics: Statistics) -> None:
         self.statistics = statistics

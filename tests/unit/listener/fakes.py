@@ -83,8 +83,8 @@ class FakeActions:
     """Scripted Actions-service calls; every call is appended to ``log`` (shared with the patcher).
 
     Each ``*_script`` is consumed first; then ``poll_forever``/``create_forever``/``acquire_forever``, when
-    set, is raised on every further call (a fault that does not go away). A poll with nothing scripted is a
-    long poll that never ends (until cancelled).
+    set, is raised (``poll_forever`` may also be a message, returned) on every further call (a fault that does
+    not go away). A poll with nothing scripted is a long poll that never ends (until cancelled).
     """
 
     def __init__(self, log: list[tuple[Any, ...]], clock: FakeClock) -> None:
@@ -96,7 +96,7 @@ class FakeActions:
         self.acquire_script: deque[Exception] = deque()
         self.refresh_script: deque[Exception] = deque()
         self.delete_session_script: deque[Exception] = deque()
-        self.poll_forever: Exception | None = None
+        self.poll_forever: Exception | Message | None = None
         self.create_forever: Exception | None = None
         self.acquire_forever: Exception | None = None
         self.session_stats = stats(0)
@@ -150,8 +150,10 @@ class FakeActions:
         self._record("poll", session.session_id, last_message_id, max_capacity)
         await asyncio.sleep(0)
         if not self.poll_script:
-            if self.poll_forever is not None:
+            if isinstance(self.poll_forever, Exception):
                 raise self.poll_forever.with_traceback(None)
+            if self.poll_forever is not None:
+                return self.poll_forever
             await asyncio.Event().wait()  # a long poll that never ends (until cancelled)
         result = self.poll_script.popleft()
         if isinstance(result, Exception):

@@ -187,6 +187,22 @@ async def test_an_unreadable_message_delivered_again_and_again_is_polled_ever_mo
     await h.stop_and_wait()
 
 
+async def test_a_readable_message_delivered_again_and_again_is_polled_ever_more_slowly() -> None:
+    # Issue 26, item 8: "the same message ID returned again backs off like an error", readable or not: a
+    # service that ignores lastMessageId must not get a poll per round trip.
+    h = Harness(liveness_window=150.0)
+    h.actions.poll_forever = message(7, assigned=0)
+    h.start()
+    await h.run_for(200.0)
+    polls = h.actions.calls_at("poll")
+    assert gaps(polls) == [0.0, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0]
+    assert h.health.state is not None
+    assert (h.health.state.state, h.health.state.last_error_class) == (ListenerPhase.FAILING, "RedeliveredMessage")
+    assert not h.health.live()[0]
+    assert h.running()
+    await h.stop_and_wait()
+
+
 async def test_a_skipped_message_does_not_start_the_backoff_over() -> None:
     h = Harness()
     h.actions.poll_script.extend(
