@@ -5,8 +5,8 @@ AutoscalingRunnerSets, their runners and the chart's Secret, Role, RoleBinding a
 finalizers, and users remove them by hand. This command does it in one step, for the scale set named (or
 every one in the namespace):
 
-1. delete its EphemeralRunners, EphemeralRunnerSets, AutoscalingListener (found in any namespace by the
-   scale set it serves, or in ``--controller-namespace``) and the AutoscalingRunnerSet itself, in that order,
+1. delete its EphemeralRunners, EphemeralRunnerSets, AutoscalingListener (:func:`listeners_to_release`) and
+   the AutoscalingRunnerSet itself, in that order,
    and remove this project's finalizers from each (their pods, Secrets and listener objects are owned by them
    and go with them through Kubernetes garbage collection);
 2. remove the ``cleanup-protection`` finalizer from the objects the set's ``cleanup-*`` annotations name
@@ -36,6 +36,7 @@ from arc_scaleset.api.autoscalingrunnerset import AUTOSCALING_RUNNER_SETS
 from arc_scaleset.api.ephemeralrunner import EPHEMERAL_RUNNERS
 from arc_scaleset.api.ephemeralrunnerset import EPHEMERAL_RUNNER_SETS
 from arc_scaleset.api.keys import (
+    ANNOTATION_AUTOSCALING_RUNNER_SET_UID,
     ANNOTATION_RUNNER_SCALE_SET_ID,
     AUTOSCALING_LISTENER_FINALIZER,
     AUTOSCALING_RUNNER_SET_FINALIZER,
@@ -132,7 +133,16 @@ async def force_cleanup(
     runner_sets = (await kube.list(EPHEMERAL_RUNNER_SETS, namespace=namespace)).items
     runners = (await kube.list(EPHEMERAL_RUNNERS, namespace=namespace)).items
     for ars in sets:
-        await _release_scale_set(kube, ars, listeners, runner_sets, runners, dry_run=dry_run, say=say)
+        await _release_scale_set(
+            kube,
+            ars,
+            listeners,
+            runner_sets,
+            runners,
+            controller_namespace=controller_namespace,
+            dry_run=dry_run,
+            say=say,
+        )
 
 
 async def _release_scale_set(
@@ -142,6 +152,7 @@ async def _release_scale_set(
     runner_sets: Sequence[Mapping[str, Any]],
     runners: Sequence[Mapping[str, Any]],
     *,
+    controller_namespace: str | None,
     dry_run: bool,
     say: Say,
 ) -> None:
@@ -150,13 +161,10 @@ async def _release_scale_set(
     own_sets = [s for s in runner_sets if ObjectView(s).is_owned_by(view.uid)]
     set_uids = {ObjectView(s).uid for s in own_sets}
     own_runners = [r for r in runners if any(ObjectView(r).is_owned_by(uid) for uid in set_uids)]
-    own_listeners = [
-        al
-        for al in listeners
-        if (listener := AutoscalingListenerView(al)).scale_set_namespace == namespace
-        and listener.scale_set_name == name
-    ]
+    own_listeners, listener_note = listeners_to_release(ars, listeners, controller_namespace=controller_namespace)
     say(f"AutoscalingRunnerSet {namespace}/{name}:")
+    if listener_note:
+        say(f"  not done: {listener_note}")
     for resource, objects in (
         (EPHEMERAL_RUNNERS, own_runners),
         (EPHEMERAL_RUNNER_SETS, own_sets),
@@ -179,6 +187,42 @@ async def _release_scale_set(
             f"  not done: scale set {scale_set_id} is still registered on GitHub (delete it in the repository,"
             " organization or enterprise settings if it is not coming back)"
         )
+
+
+def listeners_to_release(
+    scale_set: Mapping[str, Any], listeners: Sequence[Mapping[str, Any]], *, controller_namespace: str | None
+) -> tuple[list[Mapping[str, Any]], str]:
+    """The AutoscalingListeners of ``scale_set`` to delete and release, and a note when some are left alone.
+
+    Anybody who may create AutoscalingListeners somewhere can write one whose spec names any scale set, so a
+    spec naming it is not enough (docs/controllers.md, "Tenancy"; the same rule as ``status``):
+
+    1. a listener counts only when its spec names the scale set and its
+       ``actions.github.com/autoscaling-runner-set-uid`` annotation is the scale set's UID, or it has none (made
+       by ARC's controller, or by a release of this one before the annotation);
+    2. with ``--controller-namespace``, only a listener there counts;
+    3. without it, when counted listeners are in more than one namespace, none is released: which one is the
+       controller's cannot be told, and the note says to pass ``--controller-namespace``.
+    """
+    owner = ObjectView(scale_set)
+    counted = []
+    for al in listeners:
+        listener = AutoscalingListenerView(al)
+        uid = listener.annotation(ANNOTATION_AUTOSCALING_RUNNER_SET_UID)
+        if (listener.scale_set_namespace, listener.scale_set_name) != (owner.namespace, owner.name):
+            continue
+        if uid not in ("", owner.uid):
+            continue
+        if controller_namespace is not None and listener.namespace != controller_namespace:
+            continue
+        counted.append(al)
+    namespaces = sorted({ObjectView(al).namespace for al in counted})
+    if len(namespaces) > 1:
+        return [], (
+            f"AutoscalingListeners in namespaces {', '.join(namespaces)} all claim this scale set: none released"
+            " (--controller-namespace says which namespace is the controller's)"
+        )
+    return counted, ""
 
 
 async def _release(

@@ -16,6 +16,7 @@ from arc_scaleset.api.ephemeralrunnerset import EPHEMERAL_RUNNER_SETS
 from arc_scaleset.api.keys import (
     ANNOTATION_CLEANUP_GITHUB_SECRET_NAME,
     ANNOTATION_RUNNER_SCALE_SET_ID,
+    AUTOSCALING_LISTENER_FINALIZER,
     CLEANUP_PROTECTION_FINALIZER,
 )
 from arc_scaleset.controllers.ephemeralrunnerset.builders import desired_ephemeral_runner
@@ -72,13 +73,31 @@ async def test_force_cleanup_releases_everything_a_gone_controller_left_on_final
     await kube.delete(AUTOSCALING_RUNNER_SETS, NAME, namespace=namespace)
     await kube.delete(resources.SECRETS, "gh-secret", namespace=namespace)
 
-    code, dry = await force_cleanup(cluster, "--namespace", namespace, "--name", NAME, "--dry-run")
+    # A decoy in the scale set's namespace, its spec and UID annotation copied from the real listener: it names
+    # the scale set, but the command must never delete or release it (issue 26).
+    (real,) = (await kube.list(AUTOSCALING_LISTENERS, namespace=listener_namespace)).items
+    decoy = {
+        "apiVersion": real["apiVersion"], "kind": real["kind"], "spec": real["spec"],
+        "metadata": {"name": "decoy", "annotations": real["metadata"]["annotations"],
+                     "finalizers": [AUTOSCALING_LISTENER_FINALIZER]},
+    }  # fmt: skip
+    await kube.create(AUTOSCALING_LISTENERS, decoy, namespace=namespace)
+    code, undecided = await force_cleanup(cluster, "--namespace", namespace, "--name", NAME, "--dry-run")
+    assert code == 0, undecided
+    assert "all claim this scale set: none released" in undecided
+    assert "decoy" not in undecided.split("all claim")[0]
+
+    code, dry = await force_cleanup(
+        cluster, "--namespace", namespace, "--name", NAME, "--controller-namespace", listener_namespace, "--dry-run"
+    )
     assert code == 0, dry
     assert "would delete EphemeralRunner" in dry
     assert "would remove finalizers" in dry
     assert await names(kube, AUTOSCALING_RUNNER_SETS, namespace) == [NAME], "a dry run changes nothing"
 
-    code, output = await force_cleanup(cluster, "--namespace", namespace, "--name", NAME)
+    code, output = await force_cleanup(
+        cluster, "--namespace", namespace, "--name", NAME, "--controller-namespace", listener_namespace
+    )
     assert code == 0, output
     assert f"scale set {scale_set_id} is still registered on GitHub" in output
 
@@ -93,6 +112,11 @@ async def test_force_cleanup_releases_everything_a_gone_controller_left_on_final
         return not left
 
     await eventually(all_gone, timeout=30, what="every object of the scale set gone")
+    left = await kube.get(AUTOSCALING_LISTENERS, "decoy", namespace=namespace)
+    assert left["metadata"]["finalizers"] == [AUTOSCALING_LISTENER_FINALIZER], "the decoy is left as it was"
+    assert "deletionTimestamp" not in left["metadata"]
+    await kube.patch(AUTOSCALING_LISTENERS, "decoy", {"metadata": {"finalizers": None}}, namespace=namespace)
+    await kube.delete(AUTOSCALING_LISTENERS, "decoy", namespace=namespace)
 
     code, output = await force_cleanup(cluster, "--namespace", namespace, "--name", NAME)
     assert code == 1
