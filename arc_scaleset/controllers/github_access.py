@@ -59,7 +59,6 @@ from arc_scaleset.controllers.vault_policy import VaultAllowListSource, VaultRea
 from arc_scaleset.github import (
     ActionsClient,
     ActionsClientPool,
-    Credentials,
     GitHubConfig,
     InvalidConfigURL,
     InvalidCredentials,
@@ -153,16 +152,6 @@ class GitHubAccess:
             )
         except ValueError as exc:  # the client refuses a CA bundle it cannot load
             raise TLSConfigError(f"githubServerTLS: the CA certificates cannot be used: {exc}") from None
-
-    async def credentials(
-        self, *, namespace: str, secret_name: str, config_url: str, vault: VaultConfig | None = None
-    ) -> Credentials:
-        """The credentials in Secret ``namespace/secret_name`` (ARC's keys and rule, docs/github.md), to be sent
-        to ``config_url``."""
-        app_config = await self.app_config(
-            namespace=namespace, secret_name=secret_name, vault=vault, config_url=config_url
-        )
-        return self._checked(lambda: credentials_from_fields(app_config), namespace, secret_name)
 
     @staticmethod
     def _checked(build: Callable[[], _T], namespace: str, secret_name: str) -> _T:
