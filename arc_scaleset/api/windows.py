@@ -20,8 +20,10 @@ The rules:
    inside a window twice (zoneinfo gives the two readings of ``02:30`` ``fold`` 0 and 1; both are 02:30 on the
    wall), so a window across it lasts an hour longer.
 
-Standard library only (zoneinfo reads the system's tz database; a container image without one needs the
-``tzdata`` package): the listener imports this module, and pydantic would cost it about 10 MB (issue 20).
+Standard library only: the listener imports this module, and pydantic would cost it about 10 MB (issue 20).
+zoneinfo reads the system's time zone database (``/usr/share/zoneinfo``); in an image without one only ``UTC``
+is known (the Dockerfile's distroless base has it; an image built from Debian packages needs ``tzdata``, or the
+``tzdata`` wheel, which zoneinfo falls back to).
 """
 
 from __future__ import annotations
@@ -56,6 +58,7 @@ TIME_RULE: Final = "a time of day HH:MM, 00:00 to 23:59"
 ZONE_RULE: Final = "an IANA time zone name such as UTC or Europe/Berlin"
 _CLOCK = re.compile(r"([01]\d|2[0-3]):([0-5]\d)")
 _DAY = 24 * 60
+_UTC_NAMES: Final = frozenset({"UTC", "Etc/UTC"})
 
 
 def _day_number(token: str, text: str) -> int:
@@ -91,11 +94,13 @@ def parse_clock(text: str) -> int:
     return int(match[1]) * 60 + int(match[2])
 
 
-def parse_zone(name: str) -> ZoneInfo:
-    """The zone of an IANA name; ValueError that says why not."""
+def parse_zone(name: str) -> dt.tzinfo:
+    """The zone of an IANA name; ValueError that says why not. ``UTC`` needs no time zone database."""
     try:
         return ZoneInfo(name.strip())
     except (ZoneInfoNotFoundError, ValueError):
+        if name.strip() in _UTC_NAMES:
+            return dt.UTC
         # ValueError: a name zoneinfo refuses to look up at all (an absolute path, "..").
         raise ValueError(f"{name!r} is not {ZONE_RULE} known to this system's time zone database") from None
 
@@ -123,7 +128,7 @@ class Window:
     _days: frozenset[int] = field(init=False, repr=False, compare=False)
     _start: int = field(init=False, repr=False, compare=False)
     _end: int = field(init=False, repr=False, compare=False)
-    _zone: ZoneInfo = field(init=False, repr=False, compare=False)
+    _zone: dt.tzinfo = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         parsed = (

@@ -84,7 +84,8 @@ class ArrivalHistory:
         self._minutes: dict[Hashable, deque[list[int]]] = {}
 
     def record(self, key: Hashable, at: dt.datetime, count: int = 1) -> None:
-        """``count`` jobs of ``key`` arrived at ``at`` (aware; not earlier than what was recorded before)."""
+        """``count`` jobs of ``key`` arrived at ``at`` (aware). The feed is in time order: an arrival earlier than the
+        latest one recorded (a clock that stepped back) is counted in the latest minute."""
         if count <= 0:
             return
         minute = _minute(at)
