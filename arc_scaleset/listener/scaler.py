@@ -102,8 +102,8 @@ class Scaler:
         self.namespace = namespace
         self.ephemeral_runner_set = ephemeral_runner_set
         self.state = DesiredState(min_runners=min_runners, max_runners=max_runners, schedule=schedule)
+        # The minimum of the last decision: minRunners, or more while a minRunnersSchedule window is open.
         self.min_runners = min_runners
-        """The minimum of the last decision: ``minRunners``, or more while a ``minRunnersSchedule`` window is open."""
 
     def note_job_event(self) -> None:
         """A job started or completed: the next decision is not a "force state" one."""
