@@ -22,6 +22,7 @@ from arc_scaleset.api.common import (
     VaultConfig,
 )
 from arc_scaleset.api.constants import AUTOSCALING_LISTENERS as AUTOSCALING_LISTENERS
+from arc_scaleset.api.schedule import WarmWindow
 from arc_scaleset.kube.resources import Resource
 
 _MIN_NOT_ABOVE_MAX: JsonDict = {
@@ -48,6 +49,8 @@ class AutoscalingListenerSpec(ApiModel):
     """Effective maximum number of runners."""
     min_runners: int = Field(default=0, ge=0, le=MAX_RUNNERS_UNBOUNDED)
     """Effective minimum number of runners."""
+    min_runners_schedule: list[WarmWindow] | None = None
+    """The scale set's minRunnersSchedule (not ARC's): windows in which the minimum is raised."""
     image: str = ""
     """Image of the listener container."""
     image_pull_secrets: list[LocalObjectReference] | None = None

@@ -21,6 +21,7 @@ from arc_scaleset.api.common import (
 )
 from arc_scaleset.api.constants import AUTOSCALING_RUNNER_SETS as AUTOSCALING_RUNNER_SETS
 from arc_scaleset.api.constants import MAX_RUNNERS_UNBOUNDED as MAX_RUNNERS_UNBOUNDED
+from arc_scaleset.api.schedule import WarmWindow
 from arc_scaleset.kube.resources import Resource
 
 _MIN_NOT_ABOVE_MAX: JsonDict = {
@@ -97,6 +98,9 @@ class AutoscalingRunnerSetSpec(ApiModel):
     """Upper bound of runners; unset means no bound."""
     min_runners: int | None = Field(default=None, ge=0, le=MAX_RUNNERS_UNBOUNDED)
     """Runners kept ready when idle; unset means 0."""
+    min_runners_schedule: list[WarmWindow] | None = None
+    """Not ARC's: windows of the week in which minRunners is raised to the window's runners (at most maxRunners;
+    overlapping windows: the largest), e.g. working hours (ARC #3313)."""
 
     @property
     def effective_min_runners(self) -> int:

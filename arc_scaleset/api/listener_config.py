@@ -6,7 +6,9 @@ inlined at the top level, so ARC's listener reads what this controller writes an
 ARC's controller writes. Unknown keys are ignored. A file ARC's controller wrote for a vault (``vault_type``) has
 no credentials: ``vault_lookup_key`` names the vault secret and ``azure_key_vault`` how to reach the vault, and the
 listener reads them from there when it starts (:meth:`ListenerConfig.with_credentials`). This project's controller
-never writes vault fields: it reads the vault itself and writes the credentials (docs/github.md).
+never writes vault fields: it reads the vault itself and writes the credentials (docs/github.md). One key is this
+project's own, written only when it has a value: ``min_runners_schedule``, the scale set's ``minRunnersSchedule``
+(docs/listener.md, "The scaling rule"; ARC's listener ignores it).
 
 **Decoding** follows Go's ``encoding/json``, as ARC's listener does (:mod:`arc_scaleset.api.go_json`): a missing
 key or ``null`` is the key's zero value (the field's default here: ``max_runners`` is unbounded, an empty
@@ -41,6 +43,7 @@ from arc_scaleset.api.constants import AZURE_KEY_VAULT, MAX_RUNNERS_UNBOUNDED
 from arc_scaleset.api.credentials import APP_KEYS, TOKEN_KEY, AppConfig
 from arc_scaleset.api.go_json import Refused
 from arc_scaleset.api.listener_metrics import ListenerMetricsConfig
+from arc_scaleset.api.windows import Window, WindowError
 
 __all__ = [
     "CONFIG_PATH_ENV",
@@ -106,6 +109,31 @@ def _log_format(value: object) -> str:
     return go_json.string(value) or "text"
 
 
+_WINDOW_KEYS: Final[Mapping[str, go_json.Decoder[Any]]] = {
+    "days": go_json.string,
+    "start": go_json.string,
+    "end": go_json.string,
+    "time_zone": go_json.string,
+    "runners": go_json.integer,
+}
+
+
+def _window(value: object) -> Window:
+    """One ``min_runners_schedule`` entry (:mod:`arc_scaleset.api.windows`); a missing ``days`` or ``time_zone`` is
+    ``*`` or ``UTC``, as in the AutoscalingRunnerSet, and a missing ``start`` or ``end`` is refused."""
+    if isinstance(value, Window):
+        return value
+    if not isinstance(value, Mapping):
+        raise Refused.wrong_type("an object", value)
+    fields, refusals = go_json.decode_fields(value, _WINDOW_KEYS)
+    if refusals:
+        raise Refused(refusals)
+    try:
+        return Window(**fields)
+    except WindowError as exc:
+        raise Refused([go_json.Refusal((exc.field,), exc.expected, exc.found)]) from None
+
+
 def _overlap(key: str, path: str) -> bool:
     """Whether the dotted paths ``key`` and ``path`` name the same value, or one holds the other."""
     return key == path or key.startswith(path + ".") or path.startswith(key + ".")
@@ -165,6 +193,9 @@ class ListenerConfig:
     metrics_addr: str = ""
     metrics_endpoint: str = ""
     metrics: ListenerMetricsConfig | None = None
+    # This project's own key (ARC's listener ignores it): the AutoscalingRunnerSet's minRunnersSchedule. Written
+    # only when there are windows, so a scale set without one gets the file ARC's controller writes.
+    min_runners_schedule: tuple[Window, ...] = ()
 
     # -- reading ---------------------------------------------------------------------------------------------
 
@@ -275,6 +306,10 @@ class ListenerConfig:
             document["azure_key_vault"] = self.azure_key_vault.to_document()
         if self.metrics is not None:
             document["metrics"] = self.metrics.to_document()
+        if self.min_runners_schedule:
+            document["min_runners_schedule"] = [window.to_document() for window in self.min_runners_schedule]
+        else:
+            del document["min_runners_schedule"]
         return document
 
     def to_json(self) -> bytes:
@@ -338,6 +373,7 @@ _DECODERS: Final[Mapping[str, go_json.Decoder[Any]]] = {
     "metrics_addr": go_json.string,
     "metrics_endpoint": go_json.string,
     "metrics": ListenerMetricsConfig.from_document,
+    "min_runners_schedule": go_json.array_of(_window),
 }
 _DEFAULTS: Final = {spec.name: spec.default for spec in dataclasses.fields(ListenerConfig)}
 if list(_DEFAULTS) != list(_DECODERS):  # a field without a decoder would silently keep its default

@@ -223,6 +223,8 @@ def build_listener(
         ephemeral_runner_set=config.ephemeral_runner_set_name,
         min_runners=config.min_runners,
         max_runners=config.max_runners,
+        schedule=config.min_runners_schedule,
+        clock=clock,
     )
     listener = Listener(
         actions,

@@ -4,7 +4,9 @@ One iteration:
 
 1. long-poll the session's queue with ``lastMessageId`` and the max-capacity header;
 2. no message (202): publish the desired count again from the latest statistics (so an ERS that lost a
-   patch converges within one long-poll interval);
+   patch converges within one long-poll interval). With a ``minRunnersSchedule``, the poll is also cut short
+   when a window opens or closes (:meth:`Listener._poll`), and the count published at once: a window's start
+   raises the count at the minute it names, not at the end of a long poll that brings no message;
 3. a message: hand its acknowledgement and the acquisition of the jobs it offers to
    :class:`~arc_scaleset.listener.side_calls.SideCalls`, which make them beside the loop (each runner request
    at most once, even when a message is delivered again); note started and completed jobs; **publish the
@@ -33,8 +35,9 @@ seconds (``drain_timeout``) to finish.
 from __future__ import annotations
 
 import asyncio
+import enum
 import logging
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
@@ -64,6 +67,17 @@ BOOKKEEPING_CONCURRENCY: Final = 4
 """Started jobs recorded on their runners at once. Each is a Kubernetes request on a pooled connection of its
 own (about 120 KiB with TLS): enough for a burst of hundreds of jobs in seconds, where ARC's listener
 recorded them one at a time."""
+
+
+SCHEDULE_EDGE_MARGIN: Final = 1.0
+"""Seconds the loop wakes after a schedule window's edge: past it for certain on the wall clock (a sleep is
+measured on the monotonic one), so one wake-up sees the change."""
+
+
+class _Woken(enum.Enum):
+    """Why a poll ended without the service's answer: a schedule window opened or closed."""
+
+    SCHEDULE = "schedule"
 
 
 class QueueAPI(SessionAPI, SideAPI, Protocol):
@@ -166,6 +180,10 @@ class Listener:
                 raise
             await self._recover(exc)
             return
+        if message is _Woken.SCHEDULE:
+            # Not an answer from the service: the backoff and the liveness clock stay as they are.
+            await self.publish(self.statistics.total_assigned_jobs)
+            return
         if message is None:
             self._polled()
             await self.publish(self.statistics.total_assigned_jobs)
@@ -180,12 +198,35 @@ class Listener:
         self._polled()
         await self.handle(message)
 
-    async def _poll(self) -> Message | None:
+    async def _poll(self) -> Message | _Woken | None:
         session = self.sessions.current()
         async with asyncio.timeout(self.settings.poll_timeout):
             return await self._stop.race(
-                self._api.get_message(session, self.last_message_id, self.settings.max_runners)
+                self._until_schedule_changes(
+                    self._api.get_message(session, self.last_message_id, self.settings.max_runners)
+                )
             )
+
+    async def _until_schedule_changes(self, poll: Awaitable[Message | None]) -> Message | _Woken | None:
+        """``poll``'s answer, or :attr:`_Woken.SCHEDULE` if a ``minRunnersSchedule`` window may open or close
+        first; the poll is then cancelled. That loses nothing: a message is only gone once acknowledged, so one
+        the cancelled poll was bringing comes again with the next poll (same ``lastMessageId``)."""
+        now = self._clock.now()
+        edge = self.scaler.state.next_change(now)
+        if edge is None:
+            return await poll
+        work = asyncio.ensure_future(poll)
+        timer = asyncio.ensure_future(self._clock.sleep((edge - now).total_seconds() + SCHEDULE_EDGE_MARGIN))
+        try:
+            await asyncio.wait({work, timer}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            timer.cancel()
+            if not work.done():
+                work.cancel()
+            await asyncio.gather(work, timer, return_exceptions=True)
+        if work.cancelled():
+            return _Woken.SCHEDULE
+        return work.result()
 
     def _polled(self) -> None:
         # The only place the backoff starts over: the service answered a poll with no message or a readable
@@ -323,6 +364,10 @@ class Listener:
             self.last_decision = decision
             if self.metrics is not None:
                 self.metrics.record_desired_runners(decision.target)
+                if self.scaler.state.schedule:
+                    self.metrics.record_static(
+                        min_runners=self.scaler.min_runners, max_runners=self.settings.max_runners
+                    )
             return decision
 
     # ---- bookkeeping, after the decision -------------------------------------------------------------------

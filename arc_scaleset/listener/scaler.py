@@ -14,10 +14,12 @@ Errors other than a runner's NotFound propagate: the listener loop decides wheth
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from arc_scaleset.api import EPHEMERAL_RUNNER_SETS, EPHEMERAL_RUNNERS
+from arc_scaleset.api.windows import Window
+from arc_scaleset.clock import REAL_CLOCK, Clock
 from arc_scaleset.kube.client import PatchType
 from arc_scaleset.kube.errors import NotFound
 from arc_scaleset.kube.resources import Resource
@@ -92,11 +94,16 @@ class Scaler:
         ephemeral_runner_set: str,
         min_runners: int,
         max_runners: int,
+        schedule: Sequence[Window] = (),
+        clock: Clock = REAL_CLOCK,
     ) -> None:
         self._kube = kube
+        self._clock = clock
         self.namespace = namespace
         self.ephemeral_runner_set = ephemeral_runner_set
-        self.state = DesiredState(min_runners=min_runners, max_runners=max_runners)
+        self.state = DesiredState(min_runners=min_runners, max_runners=max_runners, schedule=schedule)
+        # The minimum of the last decision: minRunners, or more while a minRunnersSchedule window is open.
+        self.min_runners = min_runners
 
     def note_job_event(self) -> None:
         """A job started or completed: the next decision is not a "force state" one."""
@@ -109,7 +116,9 @@ class Scaler:
         into a "force state" patch the failed one would not have been.
         """
         was_dirty = self.state.dirty
-        decision = self.state.decide(assigned_jobs)
+        now = self._clock.now()
+        decision = self.state.decide(assigned_jobs, now=now)
+        self.min_runners = self.state.min_runners_at(now)
         try:
             await self._kube.patch(
                 EPHEMERAL_RUNNER_SETS,
@@ -124,7 +133,12 @@ class Scaler:
             raise
         log.debug(
             "published desired runners",
-            extra={"replicas": decision.target, "patch_id": decision.patch_id, "assigned_jobs": assigned_jobs},
+            extra={
+                "replicas": decision.target,
+                "patch_id": decision.patch_id,
+                "assigned_jobs": assigned_jobs,
+                "min_runners": self.min_runners,
+            },
         )
         return decision
 

@@ -183,9 +183,16 @@ class ScaleSetFactory:
         self.created: list[ScaleSetHandle] = []
 
     async def create(
-        self, *, min_runners: int, max_runners: int, credentials: str = "pat", proxy: dict[str, Any] | None = None
+        self,
+        *,
+        min_runners: int,
+        max_runners: int,
+        credentials: str = "pat",
+        proxy: dict[str, Any] | None = None,
+        min_runners_schedule: list[dict[str, Any]] | None = None,
     ) -> ScaleSetHandle:
-        """A scale set with a PAT (or ``credentials="app"``) Secret of its own; ``proxy``: its ``spec.proxy``."""
+        """A scale set with a PAT (or ``credentials="app"``) Secret of its own; ``proxy``: its ``spec.proxy``;
+        ``min_runners_schedule``: its ``spec.minRunnersSchedule``."""
         name = self.stem if not self.created else f"{self.stem}-{len(self.created) + 1}"
         if credentials == "app":
             secret = await self.system.create_app_secret(self.namespace, name=f"{name}-github-app")
@@ -204,6 +211,8 @@ class ScaleSetFactory:
         )
         if proxy is not None:
             manifest["spec"]["proxy"] = proxy
+        if min_runners_schedule is not None:
+            manifest["spec"]["minRunnersSchedule"] = min_runners_schedule
         await self.system.kube.create(AUTOSCALING_RUNNER_SETS, manifest, namespace=self.namespace)
         return handle
 

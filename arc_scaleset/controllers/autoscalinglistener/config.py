@@ -67,6 +67,7 @@ def listener_config(
             metrics_addr=settings.listener_metrics_addr if metrics_enabled else "",
             metrics_endpoint=settings.listener_metrics_endpoint if metrics_enabled else "",
             metrics=metrics_for_listener(spec.metrics),
+            min_runners_schedule=tuple(window.window() for window in spec.min_runners_schedule or ()),
         )
     except ListenerConfigError as exc:
         raise InvalidListenerConfig(

@@ -1,4 +1,5 @@
-"""How many runners a scale set may ask for: ``minRunners`` and ``maxRunners`` against the controller's ceiling.
+"""How many runners a scale set may ask for: ``minRunners``, ``maxRunners`` (and, without a maximum, the runners of
+each ``minRunnersSchedule`` window) against the controller's ceiling.
 
 The CRD bounds both fields by 2^31-1 (what the listener's configuration can hold); the controller adds its
 own, lower ceiling (``--max-runners-ceiling``, default 10,000). A scale set above it is refused before
@@ -17,11 +18,14 @@ from arc_scaleset.controllers.errors import RunnersAboveCeiling
 def check_runner_bounds(ars: AutoscalingRunnerSet, *, ceiling: int) -> None:
     """Raise :class:`RunnersAboveCeiling` naming the field(s) of ``ars`` above ``ceiling``."""
     spec = ars.spec
-    above = [
-        f"{field} {value}"
-        for field, value in (("minRunners", spec.min_runners), ("maxRunners", spec.max_runners))
-        if value is not None and value > ceiling
-    ]
+    counts = [("minRunners", spec.min_runners), ("maxRunners", spec.max_runners)]
+    if spec.max_runners is None:
+        # A window's runners are capped by maxRunners; without one, they are a minimum like minRunners.
+        counts += [
+            (f"minRunnersSchedule[{index}].runners", window.runners)
+            for index, window in enumerate(spec.min_runners_schedule or ())
+        ]
+    above = [f"{field} {value}" for field, value in counts if value is not None and value > ceiling]
     if above:
         one = len(above) == 1
         raise RunnersAboveCeiling(

@@ -195,6 +195,7 @@ def autoscaling_listener_spec(
             "ephemeralRunnerSetName": ephemeral_runner_set,
             "maxRunners": spec.effective_max_runners,
             "minRunners": spec.effective_min_runners,
+            "minRunnersSchedule": [window.to_json() for window in spec.min_runners_schedule or ()] or None,
             "image": image,
             "imagePullSecrets": pull_secrets or None,
             "proxy": _json(spec.proxy),

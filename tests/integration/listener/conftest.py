@@ -25,6 +25,7 @@ import pytest
 
 from arc_scaleset.api import EPHEMERAL_RUNNER_SETS, EPHEMERAL_RUNNERS
 from arc_scaleset.api.listener_config import ListenerConfig
+from arc_scaleset.clock import REAL_CLOCK, Clock
 from arc_scaleset.github import ActionsClient, PersonalAccessToken, SystemInfo, parse_config_url
 from arc_scaleset.kube.client import KubeClient
 from arc_scaleset.listener.app import ListenerApp, Timing, build_listener
@@ -162,8 +163,10 @@ StartListener = Callable[..., Awaitable[RunningListener]]
 async def start_listener(kube: KubeClient) -> AsyncIterator[StartListener]:
     running: list[RunningListener] = []
 
-    async def start(config: ListenerConfig, *, owner: str = "listener-pod-0", timing: Timing = FAST) -> RunningListener:
-        app = build_listener(config, kube=kube, owner=owner, timing=timing)
+    async def start(
+        config: ListenerConfig, *, owner: str = "listener-pod-0", timing: Timing = FAST, clock: Clock = REAL_CLOCK
+    ) -> RunningListener:
+        app = build_listener(config, kube=kube, owner=owner, timing=timing, clock=clock)
         handle = RunningListener(app=app, task=asyncio.create_task(app.run()))
         # Record what each acquisition returned, to prove no runner request is ever acquired twice.
         acquire = app.actions.acquire_jobs

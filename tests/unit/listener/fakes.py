@@ -17,6 +17,7 @@ import orjson
 from arc_scaleset.api.keys import ANNOTATION_LISTENER_STATE
 from arc_scaleset.api.listener_config import ListenerConfig
 from arc_scaleset.api.listener_state import ListenerState
+from arc_scaleset.api.windows import Window
 from arc_scaleset.backoff import Backoff
 from arc_scaleset.clock import FakeClock
 from arc_scaleset.github.errors import ActionsError
@@ -259,6 +260,7 @@ class Harness:
         max_runners: int = MAX_RUNNERS,
         liveness_window: float = 150.0,
         with_metrics: bool = False,
+        schedule: Sequence[Window] = (),
     ) -> None:
         self.log: list[tuple[Any, ...]] = []
         self.clock = FakeClock()
@@ -289,6 +291,8 @@ class Harness:
             ephemeral_runner_set="set-a",
             min_runners=min_runners,
             max_runners=max_runners,
+            schedule=schedule,
+            clock=self.clock,
         )
         self.metrics = (
             ListenerMetrics(

@@ -29,6 +29,10 @@ NOW = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
         ({"minRunners": 500_000}, "minRunners 500000 is above"),
         ({"maxRunners": 10_001}, "maxRunners 10001 is above"),
         ({"minRunners": 20_000, "maxRunners": 30_000}, "minRunners 20000 and maxRunners 30000 are above"),
+        (
+            {"minRunnersSchedule": [{"start": "08:00", "end": "18:00", "runners": 500_000}]},
+            "minRunnersSchedule[0].runners 500000 is above",
+        ),
     ],
 )
 def test_a_scale_set_above_the_ceiling_is_refused_naming_the_field_and_the_flag(
@@ -41,7 +45,15 @@ def test_a_scale_set_above_the_ceiling_is_refused_naming_the_field_and_the_flag(
     assert "--max-runners-ceiling" in refused.value.message
 
 
-@pytest.mark.parametrize("bounds", [{}, {"minRunners": 10_000, "maxRunners": 10_000}, {"minRunners": 3}])
+@pytest.mark.parametrize(
+    "bounds",
+    [
+        {},
+        {"minRunners": 10_000, "maxRunners": 10_000},
+        {"minRunners": 3},
+        {"maxRunners": 10, "minRunnersSchedule": [{"start": "08:00", "end": "18:00", "runners": 500_000}]},
+    ],
+)
 def test_a_scale_set_within_the_ceiling_or_without_a_maximum_is_accepted(bounds: dict[str, Any]) -> None:
     check_runner_bounds(parsed(ars_object(**bounds)), ceiling=10_000)
 

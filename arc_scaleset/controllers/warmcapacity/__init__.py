@@ -1,0 +1,1 @@
+"""Warm capacity (docs/capacity.md)."""
