@@ -73,6 +73,22 @@ async def test_python_in_the_image_trusts_the_public_certificate_authorities(
     assert int(stdout) > 100
 
 
+async def test_schedule_windows_in_any_iana_time_zone_can_be_read_in_the_image(
+    image_root: UnpackedImage, tmp_path: Path
+) -> None:
+    # minRunnersSchedule and warmCapacity windows name IANA zones; the image has no system time zone database,
+    # so zoneinfo must find the tzdata package's.
+    offsets = (
+        "import datetime as d, zoneinfo as z;"
+        "print(d.datetime(2026, 7, 1, 12, tzinfo=z.ZoneInfo('Europe/Berlin')).utcoffset().total_seconds())"
+    )
+    code, stdout = await run_to_completion(
+        image_root.root, image_root.image.config, tmp_path, command=["python", "-c", offsets]
+    )
+    assert code == 0
+    assert float(stdout) == 7200.0
+
+
 async def test_the_listener_in_the_image_holds_a_session_and_scales_as_a_non_root_user(
     image_root: UnpackedImage,
     tmp_path: Path,
