@@ -28,6 +28,9 @@ DISABLED_ADDRESS: Final = "0"
 DEFAULT_MAX_RUNNERS_CEILING: Final = 10_000
 """Runners one scale set may ask for, by default: well above what one scale set usually runs, and low enough
 that a typo (``minRunners: 500000``) cannot make the controller create hundreds of thousands of objects."""
+DEFAULT_UNSCHEDULABLE_RUNNER_BOUND: Final = 120.0
+"""Seconds a runner pod may find no node before its scale set stops advertising room it cannot give: longer
+than a node autoscaler needs for a new node (about a minute), short enough that a job waits minutes, not hours."""
 
 
 DEFAULT_LISTENER_RESOURCE_BOUND: Final = "cpu=2,memory=2Gi,ephemeral-storage=2Gi"
@@ -89,6 +92,8 @@ class ControllerSettings:
     - ``max_runners_ceiling``: the most runners one scale set may ask for (``--max-runners-ceiling``): an
       AutoscalingRunnerSet whose ``minRunners`` or ``maxRunners`` is above it is refused, and an
       EphemeralRunnerSet keeps at most this many runners whatever its ``replicas`` says.
+    - ``unschedulable_runner_bound``: seconds a runner pod may stay unschedulable before the set advertises
+      only the runners it has placed (``--unschedulable-runner-bound``; docs/capacity.md).
     - ``runner_pending_timeout``: seconds a runner pod may take to start its runner container before it is
       retried as a failed pod (``None``: wait forever).
     - ``watch_namespace``: restrict the caches to this namespace (plus the controller namespace);
@@ -138,6 +143,7 @@ class ControllerSettings:
     runner_pending_timeout: float | None = 900.0
     runner_create_concurrency: int = 50
     max_runners_ceiling: int = DEFAULT_MAX_RUNNERS_CEILING
+    unschedulable_runner_bound: float = DEFAULT_UNSCHEDULABLE_RUNNER_BOUND
     watch_namespace: str | None = None
     build_version: str = arc_scaleset.__version__
     accept_any_version_label: bool = False
@@ -167,6 +173,8 @@ class ControllerSettings:
             raise SettingsError("runner_create_concurrency must be at least 1")
         if self.max_runners_ceiling < 1:
             raise SettingsError("max_runners_ceiling must be at least 1")
+        if self.unschedulable_runner_bound <= 0:
+            raise SettingsError("unschedulable_runner_bound must be positive")
         if self.runner_pending_timeout is not None and self.runner_pending_timeout <= 0:
             raise SettingsError("runner_pending_timeout must be positive (None waits forever)")
         if not 0 < self.listener_restart_backoff_base <= self.listener_restart_backoff_cap:
