@@ -87,14 +87,18 @@ class Capacity:
 
 
 @dataclass(frozen=True)
-class _Room:
+class QuotaRoom:
+    """How many more runners a quota admits, and the quota and key that decide it."""
+
     runners: int
     quota: str
     key: str
 
 
 @dataclass
-class _PodCost:
+class PodCost:
+    """A pod's effective requests and limits, by resource name."""
+
     requests: dict[str, Fraction] = field(default_factory=dict)
     limits: dict[str, Fraction] = field(default_factory=dict)
 
@@ -137,11 +141,11 @@ def namespace_room(
     runner_pod: Mapping[str, Any],
     quotas: Iterable[Mapping[str, Any]],
     placeholder_pods: Iterable[Mapping[str, Any]] = (),
-) -> _Room | None:
+) -> QuotaRoom | None:
     """How many more runners the namespace's quotas admit (rule 4); ``None`` when none limits a runner."""
     cost = runner_charges(runner_pod)
     placeholders = list(placeholder_pods)
-    tightest: _Room | None = None
+    tightest: QuotaRoom | None = None
     for quota in quotas:
         if not quota_applies(quota, runner_pod):
             continue
@@ -152,13 +156,15 @@ def namespace_room(
     return tightest
 
 
-def quota_room(quota: Mapping[str, Any], cost: Mapping[str, Fraction], held: Mapping[str, Fraction]) -> _Room | None:
+def quota_room(
+    quota: Mapping[str, Any], cost: Mapping[str, Fraction], held: Mapping[str, Fraction]
+) -> QuotaRoom | None:
     """The runners one quota still admits, and its tightest key; ``None`` when it charges a runner nothing."""
     status = quota.get("status") or {}
     hard = status.get("hard") or (quota.get("spec") or {}).get("hard") or {}
     used = status.get("used") or {}
     name = str((quota.get("metadata") or {}).get("name", ""))
-    tightest: _Room | None = None
+    tightest: QuotaRoom | None = None
     for key, limit in hard.items():
         need = cost.get(key, Fraction(0))
         if need <= 0:
@@ -166,7 +172,7 @@ def quota_room(quota: Mapping[str, Any], cost: Mapping[str, Fraction], held: Map
         free = _amount(limit) - _amount(used.get(key, 0)) + held.get(key, Fraction(0))
         runners = max(int(free // need), 0)
         if tightest is None or runners < tightest.runners:
-            tightest = _Room(runners=runners, quota=name, key=str(key))
+            tightest = QuotaRoom(runners=runners, quota=name, key=str(key))
     return tightest
 
 
@@ -196,10 +202,10 @@ def _resource_charges(pod: Mapping[str, Any]) -> dict[str, Fraction]:
     return charges
 
 
-def pod_cost(pod: Mapping[str, Any]) -> _PodCost:
+def pod_cost(pod: Mapping[str, Any]) -> PodCost:
     """A pod's effective requests and limits, as the quota admission plugin charges them (rule 2)."""
     spec = pod.get("spec") or {}
-    cost = _PodCost()
+    cost = PodCost()
     for kind in ("requests", "limits"):
         totals: dict[str, Fraction] = {}
         for container in spec.get("containers") or []:
