@@ -60,6 +60,9 @@ class EphemeralRunnerSetStatus(ApiModel):
     """Runners whose job finished, about to be removed."""
     deleting_ephemeral_runners: int | None = None
     """Runners being deleted (a busy one waits for its job to end)."""
+    advertised_capacity: int | None = Field(default=None, ge=0)
+    """Runners the cluster can give this set now (its quota's room, its runners' nodes; not beyond maxRunners):
+    what its listener tells the Actions service (docs/capacity.md). Not an ARC field."""
 
 
 class EphemeralRunnerSet(KubeObject):

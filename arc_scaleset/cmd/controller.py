@@ -43,6 +43,7 @@ from arc_scaleset.controllers.settings import (
     DEFAULT_LISTENER_RESOURCE_BOUND,
     DEFAULT_MAX_RUNNER_TEMPLATE_BYTES,
     DEFAULT_MAX_RUNNERS_CEILING,
+    DEFAULT_UNSCHEDULABLE_RUNNER_BOUND,
     LISTENER_ENTRYPOINT_ENV,
     POD_NAMESPACE_ENV,
     ControllerSettings,
@@ -129,6 +130,13 @@ def _number(text: str) -> float:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
     if value != value or value in (float("inf"), float("-inf")):
         raise argparse.ArgumentTypeError(f"must be a finite number (got {text})")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    value = _number(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be positive (got {text})")
     return value
 
 
@@ -283,6 +291,15 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="the largest runner pod template (spec.template as JSON) a scale set may have, since every runner "
         "stores a copy: a larger one is refused with a RunnerTemplateTooLarge condition; not an ARC flag "
         f"(default: {DEFAULT_MAX_RUNNER_TEMPLATE_BYTES})",
+    )
+    add_go_flag(
+        parser,
+        "unschedulable-runner-bound",
+        default=DEFAULT_UNSCHEDULABLE_RUNNER_BOUND,
+        type=_positive_float,
+        help="seconds a runner pod may stay unschedulable before its scale set advertises only the runners the "
+        "cluster has placed (CapacityLimited condition); not an ARC flag "
+        f"(default: {DEFAULT_UNSCHEDULABLE_RUNNER_BOUND:g})",
     )
     add_go_flag(
         parser,
@@ -448,6 +465,7 @@ def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> 
         runner_max_concurrent_reconciles=args.runner_max_concurrent_reconciles,
         max_runners_ceiling=args.max_runners_ceiling,
         max_runner_template_bytes=args.max_runner_template_bytes,
+        unschedulable_runner_bound=args.unschedulable_runner_bound,
         runner_pending_timeout=args.runner_pending_timeout if args.runner_pending_timeout > 0 else None,
         watch_namespace=args.watch_single_namespace or args.watch_namespace or None,
         allow_privileged_listener_template=args.allow_privileged_listener_template,

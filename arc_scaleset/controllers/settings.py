@@ -26,9 +26,13 @@ DEFAULT_LISTENER_COMMAND: Final = ("arc-scaleset", "listener")
 DISABLED_ADDRESS: Final = "0"
 
 DEFAULT_MAX_RUNNERS_CEILING: Final = 10_000
-DEFAULT_MAX_RUNNER_TEMPLATE_BYTES: Final = 256 * 1024
 """Runners one scale set may ask for, by default: well above what one scale set usually runs, and low enough
 that a typo (``minRunners: 500000``) cannot make the controller create hundreds of thousands of objects."""
+DEFAULT_MAX_RUNNER_TEMPLATE_BYTES: Final = 256 * 1024
+"""The largest runner pod template, as JSON, a scale set may have: every runner stores a copy."""
+DEFAULT_UNSCHEDULABLE_RUNNER_BOUND: Final = 120.0
+"""Seconds a runner pod may find no node before its scale set stops advertising room it cannot give: longer
+than a node autoscaler needs for a new node (about a minute), short enough that a job waits minutes, not hours."""
 
 
 DEFAULT_LISTENER_RESOURCE_BOUND: Final = "cpu=2,memory=2Gi,ephemeral-storage=2Gi"
@@ -93,6 +97,8 @@ class ControllerSettings:
     - ``max_runner_template_bytes``: the largest runner pod template (``spec.template`` as JSON) a scale set may
       have (``--max-runner-template-bytes``): every runner stores a copy; above it the scale set is refused
       (:mod:`arc_scaleset.controllers.autoscalingrunnerset.template_size`).
+    - ``unschedulable_runner_bound``: seconds a runner pod may stay unschedulable before the set advertises
+      only the runners it has placed (``--unschedulable-runner-bound``; docs/capacity.md).
     - ``runner_pending_timeout``: seconds a runner pod may take to start its runner container before it is
       retried as a failed pod (``None``: wait forever).
     - ``watch_namespace``: restrict the caches to this namespace (plus the controller namespace);
@@ -143,6 +149,7 @@ class ControllerSettings:
     runner_create_concurrency: int = 50
     max_runners_ceiling: int = DEFAULT_MAX_RUNNERS_CEILING
     max_runner_template_bytes: int = DEFAULT_MAX_RUNNER_TEMPLATE_BYTES
+    unschedulable_runner_bound: float = DEFAULT_UNSCHEDULABLE_RUNNER_BOUND
     watch_namespace: str | None = None
     build_version: str = arc_scaleset.__version__
     accept_any_version_label: bool = False
@@ -174,6 +181,8 @@ class ControllerSettings:
             raise SettingsError("max_runners_ceiling must be at least 1")
         if self.max_runner_template_bytes < 1:
             raise SettingsError("max_runner_template_bytes must be at least 1")
+        if self.unschedulable_runner_bound <= 0:
+            raise SettingsError("unschedulable_runner_bound must be positive")
         if self.runner_pending_timeout is not None and self.runner_pending_timeout <= 0:
             raise SettingsError("runner_pending_timeout must be positive (None waits forever)")
         if not 0 < self.listener_restart_backoff_base <= self.listener_restart_backoff_cap:

@@ -2,7 +2,9 @@
 
 One iteration:
 
-1. long-poll the session's queue with ``lastMessageId`` and the max-capacity header;
+1. long-poll the session's queue with ``lastMessageId`` and the max-capacity header: ``maxRunners``, lowered to
+   what the cluster can give the set now (:mod:`~arc_scaleset.listener.capacity`; ARC always sends
+   ``maxRunners``);
 2. no message (202): publish the desired count again from the latest statistics (so an ERS that lost a
    patch converges within one long-poll interval). With a ``minRunnersSchedule``, the poll is also cut short
    when a window opens or closes (:meth:`Listener._poll`), and the count published at once: a window's start
@@ -45,6 +47,7 @@ from arc_scaleset.backoff import Backoff
 from arc_scaleset.clock import Clock
 from arc_scaleset.github.errors import RateLimited, UnreadableMessage
 from arc_scaleset.github.models import JobCompleted, JobStarted, Message, MessageSession, Statistics
+from arc_scaleset.listener.capacity import advertised_capacity
 from arc_scaleset.listener.desired_state import ScaleDecision
 from arc_scaleset.listener.errors import (
     FatalListenerError,
@@ -200,11 +203,12 @@ class Listener:
 
     async def _poll(self) -> Message | _Woken | None:
         session = self.sessions.current()
+        capacity = advertised_capacity(self.settings.max_runners, self.scaler.cluster_capacity)
+        if self.metrics is not None:
+            self.metrics.record_advertised_capacity(capacity)
         async with asyncio.timeout(self.settings.poll_timeout):
             return await self._stop.race(
-                self._until_schedule_changes(
-                    self._api.get_message(session, self.last_message_id, self.settings.max_runners)
-                )
+                self._until_schedule_changes(self._api.get_message(session, self.last_message_id, capacity))
             )
 
     async def _until_schedule_changes(self, poll: Awaitable[Message | None]) -> Message | _Woken | None:

@@ -58,6 +58,7 @@ ACQUIRED_JOBS = "gha_acquired_jobs"
 MIN_RUNNERS = "gha_min_runners"
 MAX_RUNNERS = "gha_max_runners"
 DESIRED_RUNNERS = "gha_desired_runners"
+ADVERTISED_CAPACITY = "gha_advertised_capacity"
 STARTED_JOBS = "gha_started_jobs_total"
 COMPLETED_JOBS = "gha_completed_jobs_total"
 JOB_STARTUP_DURATION = "gha_job_startup_duration_seconds"
@@ -76,6 +77,8 @@ _HELP: dict[str, str] = {
     MIN_RUNNERS: "Minimum number of runners.",
     MAX_RUNNERS: "Maximum number of runners.",
     DESIRED_RUNNERS: "Number of runners desired by the scale set.",
+    ADVERTISED_CAPACITY: "Runners the scale set tells the Actions service it can take now (maxRunners, or less "
+    "when the cluster cannot give more; docs/capacity.md).",
     STARTED_JOBS: "Total number of jobs started.",
     COMPLETED_JOBS: "Total number of jobs completed.",
     JOB_STARTUP_DURATION: "Time from the scale set being assigned a job to a runner being assigned it, in seconds.",
@@ -95,6 +98,7 @@ _DEFAULT_GAUGES = (
     MIN_RUNNERS,
     MAX_RUNNERS,
     DESIRED_RUNNERS,
+    ADVERTISED_CAPACITY,
 )
 _KNOWN_COUNTERS = (STARTED_JOBS, COMPLETED_JOBS)
 _KNOWN_HISTOGRAMS = (JOB_STARTUP_DURATION, JOB_EXECUTION_DURATION, JOB_QUEUE_DURATION)
@@ -320,6 +324,10 @@ class ListenerMetrics:
 
     def record_desired_runners(self, count: int) -> None:
         self._set_gauge(DESIRED_RUNNERS, count)
+
+    def record_advertised_capacity(self, capacity: int) -> None:
+        """The ``X-ScaleSetMaxCapacity`` the listener sends with its polls (not an ARC metric)."""
+        self._set_gauge(ADVERTISED_CAPACITY, capacity)
 
     # --- job metrics --------------------------------------------------------------------------------
 

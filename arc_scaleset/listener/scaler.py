@@ -4,7 +4,8 @@
 
 - ``publish(assigned_jobs)``: the next decision as a JSON merge patch of the ERS,
   ``{"spec": {"patchID": <id>, "replicas": <target>}}``, where a target of 0 is sent as ``null`` (the
-  field is removed and reads back as 0, exactly as ARC's ``omitempty`` serialisation does);
+  field is removed and reads back as 0, exactly as ARC's ``omitempty`` serialisation does); the set the
+  API server answers with carries the capacity the controller published (:mod:`.capacity`);
 - ``record_job_started(job)``: a merge patch of the ``status`` subresource of the EphemeralRunner that
   took the job, with only the non-empty job facts. A runner that is already gone is not an error.
 
@@ -23,6 +24,7 @@ from arc_scaleset.clock import REAL_CLOCK, Clock
 from arc_scaleset.kube.client import PatchType
 from arc_scaleset.kube.errors import NotFound
 from arc_scaleset.kube.resources import Resource
+from arc_scaleset.listener.capacity import cluster_capacity
 from arc_scaleset.listener.desired_state import DesiredState, ScaleDecision
 
 log = logging.getLogger(__name__)
@@ -104,6 +106,8 @@ class Scaler:
         self.state = DesiredState(min_runners=min_runners, max_runners=max_runners, schedule=schedule)
         # The minimum of the last decision: minRunners, or more while a minRunnersSchedule window is open.
         self.min_runners = min_runners
+        self.cluster_capacity: int | None = None
+        """The set's ``status.advertisedCapacity`` as the last patch returned it (:mod:`.capacity`)."""
 
     def note_job_event(self) -> None:
         """A job started or completed: the next decision is not a "force state" one."""
@@ -120,7 +124,7 @@ class Scaler:
         decision = self.state.decide(assigned_jobs, now=now)
         self.min_runners = self.state.min_runners_at(now)
         try:
-            await self._kube.patch(
+            patched = await self._kube.patch(
                 EPHEMERAL_RUNNER_SETS,
                 self.ephemeral_runner_set,
                 ers_patch(decision),
@@ -131,6 +135,7 @@ class Scaler:
             if was_dirty:
                 self.state.mark_dirty()
             raise
+        self.cluster_capacity = cluster_capacity(patched)
         log.debug(
             "published desired runners",
             extra={

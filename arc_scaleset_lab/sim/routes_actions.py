@@ -213,7 +213,7 @@ class ActionsRoutes:
             raise errors.bad_request("The Accept header must carry api-version (application/json; api-version=...).")
         capacity = request.headers.get("X-ScaleSetMaxCapacity")
         if capacity is not None:
-            session.max_capacity = _int(capacity, "X-ScaleSetMaxCapacity")
+            self._state.advertise_capacity(session, _int(capacity, "X-ScaleSetMaxCapacity"))
         last = request.query.get("lastMessageId")
         last_message_id = _int(last, "lastMessageId") if last else 0
         scale_set_id = session.scale_set_id

@@ -6,11 +6,19 @@ driver (which calls :meth:`SimState.complete_due_jobs`) live elsewhere.
 
 Job lifecycle (one scale set per job, chosen at routing time)::
 
-    QUEUED (no scale set matches yet) -> AVAILABLE (JobAvailable queued for the scale set's session)
+    QUEUED (no scale set can take it yet) -> AVAILABLE (JobAvailable queued for the scale set's session)
       -> ACQUIRED (acquirejobs: JobAssigned, the job now belongs to the scale set and counts in
          totalAssignedJobs, which is what the listener scales on)
       -> RUNNING (an online idle runner took it: JobStarted)
       -> COMPLETED after ``duration`` seconds, or when its runner exits (JobCompleted with the result)
+
+Routing (docs/capacity.md): a job is offered to one scale set whose labels it matches, in its tenant's reach:
+the oldest set whose session has *capacity left* -- the ``X-ScaleSetMaxCapacity`` its last poll advertised,
+minus the jobs the set holds and has not finished (offered, acquired, running). Sets with the same labels are
+interchangeable, as on the service: a job one set cannot run goes to a sibling instead of waiting. While no
+matching set's session has advertised a capacity (no listener polls yet, or a client that sends no header),
+the oldest matching set takes it, as before capacity was modelled. Otherwise a job no set has room for stays
+QUEUED until a set polls with room or finishes a job.
 
 A job is assigned at most once, to exactly one runner. Statistics are computed from the model on demand, so
 they are consistent by construction: ``totalAssignedJobs = acquired + running`` (what the scale set owes
@@ -75,6 +83,9 @@ class JobState(enum.StrEnum):
     ACQUIRED = "acquired"
     RUNNING = "running"
     COMPLETED = "completed"
+
+
+_HELD_STATES = frozenset({JobState.AVAILABLE, JobState.ACQUIRED, JobState.RUNNING})
 
 
 @dataclass(frozen=True)
@@ -603,22 +614,58 @@ class SimState:
             enqueued_at=self.now(),
         )
         self.jobs[request_id] = job
-        self._route(job)
+        self._route(job, self._held_jobs())
         self._changed()
         return job
 
-    def _route(self, job: JobRecord) -> None:
+    def _route(self, job: JobRecord, held: dict[int, int]) -> None:
+        """Offer ``job`` to the scale set that takes it (module docstring, "Routing"), if one can now.
+
+        ``held`` counts each set's unfinished jobs; it is updated with the offer made.
+        """
         wanted = frozenset(label.lower() for label in job.labels)
-        for scale_set in sorted(self.scale_sets.values(), key=lambda s: s.id):
-            if wanted <= scale_set.label_names and self.tenants[scale_set.tenant_id].covers(job.repository):
-                job.state, job.scale_set_id = JobState.AVAILABLE, scale_set.id
-                self._emit(scale_set.id, "JobAvailable", job)
-                return
+        matching = [
+            scale_set
+            for scale_set in sorted(self.scale_sets.values(), key=lambda s: s.id)
+            if wanted <= scale_set.label_names and self.tenants[scale_set.tenant_id].covers(job.repository)
+        ]
+        advertising = [(s, capacity) for s in matching if (capacity := self._advertised_capacity(s.id)) is not None]
+        chosen = next((s for s, capacity in advertising if held.get(s.id, 0) < capacity), None)
+        if chosen is None and not advertising and matching:
+            chosen = matching[0]
+        if chosen is None:
+            return
+        job.state, job.scale_set_id = JobState.AVAILABLE, chosen.id
+        held[chosen.id] = held.get(chosen.id, 0) + 1
+        self._emit(chosen.id, "JobAvailable", job)
 
     def _route_queued_jobs(self) -> None:
+        queued = [job for job in self.jobs.values() if job.state == JobState.QUEUED]
+        if queued:
+            held = self._held_jobs()
+            for job in queued:
+                self._route(job, held)
+
+    def _held_jobs(self) -> dict[int, int]:
+        """Each scale set's jobs offered, acquired or running: what counts against its advertised capacity."""
+        held: dict[int, int] = {}
         for job in self.jobs.values():
-            if job.state == JobState.QUEUED:
-                self._route(job)
+            if job.scale_set_id is not None and job.state in _HELD_STATES:
+                held[job.scale_set_id] = held.get(job.scale_set_id, 0) + 1
+        return held
+
+    def _advertised_capacity(self, scale_set_id: int) -> int | None:
+        """The capacity the set's live session advertised with its last poll; ``None``: none advertised."""
+        session = self._live_session(scale_set_id)
+        return None if session is None else session.max_capacity
+
+    def advertise_capacity(self, session: Session, capacity: int) -> None:
+        """A poll carried ``X-ScaleSetMaxCapacity``: the session's capacity; queued jobs it now admits are offered."""
+        if session.max_capacity == capacity:
+            return
+        session.max_capacity = capacity
+        self._route_queued_jobs()
+        self._changed()
 
     def acquirable_jobs(self, tenant_id: int, scale_set_id: int) -> list[JobRecord]:
         self.scale_set(tenant_id, scale_set_id)
@@ -681,6 +728,10 @@ class SimState:
         return due
 
     def _complete(self, job: JobRecord, *, result: str) -> None:
+        self._finish(job, result=result)
+        self._route_queued_jobs()  # the job's set has room for one more
+
+    def _finish(self, job: JobRecord, *, result: str) -> None:
         job.state, job.finished_at, job.final_result = JobState.COMPLETED, self.now(), result
         runner = self.runners.get(job.runner_id) if job.runner_id is not None else None
         if job.scale_set_id is not None and job.scale_set_id in self.scale_sets:

@@ -51,6 +51,7 @@ from arc_scaleset.api.runner_sets import is_superseded, siblings_of
 from arc_scaleset.api.views import EphemeralRunnerSetView
 from arc_scaleset.controllers.context import ControllerContext
 from arc_scaleset.controllers.ephemeralrunnerset.builders import desired_ephemeral_runner, with_runner_instance
+from arc_scaleset.controllers.ephemeralrunnerset.capacity_status import CapacityPublisher
 from arc_scaleset.controllers.ephemeralrunnerset.cleanup import CleanupFailedError, CleanupResult, execute_cleanup
 from arc_scaleset.controllers.ephemeralrunnerset.conditions import degraded_conditions, patch_conditions
 from arc_scaleset.controllers.ephemeralrunnerset.counts import (
@@ -105,6 +106,7 @@ from arc_scaleset.kube.errors import NotFound as KubeNotFound
 from arc_scaleset.kube.finalizers import add_finalizer, has_finalizer, remove_finalizer
 from arc_scaleset.kube.informer import Object
 from arc_scaleset.kube.ownerrefs import Owner, children_of
+from arc_scaleset.kube.resources import RESOURCE_QUOTAS
 from arc_scaleset.kube.views import ObjectView
 from arc_scaleset.kube.workqueue import RateLimiter
 
@@ -146,6 +148,7 @@ class EphemeralRunnerSetReconciler:
         self._indexes: dict[str, SetRunners] = {}
         """Set key -> its classified runners, kept up to date from runner events (:mod:`.runner_index`)."""
         self._indexes_by_uid: dict[str, SetRunners] = {}
+        self.capacity = CapacityPublisher(ctx)
         ctx.metrics.observe_scale_sets(self._scale_set_states)
 
     def controller(self, *, rate_limiter: RateLimiter | None = None) -> Controller:
@@ -162,6 +165,8 @@ class EphemeralRunnerSetReconciler:
                 # A set that appears, or starts being deleted, may supersede a sibling or make it current again.
                 Watch(EPHEMERAL_RUNNER_SETS, self._siblings_of, on_update_if=_deletion_started),
                 Watch(EPHEMERAL_RUNNERS, self._runner_changed),
+                # A quota's usage moves what its namespace's sets can advertise (docs/capacity.md).
+                Watch(RESOURCE_QUOTAS, self._sets_in_namespace),
             ],
             rate_limiter=rate_limiter,
             clock=self._ctx.clock,
@@ -176,6 +181,10 @@ class EphemeralRunnerSetReconciler:
             for sibling in map(EphemeralRunnerSetView, siblings_of(self._sets, ers))
             if sibling.uid != view.uid
         ]
+
+    def _sets_in_namespace(self, obj: Object) -> list[Request]:
+        namespace = ObjectView(obj).namespace
+        return [Request(namespace, ObjectView(ers).name) for ers in self._sets.list(namespace)]
 
     def _runner_changed(self, runner: Object) -> list[Request]:
         """Tell the index of the runner's set that the runner changed (added, updated or deleted); queues
@@ -256,7 +265,8 @@ class EphemeralRunnerSetReconciler:
         await self._execute(ers, plan, key)
         await self._set_degraded(ers, problem)
         counts_due = await self._write_status(ers, key, states, phase=str(plan.phase))
-        return Result(requeue_after=_sooner(_sooner(plan.requeue_after, counts_due), recheck))
+        capacity_due = await self.capacity.publish(ers, states)
+        return Result(requeue_after=_sooner(_sooner(_sooner(plan.requeue_after, counts_due), recheck), capacity_due))
 
     async def _check_template(self, ers: Object, key: str, *, creating: bool) -> tuple[str | None, float | None]:
         """The API server's refusal of the set's runner pod (``None``: accepted, or never tried) and, while it

@@ -84,6 +84,10 @@ app.kubernetes.io/part-of: gha-rs-controller
 - apiGroups: [""]
   resources: [pods, serviceaccounts]
   verbs: [list, watch]
+# What a runner namespace's quotas still admit is what a scale set advertises to GitHub (docs/capacity.md).
+- apiGroups: [""]
+  resources: [resourcequotas]
+  verbs: [list, watch]
 - apiGroups: ["rbac.authorization.k8s.io"]
   resources: [rolebindings]
   verbs: [list, watch]

@@ -51,8 +51,10 @@ async def test_jobs_scale_the_runner_set_to_min_plus_assigned_jobs(
     handle = await start_listener(listener_config(listener_sim, namespace, min_runners=1, max_runners=3))
     await wait_for_replicas(kube, namespace, 1)
     ids = await enqueue(listener_sim, 4)
-    await all_acquired(listener_sim, ids)
-    await wait_for_replicas(kube, namespace, 3)  # min 1 + 4 assigned, capped at max 3
+    # The listener advertises maxRunners (3): the service offers the set 3 of the 4 jobs; the 4th waits.
+    await all_acquired(listener_sim, ids[:3])
+    assert listener_sim.sim.state.jobs[ids[3]].state is JobState.QUEUED
+    await wait_for_replicas(kube, namespace, 3)  # min 1 + 3 assigned, capped at max 3
     assert all(r.max_capacity == "3" for r in listener_sim.sim.requests if r.route == "get_message")
     never_acquired_twice(handle)
     assert not handle.task.done()

@@ -187,6 +187,7 @@ class FakePatcher:
         self.fail: deque[Exception] = deque()
         self.missing_runners: set[str] = set()
         self.ers_annotations: dict[str, str] = {}
+        self.ers_status: dict[str, Any] = {}  # what the controller wrote on the ERS status (the patch returns it)
         self.refused_state_writes: dict[str, int] = {}  # phase -> how many writes of it still to refuse
         self.runner_gate: asyncio.Event | None = None
         self.runners_waiting = 0
@@ -220,7 +221,11 @@ class FakePatcher:
                     self.ers_annotations[key] = value
             if patch:  # an empty patch only reads
                 self.log.append(("ers", name, subresource, patch))
-            return {"metadata": {"name": name, "annotations": dict(self.ers_annotations)}, "spec": {}}
+            return {
+                "metadata": {"name": name, "annotations": dict(self.ers_annotations)},
+                "spec": {},
+                "status": dict(self.ers_status),
+            }
         if self.runner_gate is not None:
             self.runners_waiting += 1
             try:

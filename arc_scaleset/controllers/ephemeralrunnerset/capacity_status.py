@@ -1,0 +1,202 @@
+"""Capacity truth on the EphemeralRunnerSet: gather :mod:`.capacity`'s inputs from the caches, publish its answer.
+
+Where each input comes from (docs/capacity.md):
+
+- ``maxRunners``: the set's AutoscalingRunnerSet (its controller owner); the controller's
+  ``--max-runners-ceiling`` when it has none;
+- one runner pod: built exactly as the next runner's would be (:func:`.template_check.dry_run_pod`);
+- the namespace's ResourceQuotas: a cache of them (the set is reconciled when one changes);
+- the set's runner pods (named after its EphemeralRunners) and the namespace's warm-capacity placeholders
+  (:data:`LABEL_WARM_PLACEHOLDER`): the pod cache the EphemeralRunner controller keeps;
+- unschedulable runners: a pod whose ``PodScheduled`` condition has been ``False``/``Unschedulable`` for longer
+  than ``--unschedulable-runner-bound``.
+
+The answer goes to ``status.advertisedCapacity`` with the ``CapacityLimited`` condition, in one status write
+conflict-checked against a fresh read (the only such write is done when either changes, which is rare; the
+``Degraded`` condition written earlier in the same pass is kept). The listener reads the figure from the set
+its own patches return, and sends ``min(maxRunners, advertisedCapacity)`` to the Actions service with its next
+poll (docs/listener.md).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from arc_scaleset.api.autoscalingrunnerset import AUTOSCALING_RUNNER_SETS
+from arc_scaleset.api.ephemeralrunnerset import EPHEMERAL_RUNNER_SETS
+from arc_scaleset.controllers.context import ControllerContext
+from arc_scaleset.controllers.ephemeralrunnerset.capacity import Capacity, CapacityInputs, assess_capacity
+from arc_scaleset.controllers.ephemeralrunnerset.template_check import dry_run_pod
+from arc_scaleset.controllers.runner_classification import RunnerStates
+from arc_scaleset.kube.client import PatchType
+from arc_scaleset.kube.conditions import ConditionStatus, get_condition, set_condition
+from arc_scaleset.kube.informer import Object
+from arc_scaleset.kube.ownerrefs import controller_of
+from arc_scaleset.kube.resources import PODS, RESOURCE_QUOTAS
+from arc_scaleset.kube.retry import retry_on_conflict
+from arc_scaleset.kube.views import ObjectView, sequence
+
+log = logging.getLogger(__name__)
+
+CONDITION_CAPACITY_LIMITED: Final = "CapacityLimited"
+STATUS_FIELD: Final = "advertisedCapacity"
+LABEL_WARM_PLACEHOLDER: Final = "actions.github.com/warm-placeholder"
+"""The label of warm-capacity placeholder pods: never runners, and the room they hold is a runner's."""
+_FINISHED: Final = frozenset({"Succeeded", "Failed"})
+
+
+@dataclass(frozen=True)
+class RunnerPods:
+    """The set's runner pods as capacity sees them, and when the next one passes the unschedulable bound."""
+
+    holding_quota: int
+    scheduled: int
+    unschedulable_past_bound: int
+    next_bound_in: float | None
+
+
+def runner_pods(pods: Sequence[Mapping[str, Any]], *, now: dt.datetime, bound: float) -> RunnerPods:
+    """Count ``pods`` (the set's runner pods): unfinished, on a node, unschedulable for longer than ``bound``."""
+    holding = scheduled = past = 0
+    next_in: float | None = None
+    for pod in pods:
+        view = ObjectView(pod)
+        if view.status.get("phase") in _FINISHED:
+            continue
+        holding += 1
+        if (pod.get("spec") or {}).get("nodeName"):
+            scheduled += 1
+            continue
+        since = _unschedulable_since(view.status)
+        if since is None:
+            continue
+        remaining = bound - (now - since).total_seconds()
+        if remaining <= 0:
+            past += 1
+        else:
+            next_in = remaining if next_in is None else min(next_in, remaining)
+    return RunnerPods(holding, scheduled, past, next_in)
+
+
+def _unschedulable_since(status: Mapping[str, Any]) -> dt.datetime | None:
+    condition = get_condition(sequence(status.get("conditions")), "PodScheduled")
+    if condition is None or condition.get("status") != "False" or condition.get("reason") != "Unschedulable":
+        return None
+    try:
+        return dt.datetime.fromisoformat(str(condition.get("lastTransitionTime", "")).replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+def capacity_changes(
+    ers: Mapping[str, Any], capacity: Capacity, *, now: dt.datetime
+) -> tuple[int, list[dict[str, Any]]] | None:
+    """``(advertisedCapacity, conditions)`` to write on ``ers``, or ``None`` when both already say so."""
+    view = ObjectView(ers)
+    conditions = sequence(view.status.get("conditions"))
+    existing = get_condition(conditions, CONDITION_CAPACITY_LIMITED)
+    status: ConditionStatus = "True" if capacity.limited else "False"
+    message = capacity.message or "the set advertises its maxRunners: no quota or node limit lowers it"
+    same_condition = existing is not None and (
+        existing.get("status"),
+        existing.get("reason"),
+        existing.get("message"),
+    ) == (status, capacity.reason, message)
+    if view.status.get(STATUS_FIELD) == capacity.advertised and (
+        same_condition or (existing is None and not capacity.limited)
+    ):
+        return None
+    updated = set_condition(
+        conditions,
+        type=CONDITION_CAPACITY_LIMITED,
+        status=status,
+        reason=capacity.reason,
+        message=message,
+        observed_generation=view.generation,
+        now=now,
+    )
+    return capacity.advertised, updated
+
+
+class CapacityPublisher:
+    """Assesses a set's capacity from the caches and keeps ``status.advertisedCapacity`` and ``CapacityLimited``
+    in step (see the module docstring). Create it during setup: it asks for its caches then."""
+
+    def __init__(self, ctx: ControllerContext) -> None:
+        self._ctx = ctx
+        self._pods = ctx.cache(PODS)
+        self.quotas = ctx.cache(RESOURCE_QUOTAS)
+        self._scale_sets = ctx.cache(AUTOSCALING_RUNNER_SETS)
+
+    def assess(self, ers: Object, states: RunnerStates) -> tuple[Capacity, float | None]:
+        """The set's capacity now, and the seconds until a pending pod passes the bound (``None``: none)."""
+        view = ObjectView(ers)
+        settings = self._ctx.settings
+        pods = [pod for runner in states.all() if (pod := self._pods.get(view.namespace, runner.name)) is not None]
+        counted = runner_pods(pods, now=self._ctx.clock.now(), bound=settings.unschedulable_runner_bound)
+        inputs = CapacityInputs(
+            max_runners=self._max_runners(ers),
+            runner_pod=dry_run_pod(
+                ers, exclude_label_prefixes=settings.exclude_label_prefixes, version=settings.build_version
+            ),
+            quotas=self.quotas.list(view.namespace),
+            runners_holding_quota=counted.holding_quota,
+            placeholder_pods=[
+                p for p in self._pods.list(view.namespace) if LABEL_WARM_PLACEHOLDER in ObjectView(p).labels
+            ],
+            unschedulable_past_bound=counted.unschedulable_past_bound,
+            scheduled_runners=counted.scheduled,
+        )
+        return assess_capacity(inputs), counted.next_bound_in
+
+    def _max_runners(self, ers: Object) -> int:
+        ceiling = self._ctx.settings.max_runners_ceiling
+        owner = controller_of(ers)
+        if owner is None or owner.get("kind") != AUTOSCALING_RUNNER_SETS.kind:
+            return ceiling
+        scale_set = self._scale_sets.get(ObjectView(ers).namespace, str(owner.get("name", "")))
+        value = ((scale_set or {}).get("spec") or {}).get("maxRunners")
+        return min(value, ceiling) if isinstance(value, int) else ceiling
+
+    async def publish(self, ers: Object, states: RunnerStates) -> float | None:
+        """Assess and write the set's capacity when it changed (a Warning Event when a limit starts or its
+        reason changes); returns the seconds until a pending runner pod passes the bound (``None``: none)."""
+        capacity, recheck = self.assess(ers, states)
+        now = self._ctx.clock.now()
+        if capacity_changes(ers, capacity, now=now) is None:
+            return recheck
+        view = ObjectView(ers)
+        kube = self._ctx.kube
+
+        async def write() -> str | None:
+            """Write the change against a fresh read; the reason the set had before (``None``: nothing written)."""
+            fresh = await kube.get(EPHEMERAL_RUNNER_SETS, view.name, namespace=view.namespace)
+            changes = capacity_changes(fresh, capacity, now=now)
+            if changes is None:
+                return None
+            advertised, conditions = changes
+            body = {
+                "metadata": {"resourceVersion": ObjectView(fresh).resource_version},
+                "status": {STATUS_FIELD: advertised, "conditions": conditions},
+            }
+            await kube.patch(EPHEMERAL_RUNNER_SETS, view.name, body, namespace=view.namespace,
+                             patch_type=PatchType.MERGE, subresource="status")  # fmt: skip
+            before = get_condition(sequence(ObjectView(fresh).status.get("conditions")), CONDITION_CAPACITY_LIMITED)
+            return str((before or {}).get("reason", ""))
+
+        before = await retry_on_conflict(write, clock=self._ctx.clock)
+        if before is None:
+            return recheck
+        log.info(
+            "advertised capacity changed",
+            extra={"set": f"{view.namespace}/{view.name}", "capacity": capacity.advertised, "reason": capacity.reason},
+        )
+        if capacity.limited and before != capacity.reason:
+            await self._ctx.events.event(
+                ers, type="Warning", reason=capacity.reason, note=capacity.message, action="AdvertiseCapacity"
+            )
+        return recheck
