@@ -129,3 +129,8 @@ class EphemeralRunnerPhase(enum.StrEnum):
     SUCCEEDED = "Succeeded"
     FAILED = "Failed"
     OUTDATED = "Outdated"
+
+
+CONDITION_CAPACITY_LIMITED: Final = "CapacityLimited"
+"""An EphemeralRunnerSet's condition: the cluster cannot give it ``maxRunners`` runners now, and its
+``status.advertisedCapacity`` (what the listener tells GitHub) says how many it can (docs/capacity.md)."""

@@ -63,6 +63,10 @@ def render_status(doc: Mapping[str, Any]) -> str:
             f"{runner_set['patchId']}, revision desired {runner_set['desiredRevision']} applied "
             f"{runner_set['appliedRevision']}{rolling}{others}",
         )
+        capacity = runner_set["capacity"]
+        if capacity is not None:
+            why = f" ({capacity['limitedBy']}: {capacity['message']})" if capacity["limitedBy"] else ""
+            row("Capacity", f"GitHub is told {capacity['advertised']} runners{why}")
     listener = doc["listener"]
     if listener is None:
         row("Listener", "none")

@@ -17,12 +17,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from arc_scaleset.api.keys import EphemeralRunnerPhase
+from arc_scaleset.api.keys import CONDITION_CAPACITY_LIMITED, EphemeralRunnerPhase
 from arc_scaleset.api.listener_state import SCALE_SET_NOT_FOUND, ListenerPhase
 from arc_scaleset.api.views import EphemeralRunnerSetView, EphemeralRunnerView
 from arc_scaleset.diagnose.snapshot import Snapshot
 from arc_scaleset.kube.conditions import get_condition
-from arc_scaleset.kube.views import ObjectView, PodView, mapping, string
+from arc_scaleset.kube.views import ObjectView, PodView, mapping, sequence, string
 from arc_scaleset.observability.logging import redact
 
 __all__ = ["RULES", "Finding", "Severity", "explain", "format_age"]
@@ -355,6 +355,29 @@ def at_max_runners(snapshot: Snapshot) -> list[Finding]:
     ]
 
 
+def capacity_limited(snapshot: Snapshot) -> list[Finding]:
+    """The cluster cannot give the scale set ``maxRunners`` runners now (``CapacityLimited`` on its runner set,
+    docs/capacity.md): GitHub is told less, and offers further jobs to a sibling set or keeps them queued."""
+    current = snapshot.current_runner_set
+    if current is None:
+        return []
+    ers = EphemeralRunnerSetView(current)
+    limited = get_condition(sequence(ers.status.get("conditions")), CONDITION_CAPACITY_LIMITED)
+    advertised = ers.status.get("advertisedCapacity")
+    if limited is None or limited.get("status") != "True" or not isinstance(advertised, int):
+        return []
+    why = f"{string(limited.get('reason'))}: {redact(string(limited.get('message')))}"
+    return [
+        Finding(
+            "capacity-limited",
+            Severity.WARNING,
+            f"GitHub is told the scale set can run {advertised} runners now ({why}): further jobs go to a sibling"
+            " scale set with the same labels, or wait in GitHub's queue",
+            (_ref(current),),
+        )
+    ]
+
+
 def outdated_runner_version(snapshot: Snapshot) -> list[Finding]:
     """GitHub refuses the runner version (exit code 7): the runner image must be updated."""
     current = snapshot.current_runner_set
@@ -376,6 +399,7 @@ RULES: Final[tuple[Rule, ...]] = (
     pending_runners,
     failed_runners,
     outdated_runner_version,
+    capacity_limited,
     at_max_runners,
     revision_rollout,
 )

@@ -17,12 +17,13 @@ from arc_scaleset.api.keys import (
     ANNOTATION_RUNNER_GROUP_NAME,
     ANNOTATION_RUNNER_SCALE_SET_ID,
     ANNOTATION_RUNNER_SCALE_SET_NAME,
+    CONDITION_CAPACITY_LIMITED,
     EphemeralRunnerPhase,
 )
 from arc_scaleset.api.listener_state import ListenerPhase
 from arc_scaleset.api.views import EphemeralRunnerSetView, EphemeralRunnerView
 from arc_scaleset.diagnose.snapshot import Snapshot
-from arc_scaleset.kube.conditions import format_time
+from arc_scaleset.kube.conditions import format_time, get_condition
 from arc_scaleset.kube.views import ObjectView, PodView, integer, parse_int, sequence, string
 from arc_scaleset.observability.logging import redact
 
@@ -44,6 +45,22 @@ def runners_page(config_url: str) -> str:
     """Where the scale set's runners are listed on GitHub: the settings page under the configuration URL
     (organization, repository or ``enterprises/<name>``)."""
     return f"{config_url.rstrip('/')}/settings/actions/runners" if config_url else ""
+
+
+def _capacity(status: Mapping[str, Any]) -> dict[str, Any] | None:
+    """What the listener tells GitHub the set can run, and why it is below ``maxRunners`` (docs/capacity.md);
+    ``None`` before the controller published a figure."""
+    advertised = status.get("advertisedCapacity")
+    if not isinstance(advertised, int) or isinstance(advertised, bool):
+        return None
+    limited = get_condition(sequence(status.get("conditions")), CONDITION_CAPACITY_LIMITED) or {}
+    if limited.get("status") != "True":
+        return {"advertised": advertised, "limitedBy": None, "message": None}
+    return {
+        "advertised": advertised,
+        "limitedBy": string(limited.get("reason")),
+        "message": redact(string(limited.get("message"))),
+    }
 
 
 def _conditions(obj: Mapping[str, Any] | None) -> list[dict[str, Any]]:
@@ -137,6 +154,7 @@ def summarize(snapshot: Snapshot) -> dict[str, Any]:
             "desiredRevision": ers.actionable_revision,
             "appliedRevision": ers.applied_actionable_revision,
             "others": len(snapshot.runner_sets) - 1,
+            "capacity": _capacity(ers.status),
         }
         if ers
         else None,

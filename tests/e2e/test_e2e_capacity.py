@@ -21,8 +21,8 @@ import pytest
 
 from arc_scaleset.api.autoscalingrunnerset import AUTOSCALING_RUNNER_SETS
 from arc_scaleset.api.ephemeralrunnerset import EPHEMERAL_RUNNER_SETS
+from arc_scaleset.api.keys import CONDITION_CAPACITY_LIMITED
 from arc_scaleset.controllers.ephemeralrunnerset.capacity import REASON_QUOTA
-from arc_scaleset.controllers.ephemeralrunnerset.capacity_status import CONDITION_CAPACITY_LIMITED
 from arc_scaleset.kube import resources
 from arc_scaleset.kube.conditions import get_condition
 from arc_scaleset_lab.demo.summary import audit_jobs

@@ -28,6 +28,7 @@ from typing import Any, Final
 
 from arc_scaleset.api.autoscalingrunnerset import AUTOSCALING_RUNNER_SETS
 from arc_scaleset.api.ephemeralrunnerset import EPHEMERAL_RUNNER_SETS
+from arc_scaleset.api.keys import CONDITION_CAPACITY_LIMITED
 from arc_scaleset.controllers.context import ControllerContext
 from arc_scaleset.controllers.ephemeralrunnerset.capacity import Capacity, CapacityInputs, assess_capacity
 from arc_scaleset.controllers.ephemeralrunnerset.template_check import dry_run_pod
@@ -42,7 +43,6 @@ from arc_scaleset.kube.views import ObjectView, sequence
 
 log = logging.getLogger(__name__)
 
-CONDITION_CAPACITY_LIMITED: Final = "CapacityLimited"
 STATUS_FIELD: Final = "advertisedCapacity"
 LABEL_WARM_PLACEHOLDER: Final = "actions.github.com/warm-placeholder"
 """The label of warm-capacity placeholder pods: never runners, and the room they hold is a runner's."""

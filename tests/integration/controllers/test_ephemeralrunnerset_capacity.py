@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
+from arc_scaleset.api.keys import CONDITION_CAPACITY_LIMITED
 from arc_scaleset.controllers.ephemeralrunnerset.capacity import REASON_QUOTA, REASON_UNSCHEDULABLE
-from arc_scaleset.controllers.ephemeralrunnerset.capacity_status import CONDITION_CAPACITY_LIMITED
 from arc_scaleset.kube.client import KubeClient
 from arc_scaleset.kube.conditions import get_condition
 from arc_scaleset.kube.resources import EVENTS, RESOURCE_QUOTAS

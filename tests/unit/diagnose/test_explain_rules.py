@@ -170,3 +170,24 @@ def test_events_from_either_api_read_alike() -> None:
 )
 def test_ages_read_like_kubectls(seconds: int, text: str) -> None:
     assert format_age(dt.timedelta(seconds=seconds)) == text
+
+
+def capacity_limited_snapshot() -> Snapshot:
+    """The healthy set, its runner set limited to 5 runners by the namespace's quota (docs/capacity.md)."""
+    document = json.loads((SNAPSHOTS / "healthy.json").read_text())
+    status = document["runnerSets"][0]["status"]
+    status["advertisedCapacity"] = 5
+    status["conditions"] = [
+        {"type": "CapacityLimited", "status": "True", "reason": "ResourceQuotaExhausted",
+         "message": "ResourceQuota runners admits 5 runners", "lastTransitionTime": "2026-03-01T12:00:00Z"}
+    ]  # fmt: skip
+    return Snapshot.from_json(document)
+
+
+def test_a_set_the_cluster_cannot_give_max_runners_says_what_github_is_told_and_why() -> None:
+    (finding,) = explain(capacity_limited_snapshot())
+    assert finding.rule == "capacity-limited"
+    assert finding.severity is Severity.WARNING
+    assert finding.line.startswith(
+        "GitHub is told the scale set can run 5 runners now (ResourceQuotaExhausted: ResourceQuota runners admits"
+    )

@@ -8,7 +8,7 @@ import json
 from arc_scaleset.cli import COMMANDS, build_parser
 from arc_scaleset.diagnose.render import render_status
 from arc_scaleset.diagnose.summary import summarize
-from tests.unit.diagnose.test_explain_rules import recorded
+from tests.unit.diagnose.test_explain_rules import capacity_limited_snapshot, recorded
 
 
 def test_status_shows_github_bounds_runners_revisions_and_listener() -> None:
@@ -93,3 +93,16 @@ def test_status_of_a_listener_without_a_session_shows_its_last_success_before_th
     assert doc["listener"]["pollingSince"] is None
     text = render_status(doc)
     assert "session WaitingForSession for 4m, no successful poll before it, last error SessionConflict" in text
+
+
+def test_status_shows_the_capacity_github_is_told_and_what_limits_it() -> None:
+    snapshot = capacity_limited_snapshot()
+    doc = summarize(snapshot)
+    assert doc["runnerSet"]["capacity"] == {
+        "advertised": 5,
+        "limitedBy": "ResourceQuotaExhausted",
+        "message": "ResourceQuota runners admits 5 runners",
+    }
+    text = render_status(doc)
+    assert "GitHub is told 5 runners (ResourceQuotaExhausted: ResourceQuota runners admits 5 runners)" in text
+    assert summarize(recorded("healthy"))["runnerSet"]["capacity"] is None

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from arc_scaleset.api.keys import CONDITION_CAPACITY_LIMITED
 from arc_scaleset.controllers.ephemeralrunnerset.capacity import (
     REASON_AS_EXPECTED,
     REASON_QUOTA,
@@ -15,11 +16,7 @@ from arc_scaleset.controllers.ephemeralrunnerset.capacity import (
     assess_capacity,
     quota_applies,
 )
-from arc_scaleset.controllers.ephemeralrunnerset.capacity_status import (
-    CONDITION_CAPACITY_LIMITED,
-    capacity_changes,
-    runner_pods,
-)
+from arc_scaleset.controllers.ephemeralrunnerset.capacity_status import capacity_changes, runner_pods
 
 NOW = dt.datetime(2026, 12, 5, 12, 0, tzinfo=dt.UTC)
 
