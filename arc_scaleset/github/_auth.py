@@ -302,29 +302,10 @@ def _step_failure(exc: ActionsError, step: str, explanation: str) -> ActionsErro
     if isinstance(exc, RateLimited) or exc.status not in (403, 404):
         return exc
     return AuthenticationStepFailed(
-        step=step,
-        method=exc.method,
-        url=exc.url,
-        status=exc.status,
-        reason=exc.reason,
-        detail=f"the {step} step failed: {explanation} ({exc.detail})",
-        activity_id=exc.activity_id,
-        github_request_id=exc.github_request_id,
-        type_name=exc.type_name,
-        server_date=exc.server_date,
+        step=step, detail=f"the {step} step failed: {explanation} ({exc.detail})", **exc.facts()
     )
 
 
 def _reworded(exc: ActionsError, explanation: str) -> ActionsError:
     """The same error class and facts, with a detail a human can act on (the service's words kept at the end)."""
-    return type(exc)(
-        method=exc.method,
-        url=exc.url,
-        status=exc.status,
-        reason=exc.reason,
-        detail=f"{explanation} ({exc.detail})",
-        activity_id=exc.activity_id,
-        github_request_id=exc.github_request_id,
-        type_name=exc.type_name,
-        server_date=exc.server_date,
-    )
+    return type(exc)(detail=f"{explanation} ({exc.detail})", **exc.facts())

@@ -27,6 +27,7 @@ Reactions, by class:
 from __future__ import annotations
 
 import datetime as dt
+from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from arc_scaleset.observability.logging import redact
@@ -84,6 +85,20 @@ class ActionsError(GitHubError):
         self.type_name = type_name
         self.server_date = server_date  # the answer's Date header: the server's clock (App JWT clock skew)
         super().__init__(self._format())
+
+    def facts(self) -> dict[str, Any]:
+        """The keyword arguments that rebuild this error, but for ``detail`` (to reword it, or to say it again
+        as another class)."""
+        return {
+            "method": self.method,
+            "url": self.url,
+            "status": self.status,
+            "reason": self.reason,
+            "activity_id": self.activity_id,
+            "github_request_id": self.github_request_id,
+            "type_name": self.type_name,
+            "server_date": self.server_date,
+        }
 
     def _format(self) -> str:
         head = f"request {self.method} {self.url} failed"

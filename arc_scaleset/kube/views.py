@@ -25,7 +25,7 @@ per-object hot path where even a view's construction shows in the ingest rate.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 
@@ -64,6 +64,24 @@ def mapping(value: object) -> Mapping[str, Any]:
 def sequence(value: object) -> Sequence[Any]:
     """``value`` when it is a list or tuple (a JSON array), else an empty list."""
     return value if isinstance(value, (list, tuple)) else []
+
+
+def indexed_mappings(value: object) -> Iterator[tuple[int, Mapping[str, Any]]]:
+    """The mappings of ``value`` when it is a list, with their index in it (anything else in it is skipped: the
+    API server rejects it); nothing when it is not a list."""
+    if isinstance(value, list):
+        for index, item in enumerate(value):
+            if isinstance(item, Mapping):
+                yield index, item
+
+
+def nested(value: object, *path: str) -> Any:
+    """``value[path[0]][path[1]]...``, or ``None`` where a step is missing or not a mapping."""
+    for key in path:
+        if not isinstance(value, Mapping):
+            return None
+        value = value.get(key)
+    return value
 
 
 def named(items: Sequence[Any], name: str) -> Mapping[str, Any] | None:

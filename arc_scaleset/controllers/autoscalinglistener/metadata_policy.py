@@ -33,6 +33,7 @@ from typing import Any, Final
 from arc_scaleset.api.common import ResourceMeta
 from arc_scaleset.controllers.autoscalinglistener.violation import ROOT, Violation
 from arc_scaleset.controllers.settings import ControllerSettings
+from arc_scaleset.kube.views import mapping
 
 ALLOW_KEY_FLAG: Final = "--allow-listener-metadata-key"
 SELECTOR_LABEL_FLAG: Final = "--controller-selector-label"
@@ -99,12 +100,12 @@ def pod_metadata_violations(
 ) -> list[Violation]:
     """The refused labels and annotations of the merged listener ``pod``, named where the user wrote them: the
     template's ``metadata``, or the scale set's labels (the listener's own, copied from its scale set)."""
-    meta = _mapping(pod.get("metadata"))
-    template_meta = _mapping(_mapping(template).get("metadata"))
+    meta = mapping(pod.get("metadata"))
+    template_meta = mapping(mapping(template).get("metadata"))
     found: list[Violation] = []
     for kind in ("labels", "annotations"):
-        values = {str(k): str(v) for k, v in _mapping(meta.get(kind)).items()}
-        from_template = _mapping(template_meta.get(kind))
+        values = {str(k): str(v) for k, v in mapping(meta.get(kind)).items()}
+        from_template = mapping(template_meta.get(kind))
 
         def where(key: str, kind: str = kind, from_template: Mapping[str, Any] = from_template) -> str:
             if key in from_template:
@@ -139,7 +140,3 @@ def _identity_violations(
 
 def _field(base: str, kind: str, key: str) -> str:
     return f'{base}.{kind}["{key}"]'
-
-
-def _mapping(value: object) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}

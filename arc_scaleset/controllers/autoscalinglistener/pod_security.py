@@ -40,6 +40,7 @@ from typing import Any, Final
 from arc_scaleset.controllers.autoscalinglistener.violation import ROOT, Violation
 from arc_scaleset.controllers.settings import DEFAULT_LISTENER_RESOURCE_BOUND, ControllerSettings, parse_resource_bound
 from arc_scaleset.kube.quantity import InvalidQuantity, Quantity, parse_quantity
+from arc_scaleset.kube.views import indexed_mappings, mapping, nested
 
 ALLOW_PRIVILEGED_FLAG: Final = "--allow-privileged-listener-template"
 ALLOW_SCHEDULING_FLAG: Final = "--allow-listener-template-scheduling"
@@ -91,8 +92,8 @@ def listener_pod_violations(
     """The violations of the merged listener ``pod`` built with ``template``, in field order: Pod Security,
     then scheduling, then resources (each group unless the admin allows it; resources always, against the
     bound)."""
-    spec = _mapping(pod.get("spec"))
-    where = _Where(spec, _mapping(_mapping(template).get("spec")))
+    spec = mapping(pod.get("spec"))
+    where = _Where(spec, mapping(mapping(template).get("spec")))
     found: list[Violation] = []
     if not rules.allow_privileged:
         found += _restricted_violations(pod, spec, where)
@@ -115,9 +116,9 @@ class _Where:
     """The field path, as the user wrote it, of a part of the merged pod."""
 
     def __init__(self, spec: Mapping[str, Any], template_spec: Mapping[str, Any]) -> None:
-        self._template_containers = [c.get("name") for _, c in _items(template_spec.get("containers"))]
-        template_volumes = len(list(_items(template_spec.get("volumes"))))
-        self._own_volumes = len(list(_items(spec.get("volumes")))) - template_volumes
+        self._template_containers = [c.get("name") for _, c in indexed_mappings(template_spec.get("containers"))]
+        template_volumes = len(list(indexed_mappings(template_spec.get("volumes"))))
+        self._own_volumes = len(list(indexed_mappings(spec.get("volumes")))) - template_volumes
 
     def pod(self, path: str) -> str:
         return f"{ROOT}.spec.{path}"
@@ -146,9 +147,9 @@ def _restricted_violations(pod: Mapping[str, Any], spec: Mapping[str, Any], wher
     for name in ("hostNetwork", "hostPID", "hostIPC"):
         if spec.get(name) is True:
             found.append(Violation(where.pod(name), _restricted("a host namespace is refused")))
-    context = _mapping(spec.get("securityContext"))
+    context = mapping(spec.get("securityContext"))
     found += _context_violations(context, lambda path: where.pod(f"securityContext.{path}"))
-    for i, sysctl in _items(context.get("sysctls")):
+    for i, sysctl in indexed_mappings(context.get("sysctls")):
         if sysctl.get("name") not in SAFE_SYSCTLS:
             found.append(
                 Violation(
@@ -156,7 +157,7 @@ def _restricted_violations(pod: Mapping[str, Any], spec: Mapping[str, Any], wher
                     _restricted(f"sysctl {sysctl.get('name')!r} is not a safe one"),
                 )
             )
-    for i, volume in _items(spec.get("volumes")):
+    for i, volume in indexed_mappings(spec.get("volumes")):
         for source in sorted(set(volume) - {"name"} - ALLOWED_VOLUME_SOURCES):
             found.append(
                 Violation(
@@ -167,12 +168,12 @@ def _restricted_violations(pod: Mapping[str, Any], spec: Mapping[str, Any], wher
                 )
             )
     pod_non_root = context.get("runAsNonRoot") is True
-    pod_seccomp = _get(context, "seccompProfile", "type") is not None
+    pod_seccomp = nested(context, "seccompProfile", "type") is not None
     for group in _CONTAINER_GROUPS:
-        for i, container in _items(spec.get(group)):
+        for i, container in indexed_mappings(spec.get(group)):
             at = functools.partial(where.container, group, i, container)
             found += _container_violations(container, at, pod_non_root=pod_non_root, pod_seccomp=pod_seccomp)
-    annotations = _mapping(_mapping(pod.get("metadata")).get("annotations"))
+    annotations = mapping(mapping(pod.get("metadata")).get("annotations"))
     for key, value in annotations.items():
         if (
             key.startswith(APPARMOR_ANNOTATION_PREFIX)
@@ -191,12 +192,12 @@ def _container_violations(
     container: Mapping[str, Any], at: _At, *, pod_non_root: bool, pod_seccomp: bool
 ) -> list[Violation]:
     found: list[Violation] = []
-    context = _mapping(container.get("securityContext"))
+    context = mapping(container.get("securityContext"))
     if context.get("privileged") is True:
         found.append(Violation(at("securityContext.privileged"), _restricted("a privileged container is refused")))
     if context.get("allowPrivilegeEscalation") is not False:
         found.append(Violation(at("securityContext.allowPrivilegeEscalation"), _restricted("must be false")))
-    added = [cap for cap in _strings(_get(context, "capabilities", "add")) if cap not in ADDABLE_CAPABILITIES]
+    added = [cap for cap in _strings(nested(context, "capabilities", "add")) if cap not in ADDABLE_CAPABILITIES]
     if added:
         found.append(
             Violation(
@@ -204,7 +205,7 @@ def _container_violations(
                 _restricted(f"adding {', '.join(added)} is refused (NET_BIND_SERVICE only)"),
             )
         )
-    if "ALL" not in _strings(_get(context, "capabilities", "drop")):
+    if "ALL" not in _strings(nested(context, "capabilities", "drop")):
         found.append(Violation(at("securityContext.capabilities.drop"), _restricted("must include ALL")))
     if context.get("procMount") not in (None, "Default"):
         found.append(
@@ -214,14 +215,14 @@ def _container_violations(
         )
     if context.get("runAsNonRoot") is None and not pod_non_root:  # false: _context_violations
         found.append(Violation(at("securityContext.runAsNonRoot"), _restricted("must be true (here or for the pod)")))
-    if _get(context, "seccompProfile", "type") is None and not pod_seccomp:
+    if nested(context, "seccompProfile", "type") is None and not pod_seccomp:
         found.append(
             Violation(
                 at("securityContext.seccompProfile.type"),
                 _restricted("must be RuntimeDefault or Localhost (here or for the pod)"),
             )
         )
-    for i, port in _items(container.get("ports")):
+    for i, port in indexed_mappings(container.get("ports")):
         if port.get("hostPort") not in (None, 0):
             found.append(Violation(at(f"ports[{i}].hostPort"), _restricted("a host port is refused")))
     found += _context_violations(context, lambda path: at(f"securityContext.{path}"))
@@ -230,17 +231,17 @@ def _container_violations(
 
 def _context_violations(context: Mapping[str, Any], at: _At) -> Iterator[Violation]:
     """The checks a pod's and a container's securityContext share."""
-    if _get(context, "windowsOptions", "hostProcess") is True:
+    if nested(context, "windowsOptions", "hostProcess") is True:
         yield Violation(at("windowsOptions.hostProcess"), _restricted("a host process is refused"))
     if context.get("runAsNonRoot") is False:
         yield Violation(at("runAsNonRoot"), _restricted("must not be false"))
     if context.get("runAsUser") == 0:
         yield Violation(at("runAsUser"), _restricted("user 0 (root) is refused"))
     for name in ("seccompProfile", "appArmorProfile"):
-        kind = _get(context, name, "type")
+        kind = nested(context, name, "type")
         if kind is not None and kind not in CONFINED_PROFILES:
             yield Violation(at(f"{name}.type"), _restricted(f"{kind!r} is refused (RuntimeDefault or Localhost only)"))
-    selinux = _mapping(context.get("seLinuxOptions"))
+    selinux = mapping(context.get("seLinuxOptions"))
     if selinux.get("type", "") not in SELINUX_TYPES:
         yield Violation(at("seLinuxOptions.type"), _restricted(f"SELinux type {selinux.get('type')!r} is refused"))
     for name in ("user", "role"):
@@ -255,9 +256,9 @@ def _resource_violations(spec: Mapping[str, Any], where: _Where, bound: Mapping[
     found: list[Violation] = []
     totals: dict[tuple[str, str], Fraction] = {}
     for group in _RESOURCE_GROUPS:
-        for i, container in _items(spec.get(group)):
+        for i, container in indexed_mappings(spec.get(group)):
             path = where.container(group, i, container, "resources")
-            found += _bound_violations(path, _mapping(container.get("resources")), bound, totals=totals)
+            found += _bound_violations(path, mapping(container.get("resources")), bound, totals=totals)
     for (kind, name), total in totals.items():
         if total > bound[name].value:
             found.append(
@@ -279,7 +280,7 @@ def _bound_violations(
 ) -> Iterator[Violation]:
     """Each of ``resources``' requests and limits against ``bound``; those within it are added to ``totals``."""
     for kind in ("requests", "limits"):
-        for name, raw in _mapping(resources.get(kind)).items():
+        for name, raw in mapping(resources.get(kind)).items():
             if name not in bound:
                 yield Violation(
                     f"{path}.{kind}.{name}",
@@ -308,24 +309,5 @@ def _words(name: str) -> str:
             "schedulerName": "another scheduler"}.get(name, name)  # fmt: skip
 
 
-def _mapping(value: object) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
-
-
-def _items(value: object) -> Iterator[tuple[int, Mapping[str, Any]]]:
-    if isinstance(value, list):
-        for index, item in enumerate(value):
-            if isinstance(item, Mapping):
-                yield index, item
-
-
 def _strings(value: object) -> list[str]:
     return [item for item in value if isinstance(item, str)] if isinstance(value, list) else []
-
-
-def _get(value: object, *path: str) -> Any:
-    for key in path:
-        if not isinstance(value, Mapping):
-            return None
-        value = value.get(key)
-    return value

@@ -30,6 +30,7 @@ from arc_scaleset.controllers.autoscalinglistener.metadata_policy import Metadat
 from arc_scaleset.controllers.autoscalinglistener.pod_security import PodRules, listener_pod_violations, pod_rules
 from arc_scaleset.controllers.autoscalinglistener.violation import ROOT, Violation
 from arc_scaleset.controllers.settings import ControllerSettings
+from arc_scaleset.kube.views import indexed_mappings, nested
 
 SHAREABLE_VALUE: Final = "true"
 
@@ -166,44 +167,28 @@ def _spec(template: Mapping[str, Any] | None) -> Mapping[str, Any]:
     return spec if isinstance(spec, Mapping) else {}
 
 
-def _items(value: object) -> Iterator[tuple[int, Mapping[str, Any]]]:
-    """The mappings of a list, with their index (anything else in it is skipped: the API rejects it)."""
-    if isinstance(value, list):
-        for index, item in enumerate(value):
-            if isinstance(item, Mapping):
-                yield index, item
-
-
-def _get(value: object, *path: str) -> Any:
-    for key in path:
-        if not isinstance(value, Mapping):
-            return None
-        value = value.get(key)
-    return value
-
-
 def _name(value: object) -> str:
     return value if isinstance(value, str) else ""
 
 
 def _references(spec: Mapping[str, Any]) -> Iterator[Reference]:
     base = f"{ROOT}.spec"
-    for i, volume in _items(spec.get("volumes")):
+    for i, volume in indexed_mappings(spec.get("volumes")):
         yield from _volume_references(volume, f"{base}.volumes[{i}]")
     for group in _CONTAINER_GROUPS:
-        for i, container in _items(spec.get(group)):
+        for i, container in indexed_mappings(spec.get(group)):
             where = f"{base}.{group}[{i}]"
-            for j, var in _items(container.get("env")):
+            for j, var in indexed_mappings(container.get("env")):
                 for key, kind in _ENV_REFS:
-                    ref = _get(var, "valueFrom", key)
+                    ref = nested(var, "valueFrom", key)
                     if isinstance(ref, Mapping):
                         yield Reference(kind, _name(ref.get("name")), f"{where}.env[{j}].valueFrom.{key}.name")
-            for j, source in _items(container.get("envFrom")):
+            for j, source in indexed_mappings(container.get("envFrom")):
                 for key, kind in _ENV_FROM_REFS:
                     ref = source.get(key)
                     if isinstance(ref, Mapping):
                         yield Reference(kind, _name(ref.get("name")), f"{where}.envFrom[{j}].{key}.name")
-    for i, secret in _items(spec.get("imagePullSecrets")):
+    for i, secret in indexed_mappings(spec.get("imagePullSecrets")):
         yield Reference("Secret", _name(secret.get("name")), f"{base}.imagePullSecrets[{i}].name", pull_secret=True)
 
 
@@ -214,7 +199,7 @@ def _volume_references(volume: Mapping[str, Any], where: str) -> Iterator[Refere
     config_map = volume.get("configMap")
     if isinstance(config_map, Mapping):
         yield Reference("ConfigMap", _name(config_map.get("name")), f"{where}.configMap.name")
-    for j, source in _items(_get(volume, "projected", "sources")):
+    for j, source in indexed_mappings(nested(volume, "projected", "sources")):
         for key, kind in _PROJECTED_REFS:
             ref = source.get(key)
             if isinstance(ref, Mapping):
