@@ -21,6 +21,7 @@ from arc_scaleset.api.common import (
 )
 from arc_scaleset.api.constants import AUTOSCALING_RUNNER_SETS as AUTOSCALING_RUNNER_SETS
 from arc_scaleset.api.constants import MAX_RUNNERS_UNBOUNDED as MAX_RUNNERS_UNBOUNDED
+from arc_scaleset.api.warm_capacity import WarmCapacity
 from arc_scaleset.kube.resources import Resource
 
 _MIN_NOT_ABOVE_MAX: JsonDict = {
@@ -97,6 +98,8 @@ class AutoscalingRunnerSetSpec(ApiModel):
     """Upper bound of runners; unset means no bound."""
     min_runners: int | None = Field(default=None, ge=0, le=MAX_RUNNERS_UNBOUNDED)
     """Runners kept ready when idle; unset means 0."""
+    warm_capacity: WarmCapacity | None = None
+    """Not an ARC field: room kept warm for runners by low-priority placeholder pods, not idle runners."""
 
     @property
     def effective_min_runners(self) -> int:
