@@ -207,7 +207,7 @@ class Run:
             target = self.names[burst % len(self.names)]
             await self.system.sim.enqueue_job(target, repository=f"{ORG}/cold", duration=args.job_seconds,
                                               count=args.burst_size)  # fmt: skip
-        total = args.bursts * args.burst_size
+        total: int = args.bursts * args.burst_size
 
         async def all_completed() -> bool:
             counts = (await self.system.sim.stats()).get("jobs") or {}
@@ -230,7 +230,7 @@ class Run:
             sets = (await self.kube.list(AUTOSCALING_RUNNER_SETS, namespace=self.namespace)).items
             placeholders = (await self.kube.list(resources.PODS, namespace=self.system.controller_namespace,
                                                  label_selector=LABEL_WARM_POOL)).items  # fmt: skip
-            return not sets and not placeholders
+            return len(sets) == 0 and len(placeholders) == 0
 
         await wait_for(gone, timeout=self.args.timeout, what="the scale sets and placeholders to go")
         # Pods on the pool's nodes are gone (kwok finishes a deletion only on a node it manages): now the nodes.

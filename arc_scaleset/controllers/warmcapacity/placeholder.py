@@ -4,8 +4,8 @@ A placeholder is inert: it sleeps in the runner image (so a real node pulls the 
 it), asks for the runner's requests where the runner's pods may run, at a priority below every runner's (the
 PriorityClass the controller chart creates: negative, ``preemptionPolicy: Never``), so the scheduler gives its
 room to a runner pod at once. It runs with the Pod Security "restricted" settings, a fixed non-root user (the
-image's own user may be root), no service-account token, no volumes, no service links, and a zero grace period
-(a preempted placeholder frees its room at once).
+image's own user may be root), no service-account token, no volumes, no service links, limits equal to its
+requests, and a zero grace period (a preempted placeholder frees its room at once).
 
 Placeholders live in the controller's namespace, outside every team's ResourceQuota: what one may reserve is
 therefore bounded by the controller's flags (:func:`bound_violations`, as the listener pod's resources are).
@@ -24,19 +24,15 @@ CONTAINER_NAME: Final = "placeholder"
 PLACEHOLDER_USER: Final = 65532
 SLEEP_COMMAND: Final = ("sleep", "infinity")
 COMPONENT: Final = "warm-placeholder"
-NATIVE_RESOURCES: Final = frozenset({"cpu", "memory", "ephemeral-storage"})
-"""Resources a container may request without a limit; any other (extended resources, hugepages) needs its limit
-equal to its request."""
 
 
 def placeholder_pod(*, name: str, namespace: str, shape: RunnerShape, priority_class: str) -> dict[str, Any]:
     """The placeholder pod ``name`` of ``shape``'s pool; nothing in it comes from a runner template but the
     shape (requests, image, node selection)."""
     requests = shape.requests_map()
-    limits = {resource: value for resource, value in requests.items() if resource not in NATIVE_RESOURCES}
-    resources: dict[str, Any] = {"requests": requests} if requests else {}
-    if limits:
-        resources["limits"] = limits
+    # Limits equal to the requests: what extended resources require anyway, and what keeps a LimitRange's default
+    # limits (below a runner's requests, in a namespace sized for listeners) from making the pod invalid.
+    resources: dict[str, Any] = {"requests": requests, "limits": dict(requests)} if requests else {}
     spec: dict[str, Any] = {
         "priorityClassName": priority_class,
         "automountServiceAccountToken": False,

@@ -104,7 +104,8 @@ def test_the_placeholder_takes_only_the_shape_from_the_template() -> None:
     spec = pod["spec"]
     (container,) = spec["containers"]
     assert container["image"] == "runner:1"
-    assert container["resources"] == {"requests": {"cpu": "1", "memory": str(2 * 2**30)}}
+    requests = {"cpu": "1", "memory": str(2 * 2**30)}
+    assert container["resources"] == {"requests": requests, "limits": requests}
     assert container["command"] == ["sleep", "infinity"]
     assert spec["nodeSelector"] == PLACEMENT["nodeSelector"]
     assert spec["tolerations"] == PLACEMENT["tolerations"]
@@ -121,11 +122,11 @@ def test_the_placeholder_takes_only_the_shape_from_the_template() -> None:
     assert spec["terminationGracePeriodSeconds"] == 0
 
 
-def test_an_extended_resource_is_requested_with_its_limit() -> None:
+def test_an_extended_resource_is_requested_with_its_limit_as_every_resource_is() -> None:
     template = _template()
     template["spec"]["containers"][0]["resources"]["requests"]["nvidia.com/gpu"] = "1"
     pod = placeholder_pod(name="p", namespace="n", shape=runner_shape(template), priority_class="warm")
-    assert pod["spec"]["containers"][0]["resources"]["limits"] == {"nvidia.com/gpu": "1"}
+    assert pod["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == "1"
 
 
 def test_a_shape_above_the_bound_or_asking_for_an_unnamed_resource_is_refused() -> None:
