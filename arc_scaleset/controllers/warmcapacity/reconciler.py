@@ -81,6 +81,10 @@ ARRIVALS_KEPT: Final = 10_000
 """Job arrivals remembered per scale set (the forecast's history), oldest dropped first."""
 
 
+class PlaceholdersRefusedError(RuntimeError):
+    """The API server refused a placeholder (told on the members' condition; the pool's key backs off)."""
+
+
 def warm_capacity_of(obj: Object) -> WarmCapacity | None:
     """The scale set's ``spec.warmCapacity`` (``None``: not set, or not readable: the CRD schema validates it)."""
     raw = ObjectView(obj).spec.get("warmCapacity")
@@ -284,7 +288,7 @@ class WarmPoolReconciler:
             return Result()
         conflict = await self._report(pool, shape, members, wants, size, refused=refused, failures=failures)
         if failures:
-            raise KubeError(f"warm pool {pool}: {failures[0]}")
+            raise PlaceholdersRefusedError(f"warm pool {pool}: {failures[0]}")
         if conflict:
             return Result(requeue_after=CONFLICT_RETRY_SECONDS)
         follows_time = any(m.warm.schedule or m.warm.forecast for m in members)

@@ -176,3 +176,19 @@ async def test_a_shape_above_the_controllers_bound_gets_no_placeholder_and_says_
         assert await _pools(kube, controller_namespace) == {}
         events = (await kube.list(resources.EVENTS, namespace=namespace)).items
         assert any(e.get("reason") == "WarmShapeRefused" for e in events)
+
+
+async def test_a_placeholder_the_api_server_refuses_is_told_on_the_scale_set(
+    kube: KubeClient, namespace: str, running: Running
+) -> None:
+    async with running(warm_priority_class=f"missing-{uuid.uuid4().hex[:6]}") as controller_namespace:
+        await kube.create(AUTOSCALING_RUNNER_SETS, _scale_set("no-class", runners=1), namespace=namespace)
+
+        async def refused() -> dict[str, Any] | None:
+            condition = await _condition(kube, namespace, "no-class")
+            return condition if condition and condition["reason"] == "PlaceholdersRefused" else None
+
+        condition = await eventually(refused, timeout=30, what="a PlaceholdersRefused condition")
+        assert condition["status"] == "False"
+        assert "PriorityClass" in condition["message"], condition["message"]
+        assert await _pools(kube, controller_namespace) == {}
