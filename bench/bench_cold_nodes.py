@@ -14,17 +14,20 @@ node empty for ``--node-idle`` seconds goes. The variants, one after the other i
 
 - **(a) cold**: ``minRunners: 0``; every burst waits for a node;
 - **(b) hot pool**: ``minRunners: --burst-size`` on *every* set: the smallest pool of idle runners with which no
-  burst waits for a node (a burst may come to any set), so its queue-to-start matches (c)'s;
+  burst waits for a node (a burst may come to any set), so its queue-to-start is as good as (c)'s or better (an
+  idle runner takes a job as it is queued);
 - **(c) warm capacity**: ``minRunners: 0`` and ``warmCapacity.runners: --burst-size`` on every set: the sets share
   one pool of placeholders (their runners have one shape), so the pool is as large as one burst, not one burst per
   set; a burst's runner pods preempt placeholders and start at once, and the preempted placeholders wait for the
   next node in the background.
 
 The workload: ``--bursts`` bursts of ``--burst-size`` jobs (``--job-seconds`` each) arriving at one instant, each on
-one set (round robin over the sets), one burst every ``--node-delay + --job-seconds + 15`` seconds (the room taken
-by a burst is back before the next). Measured from the first burst until every job completed: the jobs'
-queue-to-start (from the simulated GitHub: enqueued to started) p50 and p95, and the *reserved node-seconds* (the
-pool's nodes integrated over that window, sampled every second: what the room costs, the busy nodes included).
+one set (round robin over the sets), one burst every ``--node-delay + --job-seconds + --node-idle + 15`` seconds:
+the room a burst took is back before the next (warm capacity's next node has come), and the nodes a burst's
+runners needed are gone again (with ``minRunners: 0`` every burst meets no node, as after a quiet hour).
+Measured from the first burst until every job completed: the jobs' queue-to-start (from the simulated GitHub:
+enqueued to started) p50 and p95, and the *reserved node-seconds* (the pool's nodes integrated over that window,
+sampled every second: what the room costs, the busy nodes included).
 
 Printed per variant, then as ratios: (c)'s p95 against (a)'s and (b)'s, and (c)'s node-seconds against (b)'s
 (goal: p95 at most 8 s, node-seconds at most 40% of the hot pool's). A shorter ``--node-delay`` than the 60 s a
@@ -200,7 +203,7 @@ class Run:
 
     async def workload(self) -> None:
         args = self.args
-        gap = args.node_delay + args.job_seconds + REFILL_MARGIN
+        gap = args.node_delay + args.job_seconds + args.node_idle + REFILL_MARGIN
         start = time.monotonic()
         for burst in range(args.bursts):
             await asyncio.sleep(max(0.0, burst * gap - (time.monotonic() - start)))
