@@ -291,6 +291,7 @@ def report(args: argparse.Namespace, results: Sequence[VariantResult]) -> None:
             f"{r.variant.title}: queue-to-start p50 {r.p50:.1f} s, p95 {r.p95:.1f} s; reserved node-seconds"
             f" {r.node_seconds:.0f} over {r.window:.0f} s ({r.nodes_added} nodes added); exactly once: {once}"
         )
+        print("  queue-to-start, every job (s): " + " ".join(f"{latency:.1f}" for latency in r.latencies))
         for problem in r.problems:
             print(f"  problem: {problem}")
     by_key = {r.variant.key: r for r in results}

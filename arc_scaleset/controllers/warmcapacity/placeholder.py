@@ -26,9 +26,12 @@ SLEEP_COMMAND: Final = ("sleep", "infinity")
 COMPONENT: Final = "warm-placeholder"
 
 
-def placeholder_pod(*, name: str, namespace: str, shape: RunnerShape, priority_class: str) -> dict[str, Any]:
+def placeholder_pod(
+    *, name: str, namespace: str, shape: RunnerShape, priority_class: str, avoid_node: str | None = None
+) -> dict[str, Any]:
     """The placeholder pod ``name`` of ``shape``'s pool; nothing in it comes from a runner template but the
-    shape (requests, image, node selection)."""
+    shape (requests, image, node selection). ``avoid_node``: the node a preempted predecessor held room on, which
+    this one must not take back from the runner that preempted it (:func:`node_affinity`)."""
     requests = shape.requests_map()
     # Limits equal to the requests: what extended resources require anyway, and what keeps a LimitRange's default
     # limits (below a runner's requests, in a namespace sized for listeners) from making the pod invalid.
@@ -62,7 +65,7 @@ def placeholder_pod(*, name: str, namespace: str, shape: RunnerShape, priority_c
     }
     if shape.node_selector:
         spec["nodeSelector"] = dict(shape.node_selector)
-    if (affinity := shape.node_affinity_object()) is not None:
+    if (affinity := node_affinity(shape.node_affinity_object(), avoid_node)) is not None:
         spec["affinity"] = {"nodeAffinity": affinity}
     if (tolerations := shape.toleration_list()) is not None:
         spec["tolerations"] = tolerations
@@ -81,6 +84,24 @@ def placeholder_pod(*, name: str, namespace: str, shape: RunnerShape, priority_c
         },
         "spec": spec,
     }
+
+
+def node_affinity(runner: Mapping[str, Any] | None, avoid_node: str | None) -> dict[str, Any] | None:
+    """The runner's node affinity, and, for a placeholder made again after a preemption, "not on ``avoid_node``":
+    the room its predecessor gave up is the preempting runner's, and a new placeholder there (the scheduler may try
+    it while the runner waits out its backoff) would leave the runner waiting for a job to end. Elsewhere, or
+    Pending, it asks for the next node, which is its purpose."""
+    if not avoid_node:
+        return dict(runner) if runner is not None else None
+    elsewhere = {"key": "metadata.name", "operator": "NotIn", "values": [avoid_node]}
+    affinity = dict(runner or {})
+    required = dict(affinity.get("requiredDuringSchedulingIgnoredDuringExecution") or {})
+    terms = [dict(term) for term in required.get("nodeSelectorTerms") or []] or [{}]
+    for term in terms:  # terms are ORed: each of them must exclude the node
+        term["matchFields"] = [*(term.get("matchFields") or []), elsewhere]
+    required["nodeSelectorTerms"] = terms
+    affinity["requiredDuringSchedulingIgnoredDuringExecution"] = required
+    return affinity
 
 
 def bound_violations(shape: RunnerShape, bound: Mapping[str, Quantity], *, flag: str) -> list[str]:

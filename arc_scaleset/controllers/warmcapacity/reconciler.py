@@ -45,6 +45,7 @@ from arc_scaleset.controllers.warmcapacity.plan import (
     PoolPlan,
     PoolSize,
     member_want,
+    placeholder_index,
     plan_pool,
     pool_size,
     preempted,
@@ -220,6 +221,8 @@ class WarmPoolReconciler:
         # Preemptions seen (placeholder UIDs, per pool) and not yet told, and each pool's size last told.
         self._preemptions: dict[str, dict[str, None]] = defaultdict(dict)
         self._told: OrderedDict[str, None] = OrderedDict()
+        # Placeholder name -> the node its preempted predecessor held room on (its replacement keeps off it).
+        self._avoid: dict[str, str] = {}
         self._sizes: dict[str, PoolSize] = {}
 
     def controller(self, *, rate_limiter: RateLimiter | None = None) -> Controller:
@@ -242,6 +245,10 @@ class WarmPoolReconciler:
         if len(self._told) > PREEMPTIONS_REMEMBERED:
             self._told.popitem(last=False)
         self._preemptions[pool][uid] = None
+        view = ObjectView(pod)
+        node = (pod.get("spec") or {}).get("nodeName")
+        if node and len(self._avoid) < PREEMPTIONS_REMEMBERED:
+            self._avoid[view.name] = str(node)
         self.metrics.preempted(pool)
         log.info("warm pool %s: placeholder %s preempted by a runner pod", pool, ObjectView(pod).name)
 
@@ -324,10 +331,15 @@ class WarmPoolReconciler:
             return refusals
         for name in plan.create:
             pod = placeholder_pod(
-                name=name, namespace=self.namespace, shape=shape, priority_class=self.ctx.settings.warm_priority_class
+                name=name,
+                namespace=self.namespace,
+                shape=shape,
+                priority_class=self.ctx.settings.warm_priority_class,
+                avoid_node=self._avoid.get(name),
             )
             try:
                 await self.ctx.kube.create(PODS, pod, namespace=self.namespace)
+                self._avoid.pop(name, None)
             except AlreadyExists:
                 continue  # made by a pass the cache does not show yet, or still going after a preemption
             except KubeError as exc:
@@ -435,6 +447,7 @@ class WarmPoolReconciler:
         self.metrics.forget(pool)
         self._sizes.pop(pool, None)
         self._preemptions.pop(pool, None)
+        self._avoid = {name: node for name, node in self._avoid.items() if placeholder_index(pool, name) is None}
 
 
 def _size_message(pool: str, shape: str, members: int, size: PoolSize, want: MemberWant) -> str:

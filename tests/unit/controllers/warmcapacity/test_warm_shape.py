@@ -139,3 +139,27 @@ def test_a_shape_above_the_bound_or_asking_for_an_unnamed_resource_is_refused() 
     template["spec"]["containers"][0]["resources"]["requests"]["nvidia.com/gpu"] = "1"
     refused = bound_violations(runner_shape(template), bound, flag="--f")
     assert refused == ["requests nvidia.com/gpu (not allowed by --f)"]
+
+
+def test_a_placeholder_made_again_after_a_preemption_keeps_off_the_node_it_gave_up() -> None:
+    shape = runner_shape(_template())
+    pod = placeholder_pod(name="p", namespace="n", shape=shape, priority_class="warm", avoid_node="node-1")
+    (term,) = pod["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
+        "nodeSelectorTerms"
+    ]
+    assert term == {"matchFields": [{"key": "metadata.name", "operator": "NotIn", "values": ["node-1"]}]}
+    assert pod["spec"]["nodeSelector"] == PLACEMENT["nodeSelector"]  # still where the runners may run
+
+
+def test_the_node_to_keep_off_is_added_to_every_term_of_the_runners_own_node_affinity() -> None:
+    zones = [{"matchExpressions": [{"key": "zone", "operator": "In", "values": [zone]}]} for zone in ("a", "b")]
+    affinity = {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": zones}}
+    shape = runner_shape(_template(affinity={"nodeAffinity": affinity}))
+    pod = placeholder_pod(name="p", namespace="n", shape=shape, priority_class="warm", avoid_node="node-1")
+    terms = pod["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
+        "nodeSelectorTerms"
+    ]
+    assert [term["matchExpressions"][0]["values"] for term in terms] == [["a"], ["b"]]
+    assert all(term["matchFields"][0]["values"] == ["node-1"] for term in terms)
+    plain = placeholder_pod(name="p", namespace="n", shape=shape, priority_class="warm")
+    assert plain["spec"]["affinity"]["nodeAffinity"] == affinity
