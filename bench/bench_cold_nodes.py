@@ -61,7 +61,7 @@ from arc_scaleset.kube.resources import Resource
 from arc_scaleset_lab.cluster.node_pool import holds_node
 from arc_scaleset_lab.cluster.provisioner import NodeProvisioner
 from arc_scaleset_lab.demo.cold_nodes import ColdNodes
-from arc_scaleset_lab.demo.summary import audit_jobs, percentile, queue_latencies
+from arc_scaleset_lab.demo.summary import audit_jobs, parse_time, percentile, queue_latencies
 from arc_scaleset_lab.harness import scale_sets
 from arc_scaleset_lab.harness.cluster import TestCluster, start_test_cluster
 from arc_scaleset_lab.harness.system import ORG, System, SystemOptions
@@ -83,6 +83,8 @@ class Variant:
 class VariantResult:
     variant: Variant
     latencies: list[float] = field(default_factory=list)
+    slow: list[str] = field(default_factory=list)
+    """For each job that waited more than 5 s: when the listener acquired it, GitHub gave it a runner, it started."""
     node_seconds: float = 0.0
     window: float = 0.0
     nodes_added: int = 0
@@ -223,6 +225,7 @@ class Run:
         if not self.result.exactly_once:
             self.result.problems.append(f"jobs: {audit}")
         self.result.latencies = queue_latencies(jobs)
+        self.result.slow = [_steps(job) for job, wait in zip(jobs, self.result.latencies, strict=False) if wait > 5]
 
     async def teardown(self) -> None:
         for name in self.names:
@@ -240,6 +243,16 @@ class Run:
         for node in (await self.kube.list(resources.NODES, label_selector=self.cold.pool().selector)).items:
             with contextlib.suppress(NotFound):
                 await self.kube.delete(resources.NODES, node["metadata"]["name"])
+
+
+def _steps(job: dict[str, Any]) -> str:
+    """A job's steps as seconds after it was queued."""
+    enqueued = parse_time(job.get("enqueuedAt"))
+    steps = []
+    for key in ("acquiredAt", "assignedAt", "startedAt"):
+        at = parse_time(job.get(key))
+        steps.append(f"{key[:-2]} +{(at - enqueued).total_seconds():.1f} s" if at and enqueued else f"{key[:-2]} -")
+    return ", ".join(steps)
 
 
 async def run_variant(cluster: TestCluster, args: argparse.Namespace, variant: Variant) -> VariantResult:
@@ -292,6 +305,8 @@ def report(args: argparse.Namespace, results: Sequence[VariantResult]) -> None:
             f" {r.node_seconds:.0f} over {r.window:.0f} s ({r.nodes_added} nodes added); exactly once: {once}"
         )
         print("  queue-to-start, every job (s): " + " ".join(f"{latency:.1f}" for latency in r.latencies))
+        for line in r.slow:
+            print(f"  slow job: {line}")
         for problem in r.problems:
             print(f"  problem: {problem}")
     by_key = {r.variant.key: r for r in results}
