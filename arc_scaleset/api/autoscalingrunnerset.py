@@ -22,6 +22,7 @@ from arc_scaleset.api.common import (
 from arc_scaleset.api.constants import AUTOSCALING_RUNNER_SETS as AUTOSCALING_RUNNER_SETS
 from arc_scaleset.api.constants import MAX_RUNNERS_UNBOUNDED as MAX_RUNNERS_UNBOUNDED
 from arc_scaleset.api.schedule import WarmWindow
+from arc_scaleset.api.warm_capacity import WarmCapacity
 from arc_scaleset.kube.resources import Resource
 
 _MIN_NOT_ABOVE_MAX: JsonDict = {
@@ -101,6 +102,8 @@ class AutoscalingRunnerSetSpec(ApiModel):
     min_runners_schedule: list[WarmWindow] | None = None
     """Not ARC's: windows of the week in which minRunners is raised to the window's runners (at most maxRunners;
     overlapping windows: the largest), e.g. working hours (ARC #3313)."""
+    warm_capacity: WarmCapacity | None = None
+    """Not an ARC field: room kept warm for runners by low-priority placeholder pods, not idle runners."""
 
     @property
     def effective_min_runners(self) -> int:

@@ -44,6 +44,9 @@ from arc_scaleset.controllers.settings import (
     DEFAULT_MAX_RUNNER_TEMPLATE_BYTES,
     DEFAULT_MAX_RUNNERS_CEILING,
     DEFAULT_UNSCHEDULABLE_RUNNER_BOUND,
+    DEFAULT_WARM_PLACEHOLDER_BOUND,
+    DEFAULT_WARM_POOL_MAX_PLACEHOLDERS,
+    DEFAULT_WARM_PRIORITY_CLASS,
     LISTENER_ENTRYPOINT_ENV,
     POD_NAMESPACE_ENV,
     ControllerSettings,
@@ -429,6 +432,39 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     add_go_flag(
         parser,
+        "warm-capacity",
+        action=GoBoolAction,
+        default=True,
+        help="run the warm-pool controller: placeholder pods at a low priority keep room for the runners of scale "
+        "sets with spec.warmCapacity (it does nothing for others); not an ARC flag (default: true)",
+    )
+    add_go_flag(
+        parser,
+        "warm-placeholder-priority-class",
+        default=DEFAULT_WARM_PRIORITY_CLASS,
+        help="the PriorityClass of placeholder pods: below every runner's priority, so runner pods preempt them "
+        "(the controller chart creates it); not an ARC flag "
+        f"(default: {DEFAULT_WARM_PRIORITY_CLASS})",
+    )
+    add_go_flag(
+        parser,
+        "warm-placeholder-max-resources",
+        default=DEFAULT_WARM_PLACEHOLDER_BOUND,
+        metavar="NAME=QUANTITY,...",
+        help="the most one placeholder pod may request (the runner pod's requests); a resource not named may not be "
+        "asked for, and a scale set asking for more gets no placeholders (placeholders run in the controller "
+        f"namespace, outside every team's quota); not an ARC flag (default: {DEFAULT_WARM_PLACEHOLDER_BOUND})",
+    )
+    add_go_flag(
+        parser,
+        "warm-pool-max-placeholders",
+        default=DEFAULT_WARM_POOL_MAX_PLACEHOLDERS,
+        type=_go_int,
+        help="the most placeholder pods one warm pool (the scale sets whose runners have one shape) keeps; not an "
+        f"ARC flag (default: {DEFAULT_WARM_POOL_MAX_PLACEHOLDERS})",
+    )
+    add_go_flag(
+        parser,
         "auto-scaler-image-pull-secrets",
         action="append",
         default=[],
@@ -478,6 +514,12 @@ def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> 
         accept_any_version_label=args.accept_any_version_label,
         vault_refresh_interval=args.vault_refresh_interval if args.vault_refresh_interval > 0 else 60.0,
         vault_allow_list=args.vault_allow_list.strip(),
+        warm_capacity=args.warm_capacity,
+        warm_priority_class=args.warm_placeholder_priority_class.strip(),
+        warm_placeholder_max_resources=parse_resource_bound(
+            args.warm_placeholder_max_resources, flag="--warm-placeholder-max-resources"
+        ),
+        warm_pool_max_placeholders=args.warm_pool_max_placeholders,
     )
 
 

@@ -39,14 +39,21 @@ DEFAULT_LISTENER_RESOURCE_BOUND: Final = "cpu=2,memory=2Gi,ephemeral-storage=2Gi
 """What a listenerTemplate may ask for, by default: well above what a listener needs (tens of millicores, under
 100 MiB), with room for a sidecar."""
 
+DEFAULT_WARM_PRIORITY_CLASS: Final = "arc-scaleset-warm-placeholder"
+"""The PriorityClass of placeholder pods the controller chart creates (value -10, ``preemptionPolicy: Never``)."""
+DEFAULT_WARM_PLACEHOLDER_BOUND: Final = "cpu=16,memory=64Gi,ephemeral-storage=100Gi"
+"""What one placeholder may reserve, by default: a large runner; GPUs and other resources only when named."""
+DEFAULT_WARM_POOL_MAX_PLACEHOLDERS: Final = 100
+"""Placeholders one warm pool keeps at most, by default."""
+
 
 class SettingsError(ValueError):
     """An option that cannot be used; the message names the option and what is expected."""
 
 
-def parse_resource_bound(text: str) -> dict[str, Quantity]:
-    """``"cpu=2,memory=2Gi"`` as a bound per resource name (``--listener-template-max-resources``); raises
-    :class:`SettingsError`."""
+def parse_resource_bound(text: str, *, flag: str = "--listener-template-max-resources") -> dict[str, Quantity]:
+    """``"cpu=2,memory=2Gi"`` as a bound per resource name (``--listener-template-max-resources``,
+    ``--warm-placeholder-max-resources``); raises :class:`SettingsError` naming ``flag``."""
     bound: dict[str, Quantity] = {}
     for item in (part.strip() for part in text.split(",")):
         if not item:
@@ -57,7 +64,7 @@ def parse_resource_bound(text: str) -> dict[str, Quantity]:
                 raise InvalidQuantity("expected name=quantity")
             bound[name.strip()] = parse_quantity(raw.strip())
         except InvalidQuantity as exc:
-            raise SettingsError(f"--listener-template-max-resources: {item!r}: {exc}") from None
+            raise SettingsError(f"{flag}: {item!r}: {exc}") from None
     return bound
 
 
@@ -132,6 +139,14 @@ class ControllerSettings:
     - ``vault_allow_list``: the ConfigMap in the controller namespace saying which namespace may read which
       vault secrets and send them where (``--vault-allow-list``; empty: no restriction, as ARC;
       :mod:`arc_scaleset.controllers.vault_policy`).
+    - ``warm_capacity``: run the warm-pool controller (``--warm-capacity``; it acts only for scale sets with
+      ``spec.warmCapacity``, :mod:`arc_scaleset.controllers.warmcapacity`).
+    - ``warm_priority_class``: the PriorityClass of placeholder pods (``--warm-placeholder-priority-class``; the
+      controller chart creates it, below every runner's priority).
+    - ``warm_placeholder_max_resources``: the most one placeholder may request, per resource name; a resource
+      not named may not be asked for (``--warm-placeholder-max-resources``: placeholders live in the controller
+      namespace, outside every team's quota).
+    - ``warm_pool_max_placeholders``: the most placeholders one pool keeps (``--warm-pool-max-placeholders``).
     """
 
     controller_namespace: str
@@ -165,6 +180,12 @@ class ControllerSettings:
     scale_set_verify_interval: float = 300.0
     vault_refresh_interval: float = 60.0
     vault_allow_list: str = ""
+    warm_capacity: bool = True
+    warm_priority_class: str = DEFAULT_WARM_PRIORITY_CLASS
+    warm_placeholder_max_resources: Mapping[str, Quantity] = field(
+        default_factory=lambda: parse_resource_bound(DEFAULT_WARM_PLACEHOLDER_BOUND)
+    )
+    warm_pool_max_placeholders: int = DEFAULT_WARM_POOL_MAX_PLACEHOLDERS
 
     def __post_init__(self) -> None:
         if not self.controller_namespace:
@@ -187,6 +208,10 @@ class ControllerSettings:
             raise SettingsError("runner_pending_timeout must be positive (None waits forever)")
         if not 0 < self.listener_restart_backoff_base <= self.listener_restart_backoff_cap:
             raise SettingsError("listener restart backoff needs 0 < base <= cap")
+        if self.warm_pool_max_placeholders < 0:
+            raise SettingsError("warm_pool_max_placeholders must not be negative")
+        if self.warm_capacity and not self.warm_priority_class:
+            raise SettingsError("--warm-placeholder-priority-class must name a PriorityClass")
         if self.scale_set_verify_interval <= 0:
             raise SettingsError("scale_set_verify_interval must be positive")
         self.listener_metrics_port  # noqa: B018 - validates the address now, not at the first listener

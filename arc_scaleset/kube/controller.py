@@ -140,6 +140,7 @@ class Controller:
         primary: Resource,
         reconcile: Reconcile,
         *,
+        primary_keys: MapFunc | None = None,
         owns: Sequence[Resource] = (),
         watches: Sequence[tuple[Resource, MapFunc] | Watch] = (),
         sources: Sequence[Source] = (),
@@ -152,11 +153,13 @@ class Controller:
     ) -> None:
         """``failure_reporter``: told about keys whose reconcile keeps failing (``failure_policy`` says when),
         except for errors of the ``self_reported`` classes, which the reconcile reports itself (see
-        :mod:`arc_scaleset.kube.failures`)."""
+        :mod:`arc_scaleset.kube.failures`). ``primary_keys`` maps a primary object to the keys it concerns
+        (default: its own key), for a controller whose keys are groups of primary objects."""
         if concurrency < 1:
             raise ValueError(f"controller {name}: concurrency must be at least 1, got {concurrency}")
         self.name = name
         self.primary = primary
+        self._primary_keys: MapFunc = primary_keys or (lambda obj: (Request.for_object(obj),))
         self.owns = tuple(owns)
         self.watches = tuple(w if isinstance(w, Watch) else Watch(w[0], w[1]) for w in watches)
         self.sources = tuple(sources)
@@ -272,7 +275,7 @@ class Controller:
     def _mappers_for(self, resource: Resource) -> list[tuple[MapFunc, UpdatePredicate | None]]:
         mappers: list[tuple[MapFunc, UpdatePredicate | None]] = []
         if resource == self.primary:
-            mappers.append((lambda obj: (Request.for_object(obj),), None))
+            mappers.append((self._primary_keys, None))
         if resource in self.owns:
             mappers.append((self._controller_owner_of, None))
         mappers.extend((watch.map_func, watch.on_update_if) for watch in self.watches if watch.resource == resource)

@@ -216,3 +216,42 @@ async def test_chart_version_gate_and_crds_match_this_build(helm: Helm) -> None:
         "actions.github.com_ephemeralrunners.yaml",
         "actions.github.com_ephemeralrunnersets.yaml",
     ]
+
+
+async def test_warm_capacity_gets_its_priority_class_and_a_closed_network_policy_and_can_be_turned_off(
+    helm: Helm,
+) -> None:
+    objects = await render(helm)
+    priority_class = only(objects, "PriorityClass")
+    assert priority_class["metadata"]["name"] == "arc-gha-rs-controller-warm-placeholder"
+    assert (priority_class["value"], priority_class["preemptionPolicy"], priority_class["globalDefault"]) == (
+        -10,
+        "Never",
+        False,
+    )
+    _, settings = controller_settings(manager(only(objects, "Deployment")))
+    assert settings.warm_capacity is True
+    assert settings.warm_priority_class == "arc-gha-rs-controller-warm-placeholder"
+    policy = only(objects, "NetworkPolicy")
+    assert policy["metadata"]["namespace"] == NAMESPACE
+    assert policy["spec"]["policyTypes"] == ["Ingress", "Egress"]
+    assert "ingress" not in policy["spec"]
+    assert "egress" not in policy["spec"]
+    assert policy["spec"]["podSelector"]["matchExpressions"] == [
+        {"key": "arc-scaleset.dev/warm-pool", "operator": "Exists"}
+    ]
+
+    tuned = await render(
+        helm,
+        {"warmCapacity": {"priorityClass": {"create": False, "name": "mine"}, "placeholderMaxResources": "cpu=4",
+                          "poolMaxPlaceholders": 7}},
+    )  # fmt: skip
+    assert not [o for o in tuned if o["kind"] == "PriorityClass"]
+    _, settings = controller_settings(manager(only(tuned, "Deployment")))
+    assert (settings.warm_priority_class, settings.warm_pool_max_placeholders) == ("mine", 7)
+    assert set(settings.warm_placeholder_max_resources) == {"cpu"}
+
+    off = await render(helm, {"warmCapacity": {"enabled": False}})
+    assert not [o for o in off if o["kind"] in ("PriorityClass", "NetworkPolicy")]
+    _, settings = controller_settings(manager(only(off, "Deployment")))
+    assert settings.warm_capacity is False

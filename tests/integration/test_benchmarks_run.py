@@ -98,6 +98,17 @@ def test_runner_index_benchmark_prints_the_ratio_of_a_full_pass_to_an_indexed_on
     assert re.search(r"^\s+40 runners, 10 passes: full [\d.]+ s .* ratio full/index [\d.]+$", out, re.MULTILINE), out
 
 
+def test_cold_nodes_benchmark_prints_the_three_variants_and_the_warm_pools_ratios(cluster: TestCluster) -> None:
+    out = run_bench(
+        "bench_cold_nodes.py", "--reuse", str(cluster.workdir), "--sets", "2", "--bursts", "1", "--burst-size", "1",
+        "--node-delay", "2", "--node-idle", "2", "--job-seconds", "1", "--timeout", "120",
+    )  # fmt: skip
+    for variant in ("(a) cold", "(b) hot pool", "(c) warm capacity"):
+        assert re.search(rf"^{re.escape(variant)}.* p95 [\d.]+ s; reserved node-seconds \d+ .*exactly once: yes$", out,
+                         re.MULTILINE), out  # fmt: skip
+    assert re.search(r"^ratio \(c\)/\(b\): p95 \S+, reserved node-seconds \S+ \(goal: at most 0.40\)$", out, re.M), out
+
+
 @pytest.mark.skipif(
     not can_run_arc_listener() and not os.environ.get("CI"),
     reason="ARC's listener gets its service account in a mount namespace: root only (in CI it must run)",

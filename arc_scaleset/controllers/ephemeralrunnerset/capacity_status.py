@@ -7,7 +7,8 @@ Where each input comes from (docs/capacity.md):
 - one runner pod: built exactly as the next runner's would be (:func:`.template_check.dry_run_pod`);
 - the namespace's ResourceQuotas: a cache of them (the set is reconciled when one changes);
 - the set's runner pods (named after its EphemeralRunners) and the namespace's warm-capacity placeholders
-  (:data:`LABEL_WARM_PLACEHOLDER`): the pod cache the EphemeralRunner controller keeps;
+  (:data:`~arc_scaleset.api.warm_capacity.LABEL_WARM_POOL`; they live in the controller namespace, so
+  this matters only to a scale set there): the pod cache the EphemeralRunner controller keeps;
 - unschedulable runners: a pod whose ``PodScheduled`` condition has been ``False``/``Unschedulable`` for longer
   than ``--unschedulable-runner-bound``.
 
@@ -29,6 +30,7 @@ from typing import Any, Final
 from arc_scaleset.api.autoscalingrunnerset import AUTOSCALING_RUNNER_SETS
 from arc_scaleset.api.ephemeralrunnerset import EPHEMERAL_RUNNER_SETS
 from arc_scaleset.api.keys import CONDITION_CAPACITY_LIMITED
+from arc_scaleset.api.warm_capacity import LABEL_WARM_POOL
 from arc_scaleset.controllers.context import ControllerContext
 from arc_scaleset.controllers.ephemeralrunnerset.capacity import Capacity, CapacityInputs, assess_capacity
 from arc_scaleset.controllers.ephemeralrunnerset.template_check import dry_run_pod
@@ -44,8 +46,6 @@ from arc_scaleset.kube.views import ObjectView, sequence
 log = logging.getLogger(__name__)
 
 STATUS_FIELD: Final = "advertisedCapacity"
-LABEL_WARM_PLACEHOLDER: Final = "actions.github.com/warm-placeholder"
-"""The label of warm-capacity placeholder pods: never runners, and the room they hold is a runner's."""
 _FINISHED: Final = frozenset({"Succeeded", "Failed"})
 
 
@@ -145,9 +145,7 @@ class CapacityPublisher:
             ),
             quotas=self.quotas.list(view.namespace),
             runners_holding_quota=counted.holding_quota,
-            placeholder_pods=[
-                p for p in self._pods.list(view.namespace) if LABEL_WARM_PLACEHOLDER in ObjectView(p).labels
-            ],
+            placeholder_pods=[p for p in self._pods.list(view.namespace) if LABEL_WARM_POOL in ObjectView(p).labels],
             unschedulable_past_bound=counted.unschedulable_past_bound,
             scheduled_runners=counted.scheduled,
         )

@@ -111,3 +111,7 @@ RoleBinding, when nothing in that namespace grants the controller anything any m
 {{- define "gha-rs-controller.vaultAllowListName" -}}
 {{- (.Values.vaultAllowList | default dict).name | default (printf "%s-vault-allow-list" (include "gha-rs-controller.fullname" .)) -}}
 {{- end }}
+
+{{- define "gha-rs-controller.warmPriorityClassName" -}}
+{{- ((.Values.warmCapacity | default dict).priorityClass | default dict).name | default (printf "%s-warm-placeholder" (include "gha-rs-controller.fullname" .)) -}}
+{{- end }}

@@ -1,5 +1,6 @@
-"""``setup_controllers``: the four controllers, registered with the manager, each with its own workqueue rate
-limiter from the ``--workqueue-rate-limiter`` factory; ``cache_label_selectors``: what the manager caches."""
+"""``setup_controllers``: the four controllers and the warm-pool controller, registered with the manager, each with
+its own workqueue rate limiter from the ``--workqueue-rate-limiter`` factory; ``cache_label_selectors``: what the
+manager caches."""
 
 from __future__ import annotations
 
@@ -47,20 +48,33 @@ async def test_each_controller_is_registered_and_its_queue_uses_its_own_limiter_
     controllers = setup_controllers(ctx, rate_limiter=factory)
     try:
         assert [c.name for c in controllers] == [
-            "autoscalingrunnerset", "ephemeralrunnerset", "ephemeralrunner", "autoscalinglistener",
+            "autoscalingrunnerset", "ephemeralrunnerset", "ephemeralrunner", "autoscalinglistener", "warmcapacity",
         ]  # fmt: skip
         assert manager.controllers == controllers
-        assert len(made) == 4
+        assert len(made) == len(controllers)
         for controller in controllers:
             controller.start(lambda resource: ())
         for index, controller in enumerate(controllers):
             key = Request("team", f"key-{index}")
             controller.queue.num_requeues(key)
-            assert [limiter.asked for limiter in made] == [[key] if i == index else [] for i in range(4)]
+            assert [limiter.asked for limiter in made] == [[key] if i == index else [] for i in range(len(made))]
             made[index].asked.clear()
     finally:
         for controller in controllers:
             await controller.stop(drain=False)
+        await ctx.github.pool.aclose()
+        await kube.close()
+
+
+async def test_the_warm_pool_controller_is_left_out_when_warm_capacity_is_off() -> None:
+    kube = KubeClient(ConnectionConfig(server="http://127.0.0.1:9"), retries=0)  # never contacted
+    settings = ControllerSettings(
+        controller_namespace="arc-systems", controller_image="ghcr.io/x/c:1", warm_capacity=False
+    )
+    ctx = ControllerContext.create(kube, Manager(kube, metrics_address=None), settings, environ={})
+    try:
+        assert "warmcapacity" not in [c.name for c in setup_controllers(ctx)]
+    finally:
         await ctx.github.pool.aclose()
         await kube.close()
 

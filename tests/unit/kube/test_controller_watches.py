@@ -83,3 +83,27 @@ async def test_a_source_is_started_with_the_controller_queues_keys_and_is_stoppe
     await eventually(lambda: reconciled == [Request("ns", "a")])
     await controller.stop()
     assert source.stopped
+
+
+async def test_primary_keys_map_primary_objects_to_group_keys_the_old_and_the_new_on_an_update() -> None:
+    informer = Informer(KubeClient(ConnectionConfig(server="http://127.0.0.1:1")), RUNNER_SETS)
+    reconciled: list[Request] = []
+
+    async def reconcile(request: Request) -> Result:
+        reconciled.append(request)
+        return Result()
+
+    controller = Controller(
+        "pools",
+        RUNNER_SETS,
+        reconcile,
+        primary_keys=lambda obj: [Request("", f"group-{obj['metadata']['annotations']['note']}")],
+        clock=FakeClock(),
+    )
+    controller.start(lambda resource: [informer] if resource == RUNNER_SETS else [])
+    informer._apply(WatchEvent("ADDED", runner_set("1", note="a", replicas=1)))
+    await eventually(lambda: reconciled == [Request("", "group-a")])
+    informer._apply(WatchEvent("MODIFIED", runner_set("2", note="b", replicas=1)))  # moves from group a to b
+    await eventually(lambda: sorted(reconciled[1:]) == [Request("", "group-a"), Request("", "group-b")])
+    assert Request("team", "rs") not in reconciled, "the object's own key is not queued"
+    await controller.stop()
