@@ -181,15 +181,22 @@ async def sim_fixture() -> AsyncIterator[SimulatedGitHub]:
         yield running
 
 
-@pytest.fixture(name="controller_namespace")
-async def controller_namespace_fixture(kube: KubeClient) -> AsyncIterator[str]:
-    name = f"t-arc-system-{uuid.uuid4().hex[:6]}"
+@contextlib.asynccontextmanager
+async def temporary_namespace(kube: KubeClient, prefix: str) -> AsyncIterator[str]:
+    """A namespace ``<prefix>-xxxxxx`` for one test (another team's, or the controller's), deleted after it."""
+    name = f"{prefix}-{uuid.uuid4().hex[:6]}"
     await kube.create(resources.NAMESPACES, {"metadata": {"name": name, "labels": {"arc-scaleset.dev/test": "true"}}})
     try:
         yield name
     finally:
         with contextlib.suppress(NotFound):
             await kube.delete(resources.NAMESPACES, name)
+
+
+@pytest.fixture(name="controller_namespace")
+async def controller_namespace_fixture(kube: KubeClient) -> AsyncIterator[str]:
+    async with temporary_namespace(kube, "t-arc-system") as name:
+        yield name
 
 
 @pytest.fixture(name="start_env")

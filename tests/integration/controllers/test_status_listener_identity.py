@@ -3,9 +3,7 @@ whose spec names the scale set (issue 26)."""
 
 from __future__ import annotations
 
-import contextlib
 import json
-import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -13,9 +11,7 @@ import pytest
 
 from arc_scaleset.api.autoscalinglistener import AUTOSCALING_LISTENERS
 from arc_scaleset.api.keys import ANNOTATION_AUTOSCALING_RUNNER_SET_UID
-from arc_scaleset.kube import resources
 from arc_scaleset.kube.client import KubeClient
-from arc_scaleset.kube.errors import NotFound
 from arc_scaleset_lab.harness.cluster import TestCluster
 from arc_scaleset_lab.harness.waiting import eventually
 from tests.integration.controllers.scale_set_env import (  # noqa: F401 - fixtures
@@ -23,6 +19,7 @@ from tests.integration.controllers.scale_set_env import (  # noqa: F401 - fixtur
     controller_namespace_fixture,
     sim_fixture,
     start_env_fixture,
+    temporary_namespace,
 )
 from tests.integration.controllers.test_explain_bad_input import arc
 
@@ -32,13 +29,8 @@ pytestmark = pytest.mark.cluster
 @pytest.fixture(name="decoy_namespace")
 async def decoy_namespace_fixture(kube: KubeClient) -> AsyncIterator[str]:
     """Another team's namespace, named to be listed before the controller namespace (lists are sorted by key)."""
-    name = f"t-aaa-decoy-{uuid.uuid4().hex[:6]}"
-    await kube.create(resources.NAMESPACES, {"metadata": {"name": name, "labels": {"arc-scaleset.dev/test": "true"}}})
-    try:
+    async with temporary_namespace(kube, "t-aaa-decoy") as name:
         yield name
-    finally:
-        with contextlib.suppress(NotFound):
-            await kube.delete(resources.NAMESPACES, name)
 
 
 async def status_listener(cluster: TestCluster, namespace: str, *flags: str) -> tuple[Any, list[str]]:

@@ -23,11 +23,14 @@ from arc_scaleset.controllers.warmcapacity.reconciler import setup_warm_capacity
 from arc_scaleset.controllers.warmcapacity.shape import runner_shape
 from arc_scaleset.kube import resources
 from arc_scaleset.kube.client import KubeClient
-from arc_scaleset.kube.errors import AlreadyExists, NotFound
+from arc_scaleset.kube.errors import AlreadyExists
 from arc_scaleset.kube.manager import Manager
 from arc_scaleset.kube.resources import Resource
 from arc_scaleset_lab.harness.waiting import eventually
-from tests.integration.controllers.scale_set_env import controller_namespace_fixture  # noqa: F401 - fixture
+from tests.integration.controllers.scale_set_env import (  # noqa: F401 - fixture
+    controller_namespace_fixture,
+    temporary_namespace,
+)
 
 PRIORITY_CLASSES = Resource("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", namespaced=False)
 
@@ -58,13 +61,8 @@ def _scale_set(name: str, *, runners: int | None, cpu: str = "500m") -> dict[str
 
 @pytest.fixture
 async def other_namespace(kube: KubeClient) -> AsyncIterator[str]:
-    name = f"t-warm-other-{uuid.uuid4().hex[:6]}"
-    await kube.create(resources.NAMESPACES, {"metadata": {"name": name, "labels": {"arc-scaleset.dev/test": "true"}}})
-    try:
+    async with temporary_namespace(kube, "t-warm-other") as name:
         yield name
-    finally:
-        with contextlib.suppress(NotFound):
-            await kube.delete(resources.NAMESPACES, name)
 
 
 @pytest.fixture
