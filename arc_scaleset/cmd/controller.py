@@ -580,7 +580,7 @@ def run(args: argparse.Namespace) -> int:
 async def installed_crds_are_this_versions(kube: KubeClient) -> bool:
     """False, with the command that fixes it logged, when the cluster's CRDs would prune fields this version
     writes (ARC's, left in place by a Helm upgrade); True when they are this version's or cannot be read."""
-    from arc_scaleset.api.installed_crds import APPLY_COMMAND, crd_problems
+    from arc_scaleset.api.crd.installed import APPLY_COMMAND, crd_problems
     from arc_scaleset.kube.errors import Forbidden, KubeError
 
     try:

@@ -44,7 +44,7 @@ from arc_scaleset.api import keys
 from arc_scaleset.api.autoscalinglistener import AUTOSCALING_LISTENERS
 from arc_scaleset.api.autoscalingrunnerset import AUTOSCALING_RUNNER_SETS
 from arc_scaleset.api.common import API_VERSION
-from arc_scaleset.api.crds import custom_resource_definition
+from arc_scaleset.api.crd.generate import custom_resource_definition
 from arc_scaleset.api.ephemeralrunner import EPHEMERAL_RUNNERS
 from arc_scaleset.api.ephemeralrunnerset import EPHEMERAL_RUNNER_SETS, EphemeralRunnerSet
 from arc_scaleset.api.labels import github_url_labels

@@ -23,7 +23,7 @@ from typing import Any
 import orjson
 import pytest
 
-from arc_scaleset.api import EPHEMERAL_RUNNER_SETS, EPHEMERAL_RUNNERS
+from arc_scaleset.api.constants import EPHEMERAL_RUNNER_SETS, EPHEMERAL_RUNNERS
 from arc_scaleset.api.listener_config import ListenerConfig
 from arc_scaleset.clock import REAL_CLOCK, Clock
 from arc_scaleset.github import ActionsClient, PersonalAccessToken, SystemInfo, parse_config_url

@@ -18,7 +18,7 @@ import aiohttp
 import orjson
 import pytest
 
-from arc_scaleset.api import EPHEMERAL_RUNNER_SETS
+from arc_scaleset.api.constants import EPHEMERAL_RUNNER_SETS
 from arc_scaleset.github import ActionsClient, PersonalAccessToken, SystemInfo, parse_config_url
 from arc_scaleset.kube import resources
 from arc_scaleset.kube.client import KubeClient
