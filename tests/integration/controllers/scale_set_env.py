@@ -189,8 +189,7 @@ async def temporary_namespace(kube: KubeClient, prefix: str) -> AsyncIterator[st
     try:
         yield name
     finally:
-        with contextlib.suppress(NotFound):
-            await kube.delete(resources.NAMESPACES, name)
+        await kube.delete(resources.NAMESPACES, name, missing_ok=True)
 
 
 @pytest.fixture(name="controller_namespace")
