@@ -145,8 +145,14 @@ class ActionsClientPool:
         if callable(credentials) and fingerprint is None:
             raise TypeError("credentials given as a function need their fingerprint")
         given = None if callable(credentials) else credentials
-        key = self.key_for(config, namespace=namespace, credentials=given, root_ca_pem=root_ca_pem, proxy=proxy,
-                           fingerprint=fingerprint)  # fmt: skip
+        key = self.key_for(
+            config,
+            namespace=namespace,
+            credentials=given,
+            root_ca_pem=root_ca_pem,
+            proxy=proxy,
+            fingerprint=fingerprint,
+        )
         origin = _Source(namespace=namespace, config_url=config.url, source_digest=_sha256(source))
         async with self._lock:
             await self._close_retired()
