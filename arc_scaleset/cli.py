@@ -24,7 +24,7 @@ PLUGIN_GROUP = "arc_scaleset.commands"
 COMMANDS: dict[str, tuple[str, str]] = {
     "controller": ("arc_scaleset.cmd.controller", "run the controller manager (the four reconcilers)"),
     "listener": ("arc_scaleset.listener.command", "run one scale set's listener (config: LISTENER_CONFIG_PATH)"),
-    "crds": ("arc_scaleset.api.command", "print the CustomResourceDefinitions as YAML"),
+    "crds": ("arc_scaleset.api.crd.command", "print the CustomResourceDefinitions as YAML"),
     "force-cleanup": (
         "arc_scaleset.cmd.force_cleanup",
         "release a scale set's objects stuck on finalizers when no controller will (ARC #3282)",

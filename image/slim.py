@@ -4,7 +4,7 @@
 are installed into the virtualenv at PREFIX:
 
 - kubernetes-validate ships the JSON schemas of every Kubernetes release it knows, strict and not, about
-  100 MB; the operator reads one (``arc_scaleset.api.k8s_schema.KUBERNETES_SCHEMA_RELEASE``, non-strict).
+  100 MB; the operator reads one (``arc_scaleset.api.crd.k8s_schema.KUBERNETES_SCHEMA_RELEASE``, non-strict).
   The others go, and leave the package's RECORD, so that the installation still describes itself.
 - The activate scripts: there is no shell in the image to source them.
 
@@ -23,7 +23,7 @@ SCHEMA_DIRECTORY = "kubernetes_validate/kubernetes-json-schema"
 
 def kept_schema_release() -> str:
     """The schema directory the operator reads (imported from the installed project)."""
-    from arc_scaleset.api.k8s_schema import KUBERNETES_SCHEMA_RELEASE
+    from arc_scaleset.api.crd.k8s_schema import KUBERNETES_SCHEMA_RELEASE
 
     return f"{KUBERNETES_SCHEMA_RELEASE}-local"
 

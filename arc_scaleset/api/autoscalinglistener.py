@@ -5,9 +5,8 @@ from __future__ import annotations
 from typing import ClassVar
 
 from pydantic import ConfigDict, Field
-from pydantic.config import JsonDict
 
-from arc_scaleset.api.autoscalingrunnerset import MAX_RUNNERS_UNBOUNDED
+from arc_scaleset.api.autoscalingrunnerset import MAX_RUNNERS_UNBOUNDED, MIN_NOT_ABOVE_MAX
 from arc_scaleset.api.common import (
     CONDITIONS_LIST_MARKERS,
     ApiModel,
@@ -25,16 +24,11 @@ from arc_scaleset.api.constants import AUTOSCALING_LISTENERS as AUTOSCALING_LIST
 from arc_scaleset.api.schedule import WarmWindow
 from arc_scaleset.kube.resources import Resource
 
-_MIN_NOT_ABOVE_MAX: JsonDict = {
-    "rule": "!has(self.minRunners) || !has(self.maxRunners) || self.minRunners <= self.maxRunners",
-    "message": "minRunners must not be greater than maxRunners",
-}
-
 
 class AutoscalingListenerSpec(ApiModel):
     """Everything the listener pod's config is built from; written by the AutoscalingRunnerSet controller."""
 
-    model_config = ConfigDict(json_schema_extra={"x-kubernetes-validations": [_MIN_NOT_ABOVE_MAX]})
+    model_config = ConfigDict(json_schema_extra={"x-kubernetes-validations": [MIN_NOT_ABOVE_MAX]})
 
     github_config_url: str = ""
     """URL of the GitHub enterprise, organization or repository."""

@@ -25,7 +25,8 @@ from arc_scaleset.api.schedule import WarmWindow
 from arc_scaleset.api.warm_capacity import WarmCapacity
 from arc_scaleset.kube.resources import Resource
 
-_MIN_NOT_ABOVE_MAX: JsonDict = {
+# The one min <= max rule, for both kinds that carry the bounds (the AutoscalingListener's are copied from here).
+MIN_NOT_ABOVE_MAX: JsonDict = {
     "rule": "!has(self.minRunners) || !has(self.maxRunners) || self.minRunners <= self.maxRunners",
     # A static message: the API server estimates a messageExpression that formats the two numbers as
     # over its CEL cost budget.
@@ -40,7 +41,7 @@ def _not_empty(field: str, what: str) -> JsonDict:
 class AutoscalingRunnerSetSpec(ApiModel):
     """The desired runner scale set."""
 
-    model_config = ConfigDict(json_schema_extra={"x-kubernetes-validations": [_MIN_NOT_ABOVE_MAX]})
+    model_config = ConfigDict(json_schema_extra={"x-kubernetes-validations": [MIN_NOT_ABOVE_MAX]})
 
     github_config_url: str = Field(
         json_schema_extra=_not_empty(

@@ -38,7 +38,7 @@ from arc_scaleset.api.metrics_config import HistogramMetric as HistogramMetric
 from arc_scaleset.api.metrics_config import MetricsConfig as MetricsConfig
 from arc_scaleset.kube.resources import Resource
 
-# A JSON-schema key the CRD generator (arc_scaleset.api.crds) replaces with the named definition from the
+# A JSON-schema key the CRD generator (arc_scaleset.api.crd.generate) replaces with the named definition from the
 # Kubernetes OpenAPI schema. Models carry only this marker; the expansion lives with the generator.
 K8S_SCHEMA_MARKER = "x-arc-scaleset-k8s-schema"
 

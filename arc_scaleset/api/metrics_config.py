@@ -4,7 +4,8 @@
 The listener never imports these pydantic models: it reads the ``metrics`` section of its ``config.json`` into
 the plain dataclasses of :mod:`arc_scaleset.api.listener_metrics`, into which the controller converts these
 (``arc_scaleset.controllers.autoscalinglistener.config.metrics_for_listener``). A module of their own, which
-:mod:`arc_scaleset.api.common` re-exports, so that ``from arc_scaleset.api import MetricsConfig`` builds no kind.
+:mod:`arc_scaleset.api.common` re-exports, so that ``from arc_scaleset.api.metrics_config import MetricsConfig``
+builds no kind.
 """
 
 from __future__ import annotations

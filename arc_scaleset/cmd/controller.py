@@ -580,15 +580,17 @@ def run(args: argparse.Namespace) -> int:
 async def installed_crds_are_this_versions(kube: KubeClient) -> bool:
     """False, with the command that fixes it logged, when the cluster's CRDs would prune fields this version
     writes (ARC's, left in place by a Helm upgrade); True when they are this version's or cannot be read."""
-    from arc_scaleset.api.installed_crds import APPLY_COMMAND, crd_problems
+    from arc_scaleset.api.crd.installed import APPLY_COMMAND, crd_problems
     from arc_scaleset.kube.errors import Forbidden, KubeError
 
     try:
         problems = await crd_problems(kube)
     except Forbidden:
         # A single-namespace installation has no cluster-wide permission: the check is advice, not a gate.
-        log.warning("cannot check the installed CRDs (no permission to get them); they must be this version's: %s",
-                    APPLY_COMMAND)  # fmt: skip
+        log.warning(
+            "cannot check the installed CRDs (no permission to get them); they must be this version's: %s",
+            APPLY_COMMAND,
+        )
         return True
     except KubeError as exc:
         log.warning("cannot check the installed CRDs: %s", exc)
@@ -596,8 +598,11 @@ async def installed_crds_are_this_versions(kube: KubeClient) -> bool:
     for problem in problems:
         log.error("cannot start the controller: %s", problem)
     if problems:
-        log.error("the API server would drop the fields this controller writes; install this version's CRDs "
-                  "(Helm does not upgrade them): %s", APPLY_COMMAND)  # fmt: skip
+        log.error(
+            "the API server would drop the fields this controller writes; install this version's CRDs "
+            "(Helm does not upgrade them): %s",
+            APPLY_COMMAND,
+        )
     return not problems
 
 

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import logging
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any, Final
@@ -241,8 +240,7 @@ async def _release(
     label = f"{resource.kind} {view.namespace}/{view.name}"
     if delete and not view.is_deleting:
         if not dry_run:
-            with contextlib.suppress(NotFound):
-                await kube.delete(resource, view.name, namespace=view.namespace)
+            await kube.delete(resource, view.name, namespace=view.namespace, missing_ok=True)
         say(f"  {'would delete' if dry_run else 'deleted'} {label}")
     held = sorted(f for f in set(view.finalizers) if f in finalizers)
     if not held:

@@ -17,7 +17,7 @@ from arc_scaleset.controllers.handoff import DeletedChildren, RemovedRegistratio
 from arc_scaleset.controllers.metrics import ControllerMetrics
 from arc_scaleset.controllers.settings import ControllerSettings
 from arc_scaleset.controllers.vault_policy import VaultAllowListSource
-from arc_scaleset.github import ActionsClientPool, SystemInfo
+from arc_scaleset.github import ActionsClientPool, SystemInfo, TransportOptions
 from arc_scaleset.github.keyvault import SECRET_TTL_SECONDS, KeyVaultSecrets
 from arc_scaleset.kube.client import KubeClient
 from arc_scaleset.kube.events import EventRecorder
@@ -28,7 +28,7 @@ EVENT_COMPONENT = "arc-scaleset.dev/controller"
 """The ``reportingController`` of the controller's Events."""
 FIELD_MANAGER = "arc-scaleset-controller"
 GITHUB_SUBSYSTEM = "gha-scale-set-controller"
-GITHUB_CLIENT_OPTIONS: dict[str, object] = {"request_timeout": 15.0, "retry_max": 2, "retry_wait_max": 5.0}
+GITHUB_TRANSPORT = TransportOptions(request_timeout=15.0, retry_max=2, retry_wait_max=5.0)
 """A reconcile worker must not wait on GitHub for long: few, short retries; the workqueue backs off after."""
 
 
@@ -77,7 +77,7 @@ class ControllerContext:
         client_pool = pool or ActionsClientPool(
             system_info=SystemInfo(subsystem=GITHUB_SUBSYSTEM, version=settings.build_version),
             clock=clock,
-            client_options=GITHUB_CLIENT_OPTIONS,
+            transport=GITHUB_TRANSPORT,
         )
         # Values from a vault live at most half a refresh interval, so each refresh sees the vault; the allow
         # list as long, so a grant withdrawn by the admin stops the next refresh.

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from arc_scaleset.api.labels import filter_and_merge_labels, merge_annotations
-from arc_scaleset.kube.retry import merge_patch
+from arc_scaleset.kube.merge_patch import merge_patch
 from arc_scaleset.kube.views import ObjectView
 
 

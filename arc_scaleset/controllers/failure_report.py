@@ -44,8 +44,15 @@ def failing_conditions(
     conditions: Sequence[Mapping[str, Any]] | None, failure: Failure, *, generation: int, now: dt.datetime
 ) -> Conditions | None:
     """``conditions`` with ``Degraded`` ``True`` for ``failure``; ``None`` when it says so already."""
-    updated = set_condition(conditions, type=CONDITION_DEGRADED, status="True", reason=failure.reason,
-                            message=failure.message, observed_generation=generation, now=now)  # fmt: skip
+    updated = set_condition(
+        conditions,
+        type=CONDITION_DEGRADED,
+        status="True",
+        reason=failure.reason,
+        message=failure.message,
+        observed_generation=generation,
+        now=now,
+    )
     return None if _says_the_same(get_condition(conditions, CONDITION_DEGRADED), updated) else updated
 
 
@@ -88,8 +95,9 @@ class ReconcileFailureReporter:
 
         obj = await self._write(key, derive)
         if obj is not None and announce:
-            await self._ctx.events.event(obj, type="Warning", reason=failure.reason, note=failure.message,
-                                         action="Reconcile")  # fmt: skip
+            await self._ctx.events.event(
+                obj, type="Warning", reason=failure.reason, note=failure.message, action="Reconcile"
+            )
 
     async def recovered(self, key: Request, failure: Failure) -> None:
         def derive(conditions: Sequence[Mapping[str, Any]], generation: int, now: dt.datetime) -> Conditions | None:
@@ -120,8 +128,9 @@ class ReconcileFailureReporter:
                 return
             body = {"metadata": {"resourceVersion": view.resource_version}, "status": {"conditions": conditions}}
             try:
-                found = await kube.patch(resource, view.name, body, namespace=view.namespace or None,
-                                         subresource="status")  # fmt: skip
+                found = await kube.patch(
+                    resource, view.name, body, namespace=view.namespace or None, subresource="status"
+                )
             except NotFound:
                 found = None
 

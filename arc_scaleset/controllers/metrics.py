@@ -314,8 +314,13 @@ class ControllerMetrics:
         """Drop every pushed series of one scale set / listener (it was deleted); the state gauges need no
         forgetting: they show only the sets that exist."""
         values = tuple(labels[key] for key in METRIC_LABELS)
-        for family in (self.runners_created, self.runners_succeeded, self.runners_failed, self.running_listeners,
-                       self.listener_restarts):  # fmt: skip
+        for family in (
+            self.runners_created,
+            self.runners_succeeded,
+            self.runners_failed,
+            self.running_listeners,
+            self.listener_restarts,
+        ):
             with contextlib.suppress(KeyError):
                 family.remove(*values)
         for reason in DELETED_REASONS:

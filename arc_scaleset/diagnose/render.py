@@ -48,8 +48,10 @@ def render_status(doc: Mapping[str, Any]) -> str:
     maximum = doc["maxRunners"] if doc["maxRunners"] is not None else "unbounded"
     desired = doc["desiredRunners"] if doc["desiredRunners"] is not None else "-"
     runners = doc["runners"]
-    row("Runners", f"min {doc['minRunners']}, max {maximum}, desired {desired}; {runners['total']} exist, "
-                   f"{runners['busy']} busy")  # fmt: skip
+    row(
+        "Runners",
+        f"min {doc['minRunners']}, max {maximum}, desired {desired}; {runners['total']} exist, {runners['busy']} busy",
+    )
     row("", f"by phase: {_counts(runners['byPhase'])}; by revision: {_counts(runners['byRevision'])}")
     runner_set = doc["runnerSet"]
     if runner_set is None:

@@ -185,11 +185,15 @@ def _pending_cause(snapshot: Snapshot, runner: EphemeralRunnerView) -> tuple[str
         reason = string(mapping(waiting).get("reason"))
         message = redact(string(mapping(waiting).get("message")))
         if reason in PULL_FAILURES:
-            return (f"image cannot be pulled: {reason} ({message})" if message else f"image cannot be pulled: {reason}",
-                    True)  # fmt: skip
+            return (
+                f"image cannot be pulled: {reason} ({message})" if message else f"image cannot be pulled: {reason}",
+                True,
+            )
         if reason in START_FAILURES:
-            return (f"container cannot start: {reason} ({message})" if message else f"container cannot start: {reason}",
-                    True)  # fmt: skip
+            return (
+                f"container cannot start: {reason} ({message})" if message else f"container cannot start: {reason}",
+                True,
+            )
     return ("pod Pending", False)
 
 

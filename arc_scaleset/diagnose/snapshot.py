@@ -292,8 +292,14 @@ async def _snapshot_of(
         listener_pod = next(
             (p for p in await reader.objects(PODS, al_view.namespace) if ObjectView(p).is_owned_by(al_view.uid)), None
         )
-    objects = [ars, *runner_sets, *runners, *runner_pods, *([listener] if listener else []),
-               *([listener_pod] if listener_pod else [])]  # fmt: skip
+    objects = [
+        ars,
+        *runner_sets,
+        *runners,
+        *runner_pods,
+        *([listener] if listener else []),
+        *([listener_pod] if listener_pod else []),
+    ]
     wanted = {(ObjectView(o).kind, ObjectView(o).namespace, ObjectView(o).name) for o in objects}
     for pod in runner_pods + ([listener_pod] if listener_pod else []):
         # List items carry the list's kind; a pod listed as a Pod is regarded as one.

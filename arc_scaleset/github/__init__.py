@@ -56,6 +56,7 @@ from arc_scaleset.github.models import (
 from arc_scaleset.github.pool import ActionsClientPool, ClientKey
 from arc_scaleset.github.proxy import ProxySettings
 from arc_scaleset.github.system_info import SystemInfo
+from arc_scaleset.github.transport_options import TransportOptions
 
 __all__ = [
     "API_VERSION",
@@ -100,6 +101,7 @@ __all__ = [
     "Statistics",
     "SystemInfo",
     "TransientError",
+    "TransportOptions",
     "Unauthorized",
     "credentials_from_fields",
     "fingerprint_of_fields",

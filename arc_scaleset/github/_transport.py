@@ -65,12 +65,12 @@ from arc_scaleset.github.errors import (
     Unauthorized,
 )
 from arc_scaleset.github.proxy import ProxySettings
+from arc_scaleset.github.transport_options import TransportOptions
 from arc_scaleset.observability.logging import get_logger
 
 _log = get_logger(__name__)
 
 UTF8_BOM = b"\xef\xbb\xbf"
-MAX_RESPONSE_BYTES = 10 * 1024 * 1024
 _MAX_DETAIL = 500
 # An error body is scrubbed before it is clipped to _MAX_DETAIL; scrubbing a bounded prefix keeps that cheap
 # for a huge body while leaving far more than any secret's length beyond the clip.
@@ -265,28 +265,14 @@ class HttpTransport:
     """Sends requests for one client: one aiohttp session (created lazily, inside the running loop)."""
 
     def __init__(
-        self,
-        *,
-        root_ca_pem: str | None = None,
-        proxy: ProxySettings | None = None,
-        clock: Clock = REAL_CLOCK,
-        request_timeout: float = 30.0,
-        retry_max: int = 4,
-        retry_wait_min: float = 1.0,
-        retry_wait_max: float = 30.0,
-        rate_limit_wait_max: float = 30.0,
-        max_response_bytes: int = MAX_RESPONSE_BYTES,
-        rng: random.Random | None = None,
+        self, options: TransportOptions, *, clock: Clock = REAL_CLOCK, rng: random.Random | None = None
     ) -> None:
-        self._ssl = build_ssl_context(root_ca_pem)
-        self._proxy = proxy or ProxySettings()
+        """``rng`` draws the jitter of the waits between attempts. Raises ``ValueError`` when
+        ``options.root_ca_pem`` is not a PEM certificate bundle."""
+        self.options = options
+        self._ssl = build_ssl_context(options.root_ca_pem)
+        self._proxy = options.proxy or ProxySettings()
         self.clock = clock
-        self.request_timeout = request_timeout
-        self.retry_max = retry_max
-        self.retry_wait_min = retry_wait_min
-        self.retry_wait_max = retry_wait_max
-        self.rate_limit_wait_max = rate_limit_wait_max
-        self.max_response_bytes = max_response_bytes
         self._rng = rng or random.Random()
         self.redact = Redactor(clock=clock)
         for secret in self._proxy.secret_values():
@@ -327,8 +313,8 @@ class HttpTransport:
         ``url`` must already be encoded exactly as it should go on the wire. ``retry_statuses`` adds
         statuses to retry (e.g. 401/403 for the runner-registration exchange).
         """
-        backoff = Backoff(base=self.retry_wait_min, cap=self.retry_wait_max, jitter=0.1, rng=self._rng)
-        attempts = self.retry_max + 1
+        backoff = Backoff(base=self.options.retry_wait_min, cap=self.options.retry_wait_max, jitter=0.1, rng=self._rng)
+        attempts = self.options.retry_max + 1
         for attempt in range(1, attempts + 1):
             last = attempt == attempts
             try:
@@ -359,7 +345,7 @@ class HttpTransport:
             if (
                 is_rate_limited(response.status, response.headers)
                 and wait is not None
-                and wait > self.rate_limit_wait_max
+                and wait > self.options.rate_limit_wait_max
             ):
                 # Waiting here would park a reconcile worker or a listener for long: hand the wait to the caller.
                 last = True
@@ -444,7 +430,8 @@ class HttpTransport:
             # on a CONNECT tunnel, so the proxy credentials must ride on the request itself.
             headers.update(choice.headers)
         # One deadline for connect + headers + body, so a server that trickles a body cannot hold us.
-        client_timeout = aiohttp.ClientTimeout(total=time_limit if time_limit is not None else self.request_timeout)
+        total = time_limit if time_limit is not None else self.options.request_timeout
+        client_timeout = aiohttp.ClientTimeout(total=total)
         # Path only: a query or a header may carry a token, and the path names what was asked for.
         path = urlsplit(url).path
         trace = SimpleNamespace(connection="none")
@@ -490,7 +477,7 @@ class HttpTransport:
 
     async def _read_body(self, raw: aiohttp.ClientResponse, method: str, url: str) -> bytes:
         """The (decompressed) body, refused as soon as it is known to exceed ``max_response_bytes``."""
-        limit = self.max_response_bytes
+        limit = self.options.max_response_bytes
         declared = raw.content_length
         if declared is not None and declared > limit:
             raise _too_large(raw, method, url, limit)

@@ -32,7 +32,7 @@ from arc_scaleset.clock import REAL_CLOCK, Clock
 from arc_scaleset.github._auth import AdminConnection, AuthChain
 from arc_scaleset.github._response import Response
 from arc_scaleset.github._secrets import JIT_CONFIG_RETENTION, jwt_expiry
-from arc_scaleset.github._transport import MAX_RESPONSE_BYTES, HttpTransport
+from arc_scaleset.github._transport import HttpTransport
 from arc_scaleset.github.config_url import GitHubConfig
 from arc_scaleset.github.credentials import Credentials
 from arc_scaleset.github.errors import (
@@ -63,8 +63,8 @@ from arc_scaleset.github.models import (
     from_service,
     parse_message,
 )
-from arc_scaleset.github.proxy import ProxySettings
 from arc_scaleset.github.system_info import SystemInfo
+from arc_scaleset.github.transport_options import DEFAULT_TRANSPORT, TransportOptions
 
 # Session-bound calls: 401 = the queue token expired (refresh the session); 404 = the session was evicted.
 _SESSION_BOUND: Mapping[int, type[ActionsError]] = {401: MessageQueueTokenExpired, 404: SessionNotFound}
@@ -104,40 +104,23 @@ class ActionsClient:
         credentials: Credentials,
         *,
         system_info: SystemInfo,
-        root_ca_pem: str | None = None,
-        proxy: ProxySettings | None = None,
+        transport: TransportOptions = DEFAULT_TRANSPORT,
         clock: Clock = REAL_CLOCK,
-        request_timeout: float = 30.0,
         long_poll_timeout: float = 70.0,
-        retry_max: int = 4,
-        retry_wait_min: float = 1.0,
-        retry_wait_max: float = 30.0,
-        rate_limit_wait_max: float = 30.0,
-        max_response_bytes: int = MAX_RESPONSE_BYTES,
         rng: random.Random | None = None,
     ) -> None:
-        """``long_poll_timeout`` must exceed the service's hold time (~50 s) so an idle poll ends in 202.
-        A response body over ``max_response_bytes`` raises :class:`ResponseTooLarge`.
+        """``transport`` is how the requests travel (CA, proxy, deadlines, retries, response limit);
+        ``long_poll_timeout`` must exceed the service's hold time (~50 s) so an idle poll ends in 202; ``rng``
+        draws the jitter of retry waits.
 
-        Raises ``ValueError`` when ``root_ca_pem`` is not a PEM certificate bundle.
+        Raises ``ValueError`` when ``transport.root_ca_pem`` is not a PEM certificate bundle.
         """
         self.config = config
         self.system_info = system_info
         self._clock = clock
         self.long_poll_timeout = long_poll_timeout
         self._user_agent = system_info.user_agent()
-        self._transport = HttpTransport(
-            root_ca_pem=root_ca_pem,
-            proxy=proxy,
-            clock=clock,
-            request_timeout=request_timeout,
-            retry_max=retry_max,
-            retry_wait_min=retry_wait_min,
-            retry_wait_max=retry_wait_max,
-            rate_limit_wait_max=rate_limit_wait_max,
-            max_response_bytes=max_response_bytes,
-            rng=rng,
-        )
+        self._transport = HttpTransport(transport, clock=clock, rng=rng)
         self._auth = AuthChain(
             config=config, credentials=credentials, transport=self._transport, user_agent=self._user_agent, clock=clock
         )

@@ -25,7 +25,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Final
 
 from arc_scaleset.clock import REAL_CLOCK, Clock
@@ -34,6 +34,7 @@ from arc_scaleset.github.config_url import GitHubConfig
 from arc_scaleset.github.credentials import Credentials
 from arc_scaleset.github.proxy import ProxySettings
 from arc_scaleset.github.system_info import SystemInfo
+from arc_scaleset.github.transport_options import DEFAULT_TRANSPORT, TransportOptions
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,15 +75,16 @@ class ActionsClientPool:
         *,
         system_info: SystemInfo,
         clock: Clock = REAL_CLOCK,
-        client_options: dict[str, object] | None = None,
+        transport: TransportOptions = DEFAULT_TRANSPORT,
         factory: ClientFactory = ActionsClient,
         retire_grace: float = DEFAULT_RETIRE_GRACE,
     ) -> None:
-        """``client_options`` are passed to every :class:`ActionsClient` (timeouts, retry budget...);
-        ``retire_grace`` is how long an evicted client stays open for requests already under way."""
+        """``transport`` is every :class:`ActionsClient`'s (timeouts, retry budget...), with the CA and proxy
+        :meth:`get` is given; ``retire_grace`` is how long an evicted client stays open for requests already
+        under way."""
         self._system_info = system_info
         self._clock = clock
-        self._options = dict(client_options or {})
+        self._transport = transport
         self._factory = factory
         self._retire_grace = retire_grace
         self._clients: dict[ClientKey, ActionsClient] = {}
@@ -143,8 +145,14 @@ class ActionsClientPool:
         if callable(credentials) and fingerprint is None:
             raise TypeError("credentials given as a function need their fingerprint")
         given = None if callable(credentials) else credentials
-        key = self.key_for(config, namespace=namespace, credentials=given, root_ca_pem=root_ca_pem, proxy=proxy,
-                           fingerprint=fingerprint)  # fmt: skip
+        key = self.key_for(
+            config,
+            namespace=namespace,
+            credentials=given,
+            root_ca_pem=root_ca_pem,
+            proxy=proxy,
+            fingerprint=fingerprint,
+        )
         origin = _Source(namespace=namespace, config_url=config.url, source_digest=_sha256(source))
         async with self._lock:
             await self._close_retired()
@@ -156,10 +164,8 @@ class ActionsClientPool:
                     config,
                     credentials() if callable(credentials) else credentials,
                     system_info=self._system_info,
-                    root_ca_pem=root_ca_pem,
-                    proxy=proxy,
+                    transport=replace(self._transport, root_ca_pem=root_ca_pem, proxy=proxy),
                     clock=self._clock,
-                    **self._options,
                 )
                 self._clients[key] = client
             previous = self._sources.get(origin)

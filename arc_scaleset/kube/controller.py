@@ -228,8 +228,12 @@ class Controller:
         self._workers = [
             loop.create_task(self._worker(), name=f"{self.name}-worker-{i}") for i in range(self.concurrency)
         ]
-        log.info("controller %s started (%d workers, watching %s)", self.name, self.concurrency,
-                 ", ".join(str(r) for r in self.resources))  # fmt: skip
+        log.info(
+            "controller %s started (%d workers, watching %s)",
+            self.name,
+            self.concurrency,
+            ", ".join(str(r) for r in self.resources),
+        )
 
     async def stop(self, *, drain: bool = True, drain_timeout: float | None = None) -> None:
         """Stop taking keys. With ``drain``, let reconciles in flight finish (for at most ``drain_timeout``
@@ -346,8 +350,11 @@ class Controller:
                     queue.add_rate_limited(request)
                     log.error(
                         "controller %s: reconcile %s failed (attempt %d): %s",
-                        self.name, request, queue.num_requeues(request), one_line(exc),
-                    )  # fmt: skip
+                        self.name,
+                        request,
+                        queue.num_requeues(request),
+                        one_line(exc),
+                    )
                     log.debug("controller %s: reconcile %s traceback", self.name, request, exc_info=True)
                     if metrics is not None:
                         metrics.reconcile_errors.labels(controller=self.name).inc()
@@ -376,8 +383,9 @@ class Controller:
         try:
             await reporter.failing(request, failure, announce=announce)
         except Exception as report_exc:  # reporting is a side note: it must not break the retry
-            log.warning("controller %s: reporting the failure of %s failed: %s", self.name, request,
-                        one_line(report_exc))  # fmt: skip
+            log.warning(
+                "controller %s: reporting the failure of %s failed: %s", self.name, request, one_line(report_exc)
+            )
 
     async def _succeeded(self, request: Request) -> None:
         reported = self.failures.succeeded(request)
@@ -386,5 +394,6 @@ class Controller:
         try:
             await self._failure_reporter.recovered(request, reported)
         except Exception as report_exc:  # as in _failed
-            log.warning("controller %s: reporting the recovery of %s failed: %s", self.name, request,
-                        one_line(report_exc))  # fmt: skip
+            log.warning(
+                "controller %s: reporting the recovery of %s failed: %s", self.name, request, one_line(report_exc)
+            )

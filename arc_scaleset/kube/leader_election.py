@@ -243,8 +243,9 @@ class LeaderElector:
                 log.error("%r: the lease is now held by %s; leadership lost", self, other)
                 break
             if self._clock.monotonic() >= deadline:
-                log.error("%r: could not renew the lease within %.1fs; leadership lost", self,
-                          self.config.renew_deadline)  # fmt: skip
+                log.error(
+                    "%r: could not renew the lease within %.1fs; leadership lost", self, self.config.renew_deadline
+                )
                 break
         self._set_leading(False)
 

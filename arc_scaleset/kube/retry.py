@@ -17,6 +17,7 @@ from arc_scaleset.backoff import Backoff
 from arc_scaleset.clock import REAL_CLOCK, Clock
 from arc_scaleset.kube.client import KubeClient, PatchType
 from arc_scaleset.kube.errors import Conflict
+from arc_scaleset.kube.merge_patch import merge_patch
 from arc_scaleset.kube.resources import Resource
 from arc_scaleset.kube.views import ObjectView
 
@@ -105,27 +106,3 @@ async def update_with_retry(
         )
 
     return await retry_on_conflict(attempt, attempts=attempts, backoff=backoff, clock=clock)
-
-
-def merge_patch(original: Any, desired: Any) -> dict[str, Any]:
-    """The JSON merge patch (RFC 7386) that turns ``original`` into ``desired`` (two JSON objects).
-
-    Keys missing from ``desired`` become ``null`` (delete); nested objects recurse; lists and scalars are
-    replaced whole when they differ. ``{}`` means no change.
-    """
-    if not isinstance(original, dict) or not isinstance(desired, dict):
-        raise TypeError("merge_patch compares two JSON objects")
-    patch: dict[str, Any] = {}
-    for key, value in desired.items():
-        if key not in original:
-            patch[key] = copy.deepcopy(value)
-        elif isinstance(value, dict) and isinstance(original[key], dict):
-            nested = merge_patch(original[key], value)
-            if nested:
-                patch[key] = nested
-        elif value != original[key] or type(value) is not type(original[key]):
-            patch[key] = copy.deepcopy(value)
-    for key in original:
-        if key not in desired:
-            patch[key] = None
-    return patch

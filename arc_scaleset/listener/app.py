@@ -26,6 +26,7 @@ from arc_scaleset.github import (
     InvalidCredentials,
     ProxySettings,
     SystemInfo,
+    TransportOptions,
     credentials_from_fields,
     parse_config_url,
 )
@@ -178,12 +179,14 @@ def build_listener(
             github,
             credentials,
             system_info=SystemInfo(scale_set_id=config.runner_scale_set_id, subsystem=SUBSYSTEM),
-            root_ca_pem=config.server_root_ca or None,
-            proxy=ProxySettings.from_env(env),
+            transport=TransportOptions(
+                root_ca_pem=config.server_root_ca or None,
+                proxy=ProxySettings.from_env(env),
+                request_timeout=timing.request_timeout,
+                retry_max=timing.client_retries,
+            ),
             clock=clock,
-            request_timeout=timing.request_timeout,
             long_poll_timeout=timing.long_poll_timeout,
-            retry_max=timing.client_retries,
         )
     except ValueError as exc:
         raise FatalListenerError(f"server_root_ca: {exc}") from None

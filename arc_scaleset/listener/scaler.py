@@ -18,7 +18,7 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
-from arc_scaleset.api import EPHEMERAL_RUNNER_SETS, EPHEMERAL_RUNNERS
+from arc_scaleset.api.constants import EPHEMERAL_RUNNER_SETS, EPHEMERAL_RUNNERS
 from arc_scaleset.api.windows import Window
 from arc_scaleset.clock import REAL_CLOCK, Clock
 from arc_scaleset.kube.client import PatchType

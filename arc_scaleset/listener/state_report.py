@@ -15,7 +15,7 @@ import asyncio
 import logging
 from typing import Any
 
-from arc_scaleset.api import EPHEMERAL_RUNNER_SETS
+from arc_scaleset.api.constants import EPHEMERAL_RUNNER_SETS
 from arc_scaleset.api.keys import ANNOTATION_LISTENER_STATE
 from arc_scaleset.api.listener_state import ListenerState
 from arc_scaleset.backoff import Backoff

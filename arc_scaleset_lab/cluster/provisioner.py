@@ -175,8 +175,7 @@ class NodeProvisioner:
             await self.kube.patch(resources.NODES, name, {"spec": {"unschedulable": False}})
             self._empty_since.pop(name, None)
             return
-        with contextlib.suppress(NotFound):
-            await self.kube.delete(resources.NODES, name)
+        await self.kube.delete(resources.NODES, name, missing_ok=True)
         self._empty_since.pop(name, None)
         self.removed += 1
         self.report(f"node {name} removed (empty for {self.pool.idle:g}s)")

@@ -95,8 +95,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
         action="store_false",
         help="print a line per second instead of the live view (automatic without a terminal)",
     )
-    parser.add_argument("--stop", type=Path, default=None, metavar="DIR",
-                        help="stop a demo left running by --keep (DIR is printed at its end) and exit")  # fmt: skip
+    parser.add_argument(
+        "--stop",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="stop a demo left running by --keep (DIR is printed at its end) and exit",
+    )
 
 
 def _cold(args: argparse.Namespace) -> ColdNodes | None:
@@ -153,8 +158,9 @@ def run(args: argparse.Namespace) -> int:
     live = args.live and console.is_terminal
     code = 1
     try:
-        code = asyncio.run(_demo(options, workdir=workdir, kubeconfig=info.kubeconfig, keep=args.keep,
-                                 live=live, console=console))  # fmt: skip
+        code = asyncio.run(
+            _demo(options, workdir=workdir, kubeconfig=info.kubeconfig, keep=args.keep, live=live, console=console)
+        )
     except KeyboardInterrupt:
         console.print("interrupted: stopping everything")
         code = 130
@@ -188,8 +194,9 @@ async def _demo(
         console.print(f"error: {exc}")
         return 1
     try:
-        return await _with_network(options, network, workdir=workdir, kubeconfig=kubeconfig, keep=keep, live=live,
-                                   console=console)  # fmt: skip
+        return await _with_network(
+            options, network, workdir=workdir, kubeconfig=kubeconfig, keep=keep, live=live, console=console
+        )
     finally:
         if not keep:
             await network.stop()

@@ -256,8 +256,9 @@ class Scenario:
         half = max(1, spec.jobs // 2)
 
         async def enqueue(labels: Sequence[str], repository: str, duration: float, name: str) -> int:
-            ids = await self.system.sim.enqueue_job(list(labels), repository=repository, duration=duration,
-                                                    display_name=name)  # fmt: skip
+            ids = await self.system.sim.enqueue_job(
+                list(labels), repository=repository, duration=duration, display_name=name
+            )
             return ids[0]
 
         def on_enqueued(job_id: int, job: PlannedJob) -> None:

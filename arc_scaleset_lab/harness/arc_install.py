@@ -44,7 +44,7 @@ from arc_scaleset.api import keys
 from arc_scaleset.api.autoscalinglistener import AUTOSCALING_LISTENERS
 from arc_scaleset.api.autoscalingrunnerset import AUTOSCALING_RUNNER_SETS
 from arc_scaleset.api.common import API_VERSION
-from arc_scaleset.api.crds import custom_resource_definition
+from arc_scaleset.api.crd.generate import custom_resource_definition
 from arc_scaleset.api.ephemeralrunner import EPHEMERAL_RUNNERS
 from arc_scaleset.api.ephemeralrunnerset import EPHEMERAL_RUNNER_SETS, EphemeralRunnerSet
 from arc_scaleset.api.labels import github_url_labels
@@ -122,9 +122,14 @@ class ArcInstaller:
         # is deleted (its controller removes the finalizer then).
         await self.kube.create(
             resources.SERVICE_ACCOUNTS,
-            {"metadata": {"name": no_permission, "namespace": self.namespace,
-                          "finalizers": [keys.CLEANUP_PROTECTION_FINALIZER]}},
-        )  # fmt: skip
+            {
+                "metadata": {
+                    "name": no_permission,
+                    "namespace": self.namespace,
+                    "finalizers": [keys.CLEANUP_PROTECTION_FINALIZER],
+                }
+            },
+        )
         values_hash = hashlib.sha256(orjson.dumps({"name": name, "min": min_runners}, option=orjson.OPT_SORT_KEYS))
         spec_template = {
             **template,
@@ -171,8 +176,13 @@ class ArcInstaller:
         }
         created = await self.kube.create(AUTOSCALING_RUNNER_SETS, ars, namespace=self.namespace)
         # ARC's last status write: counts copied from its newest set some time ago.
-        stale = {"currentRunners": 7, "pendingEphemeralRunners": 0, "runningEphemeralRunners": 7,
-                 "failedEphemeralRunners": 0, "phase": "Running"}  # fmt: skip
+        stale = {
+            "currentRunners": 7,
+            "pendingEphemeralRunners": 0,
+            "runningEphemeralRunners": 7,
+            "failedEphemeralRunners": 0,
+            "phase": "Running",
+        }
         await self.kube.patch(
             AUTOSCALING_RUNNER_SETS, name, {"status": stale}, namespace=self.namespace, subresource="status"
         )
@@ -200,11 +210,18 @@ class ArcInstaller:
 
     async def _patch_id_required(self, expected: bool) -> bool:
         """Whether the API server (as it serves the CRD now) refuses a set without ``spec.patchID``, is ``expected``."""
-        runner_spec = {"githubConfigUrl": self.config_url, "githubConfigSecret": "probe", "runnerScaleSetId": 1,
-                       "spec": {"containers": [{"name": "runner", "image": "probe"}]}}  # fmt: skip
-        body = {"apiVersion": API_VERSION, "kind": "EphemeralRunnerSet",
-                "metadata": {"generateName": "probe-", "namespace": self.namespace},
-                "spec": {"ephemeralRunnerSpec": runner_spec}}  # fmt: skip
+        runner_spec = {
+            "githubConfigUrl": self.config_url,
+            "githubConfigSecret": "probe",
+            "runnerScaleSetId": 1,
+            "spec": {"containers": [{"name": "runner", "image": "probe"}]},
+        }
+        body = {
+            "apiVersion": API_VERSION,
+            "kind": "EphemeralRunnerSet",
+            "metadata": {"generateName": "probe-", "namespace": self.namespace},
+            "spec": {"ephemeralRunnerSpec": runner_spec},
+        }
         try:
             await self.kube.create(EPHEMERAL_RUNNER_SETS, body, namespace=self.namespace, dry_run=True)
         except Invalid as exc:
@@ -214,8 +231,13 @@ class ArcInstaller:
     async def strip_patch_id(self, runner_set: str) -> None:
         """Remove ``spec.patchID`` from ``runner_set`` (inside :meth:`before_patch_id`): ARC's listener before 0.9
         wrote ``replicas`` alone, and the process playing ARC's listener here wrote a patch ID too."""
-        await self.kube.patch(EPHEMERAL_RUNNER_SETS, runner_set, [{"op": "remove", "path": "/spec/patchID"}],
-                              namespace=self.namespace, patch_type=PatchType.JSON)  # fmt: skip
+        await self.kube.patch(
+            EPHEMERAL_RUNNER_SETS,
+            runner_set,
+            [{"op": "remove", "path": "/spec/patchID"}],
+            namespace=self.namespace,
+            patch_type=PatchType.JSON,
+        )
 
     async def add_runner_set(
         self, installed: ArcScaleSet, *, generated_name: bool = True, before_patch_id: bool = False
@@ -362,32 +384,57 @@ class ArcInstaller:
         }
         await self.kube.create(
             resources.SERVICE_ACCOUNTS,
-            {"metadata": {"name": name, "namespace": ns, "labels": {
-                keys.LABEL_SCALE_SET_NAMESPACE: self.namespace, keys.LABEL_SCALE_SET_NAME: installed.name},
-                "ownerReferences": owner}},
-        )  # fmt: skip
+            {
+                "metadata": {
+                    "name": name,
+                    "namespace": ns,
+                    "labels": {
+                        keys.LABEL_SCALE_SET_NAMESPACE: self.namespace,
+                        keys.LABEL_SCALE_SET_NAME: installed.name,
+                    },
+                    "ownerReferences": owner,
+                }
+            },
+        )
         await self.kube.create(
             resources.ROLES,
             {
-                "metadata": {"name": name, "namespace": self.namespace,
-                             "labels": {**rbac_labels, "role-policy-rules-hash": "7b5d8f9c6"}},
+                "metadata": {
+                    "name": name,
+                    "namespace": self.namespace,
+                    "labels": {**rbac_labels, "role-policy-rules-hash": "7b5d8f9c6"},
+                },
                 "rules": [
-                    {"apiGroups": ["actions.github.com"], "resources": ["ephemeralrunnersets"],
-                     "resourceNames": [installed.current_set], "verbs": ["patch"]},
-                    {"apiGroups": ["actions.github.com"],
-                     "resources": ["ephemeralrunners", "ephemeralrunners/status"], "verbs": ["patch"]},
+                    {
+                        "apiGroups": ["actions.github.com"],
+                        "resources": ["ephemeralrunnersets"],
+                        "resourceNames": [installed.current_set],
+                        "verbs": ["patch"],
+                    },
+                    {
+                        "apiGroups": ["actions.github.com"],
+                        "resources": ["ephemeralrunners", "ephemeralrunners/status"],
+                        "verbs": ["patch"],
+                    },
                 ],
             },
-        )  # fmt: skip
+        )
         await self.kube.create(
             resources.ROLE_BINDINGS,
             {
-                "metadata": {"name": name, "namespace": self.namespace, "labels": {
-                    **rbac_labels, "role-binding-role-ref-hash": "6c8b5d", "role-binding-subject-hash": "9f7c4b"}},
+                "metadata": {
+                    "name": name,
+                    "namespace": self.namespace,
+                    "labels": {
+                        **rbac_labels,
+                        "role-binding-role-ref-hash": "6c8b5d",
+                        "role-binding-subject-hash": "9f7c4b",
+                    },
+                },
                 "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
                 "subjects": [{"kind": "ServiceAccount", "namespace": ns, "name": name}],
             },
-        )  # fmt: skip
+        )
         # ARC 0.12+'s config.json (cmd/ghalistener/config): the credentials inline.
         config = {
             "configure_url": spec["githubConfigUrl"],
@@ -404,9 +451,11 @@ class ArcInstaller:
         }
         await self.kube.create(
             resources.SECRETS,
-            {"metadata": {"name": f"{name}-config", "namespace": ns, "ownerReferences": owner},
-             "data": {keys.LISTENER_CONFIG_SECRET_KEY: base64.b64encode(orjson.dumps(config)).decode()}},
-        )  # fmt: skip
+            {
+                "metadata": {"name": f"{name}-config", "namespace": ns, "ownerReferences": owner},
+                "data": {keys.LISTENER_CONFIG_SECRET_KEY: base64.b64encode(orjson.dumps(config)).decode()},
+            },
+        )
         pod = await self.kube.create(
             resources.PODS,
             {
@@ -421,17 +470,22 @@ class ArcInstaller:
                             "name": keys.LISTENER_CONTAINER_NAME,
                             "image": ARC_CONTROLLER_IMAGE,
                             "command": ["/ghalistener"],
-                            "env": [{"name": "LISTENER_CONFIG_PATH",
-                                     "value": f"{LISTENER_CONFIG_MOUNT}/{keys.LISTENER_CONFIG_SECRET_KEY}"}],
-                            "volumeMounts": [{"name": "listener-config", "mountPath": LISTENER_CONFIG_MOUNT,
-                                              "readOnly": True}],
+                            "env": [
+                                {
+                                    "name": "LISTENER_CONFIG_PATH",
+                                    "value": f"{LISTENER_CONFIG_MOUNT}/{keys.LISTENER_CONFIG_SECRET_KEY}",
+                                }
+                            ],
+                            "volumeMounts": [
+                                {"name": "listener-config", "mountPath": LISTENER_CONFIG_MOUNT, "readOnly": True}
+                            ],
                         }
                     ],
                     "volumes": [{"name": "listener-config", "secret": {"secretName": f"{name}-config"}}],
                 },
             },
             namespace=ns,
-        )  # fmt: skip
+        )
         installed.listener = name
         installed.uids[f"AutoscalingListener/{name}"] = ObjectView(listener).uid
         installed.uids[f"Pod/{name}"] = ObjectView(pod).uid
@@ -494,11 +548,15 @@ class ArcInstaller:
             if container.get("name") == keys.RUNNER_CONTAINER_NAME:
                 env = [
                     *(container.get("env") or []),
-                    {"name": "ACTIONS_RUNNER_INPUT_JITCONFIG",
-                     "valueFrom": {"secretKeyRef": {"name": name, "key": "jitToken"}}},
-                    {"name": "GITHUB_ACTIONS_RUNNER_EXTRA_USER_AGENT",
-                     "value": f"actions-runner-controller/{ARC_VERSION}"},
-                ]  # fmt: skip
+                    {
+                        "name": "ACTIONS_RUNNER_INPUT_JITCONFIG",
+                        "valueFrom": {"secretKeyRef": {"name": name, "key": "jitToken"}},
+                    },
+                    {
+                        "name": "GITHUB_ACTIONS_RUNNER_EXTRA_USER_AGENT",
+                        "value": f"actions-runner-controller/{ARC_VERSION}",
+                    },
+                ]
                 container = {**container, "env": env}
             containers.append(container)
         pod_spec["containers"] = containers
@@ -508,17 +566,23 @@ class ArcInstaller:
                 "metadata": {
                     "name": name,
                     "namespace": self.namespace,
-                    "labels": {**labels, **((template.get("metadata") or {}).get("labels") or {}),
-                               keys.LABEL_EPHEMERAL_RUNNER: keys.EPHEMERAL_RUNNER_LABEL_VALUE},
+                    "labels": {
+                        **labels,
+                        **((template.get("metadata") or {}).get("labels") or {}),
+                        keys.LABEL_EPHEMERAL_RUNNER: keys.EPHEMERAL_RUNNER_LABEL_VALUE,
+                    },
                     "ownerReferences": owner,
                 },
                 "spec": pod_spec,
             },
-        )  # fmt: skip
+        )
         await self.kube.patch(
-            EPHEMERAL_RUNNERS, name, {"status": {"runnerId": jit.runner.id, "runnerName": name, "phase": "Pending"}},
-            namespace=self.namespace, subresource="status",
-        )  # fmt: skip
+            EPHEMERAL_RUNNERS,
+            name,
+            {"status": {"runnerId": jit.runner.id, "runnerName": name, "phase": "Pending"}},
+            namespace=self.namespace,
+            subresource="status",
+        )
 
         async def running() -> bool:
             pod = await self.kube.get(resources.PODS, name, namespace=self.namespace)
@@ -526,17 +590,25 @@ class ArcInstaller:
 
         await eventually(running, f"runner pod {name} to run", timeout=60)
         await self.kube.patch(
-            EPHEMERAL_RUNNERS, name, {"status": {"phase": "Running", "ready": True, "reason": "", "message": ""}},
-            namespace=self.namespace, subresource="status",
-        )  # fmt: skip
+            EPHEMERAL_RUNNERS,
+            name,
+            {"status": {"phase": "Running", "ready": True, "reason": "", "message": ""}},
+            namespace=self.namespace,
+            subresource="status",
+        )
         installed.uids[f"EphemeralRunner/{name}"] = ObjectView(er).uid
         return name
 
     async def _write_set_status(self, installed: ArcScaleSet, runner_set: str) -> None:
         count = len(installed.runners.get(runner_set, []))
         # ARC 0.14's updateStatus, written when its runners last changed.
-        status = {"currentReplicas": count, "pendingEphemeralRunners": 0, "runningEphemeralRunners": count,
-                  "failedEphemeralRunners": 0, "phase": "Running"}  # fmt: skip
+        status = {
+            "currentReplicas": count,
+            "pendingEphemeralRunners": 0,
+            "runningEphemeralRunners": count,
+            "failedEphemeralRunners": 0,
+            "phase": "Running",
+        }
         await self.kube.patch(
             EPHEMERAL_RUNNER_SETS, runner_set, {"status": status}, namespace=self.namespace, subresource="status"
         )
@@ -544,8 +616,14 @@ class ArcInstaller:
 
 def _controller_ref(owner: Mapping[str, Any]) -> dict[str, Any]:
     view = ObjectView(owner)
-    return {"apiVersion": view.api_version or API_VERSION, "kind": view.kind, "name": view.name, "uid": view.uid,
-            "controller": True, "blockOwnerDeletion": True}  # fmt: skip
+    return {
+        "apiVersion": view.api_version or API_VERSION,
+        "kind": view.kind,
+        "name": view.name,
+        "uid": view.uid,
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
 
 
 def _url_parts(config_url: str) -> tuple[str, str, str]:

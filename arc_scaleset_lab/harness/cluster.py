@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from arc_scaleset.api.crds import custom_resource_definitions
+from arc_scaleset.api.crd.generate import custom_resource_definitions
 from arc_scaleset.kube import resources
 from arc_scaleset.kube.client import KubeClient, PatchType
 from arc_scaleset.kube.errors import NotFound
@@ -103,7 +103,7 @@ async def install_crds(
 ) -> list[str]:
     """Server-side apply ``crds`` (default: this version's) and wait until each is Established and served.
 
-    This version's CRDs are generated in process (:func:`arc_scaleset.api.crds.custom_resource_definitions`,
+    This version's CRDs are generated in process (:func:`arc_scaleset.api.crd.generate.custom_resource_definitions`,
     what ``arc-scaleset crds`` prints and ``config/crd/`` holds), so the lab needs no checkout.
     """
     names: list[str] = []

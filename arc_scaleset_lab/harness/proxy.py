@@ -124,8 +124,11 @@ class TinyProxy:
         output.close()
         process = self._process
         try:  # until it accepts connections, or exits
-            wait_until(lambda: process.poll() is not None or "Accepting connections" in self._log_text(),
-                       "tinyproxy to start", timeout=10)  # fmt: skip
+            wait_until(
+                lambda: process.poll() is not None or "Accepting connections" in self._log_text(),
+                "tinyproxy to start",
+                timeout=10,
+            )
             started = process.poll() is None
         except TimeoutError:
             started = False

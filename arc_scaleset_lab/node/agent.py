@@ -42,9 +42,11 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument("--work-dir", required=True, type=Path, help="private directories of listener pods")
     parser.add_argument("--ready-file", type=Path, default=None, help="touched once the players run")
     parser.add_argument(
-        "--arc-listener-binary", type=Path, default=None,
+        "--arc-listener-binary",
+        type=Path,
+        default=None,
         help="ARC's listener binary: run it for ARC's own listener pods (bench/bench_vs_arc.py; needs root)",
-    )  # fmt: skip
+    )
     return parser.parse_args(argv)
 
 

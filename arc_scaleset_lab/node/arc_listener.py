@@ -85,9 +85,17 @@ def arc_listener_argv(binary: Path, sandbox: Sandbox) -> list[str]:
     if unshare is None or os.geteuid() != 0:
         raise SandboxError("running ARC's listener needs root and util-linux's unshare (a private mount namespace)")
     return [
-        unshare, "--mount", "--propagation", "private",
-        "sh", "-c", _MOUNT_SCRIPT, "arc-listener", str(sandbox.token_file.parent), str(binary),
-    ]  # fmt: skip
+        unshare,
+        "--mount",
+        "--propagation",
+        "private",
+        "sh",
+        "-c",
+        _MOUNT_SCRIPT,
+        "arc-listener",
+        str(sandbox.token_file.parent),
+        str(binary),
+    ]
 
 
 ARC_METRICS_ADDR_KEY = "metricsAddr"

@@ -274,9 +274,13 @@ class ListenerKubelet:
             return
         previous = next((w for w in self._stopping_workers if w.key == key), None)
         worker = _PodWorker(
-            namespace=key[0], name=key[1], uid=uid, grace=grace_seconds(pod), log_path=self.log_path(key[1]),
+            namespace=key[0],
+            name=key[1],
+            uid=uid,
+            grace=grace_seconds(pod),
+            log_path=self.log_path(key[1]),
             arc_container=arc_listener_container(pod) if self.arc_listener_binary is not None else None,
-        )  # fmt: skip
+        )
         self._workers[key] = worker
         worker.task = asyncio.get_running_loop().create_task(
             self._lifecycle(worker, pod, previous), name=f"listener-pod-{key[1]}"
@@ -315,8 +319,11 @@ class ListenerKubelet:
             self._failures.pop(worker.key, None)
             log.info(
                 "pod %s/%s: listener started (pid %s, %s)",
-                worker.namespace, worker.name, worker.process.pid, worker.sandbox.credentials,
-            )  # fmt: skip
+                worker.namespace,
+                worker.name,
+                worker.process.pid,
+                worker.sandbox.credentials,
+            )
             if worker.sandbox.token_expiry is not None:
                 refresher = asyncio.get_running_loop().create_task(self._refresh_tokens(worker, pod))
             code = await self._wait_for_exit_or_stop(worker, worker.process)
@@ -353,8 +360,12 @@ class ListenerKubelet:
             try:
                 await asyncio.wait_for(asyncio.shield(exited), timeout=worker.grace)
             except TimeoutError:
-                log.warning("pod %s/%s: listener ignored SIGTERM for %.0fs; killing it", worker.namespace, worker.name,
-                            worker.grace)  # fmt: skip
+                log.warning(
+                    "pod %s/%s: listener ignored SIGTERM for %.0fs; killing it",
+                    worker.namespace,
+                    worker.name,
+                    worker.grace,
+                )
                 with contextlib.suppress(ProcessLookupError):
                     process.kill()
                 await exited

@@ -309,8 +309,11 @@ async def _credentials(
     except KubeError as exc:
         log.warning(
             "pod %s/%s: TokenRequest for service account %s failed (%s); the process gets the admin kubeconfig",
-            namespace, meta.get("name"), account, exc,
-        )  # fmt: skip
+            namespace,
+            meta.get("name"),
+            account,
+            exc,
+        )
         sandbox.env["KUBECONFIG"] = str(admin_kubeconfig)
         sandbox.credentials = "admin kubeconfig"
         return

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 import arc_scaleset
-from arc_scaleset.api.installed_crds import REQUIRED_FIELDS
+from arc_scaleset.api.crd.installed import REQUIRED_FIELDS
 from arc_scaleset.cmd.controller import configure, ignored_flag_warnings, settings_from_args
 from arc_scaleset.controllers.settings import ControllerSettings
 from arc_scaleset.controllers.vault_policy import parse_allow_list

@@ -10,7 +10,7 @@ import tempfile
 import uuid
 from pathlib import Path
 
-from arc_scaleset.api import AUTOSCALING_RUNNER_SETS
+from arc_scaleset.api.constants import AUTOSCALING_RUNNER_SETS
 from arc_scaleset.kube import resources
 from arc_scaleset.kube.errors import NotFound
 from arc_scaleset_lab.cluster.node_pool import holds_node

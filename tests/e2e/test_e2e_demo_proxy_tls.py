@@ -11,7 +11,7 @@ import tempfile
 import uuid
 from pathlib import Path
 
-from arc_scaleset.api import AUTOSCALING_RUNNER_SETS
+from arc_scaleset.api.constants import AUTOSCALING_RUNNER_SETS
 from arc_scaleset.kube.errors import NotFound
 from arc_scaleset_lab.demo.network import DemoNetwork
 from arc_scaleset_lab.demo.scenario import DemoOptions, Scenario

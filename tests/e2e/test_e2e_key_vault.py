@@ -26,7 +26,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from arc_scaleset.api import AUTOSCALING_RUNNER_SETS
+from arc_scaleset.api.constants import AUTOSCALING_RUNNER_SETS
 from arc_scaleset.api.naming import listener_config_secret_name, listener_pod_name
 from arc_scaleset.kube import resources
 from arc_scaleset.kube.errors import NotFound

@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from arc_scaleset.api import AUTOSCALING_LISTENERS, AUTOSCALING_RUNNER_SETS
+from arc_scaleset.api.constants import AUTOSCALING_LISTENERS, AUTOSCALING_RUNNER_SETS
 from arc_scaleset.api.naming import listener_config_secret_name, listener_pod_name, listener_proxy_secret_name
 from arc_scaleset.kube import resources
 from arc_scaleset.kube.errors import NotFound

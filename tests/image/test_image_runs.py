@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 import arc_scaleset
-from arc_scaleset.api.crds import custom_resource_definitions
+from arc_scaleset.api.crd.generate import custom_resource_definitions
 from arc_scaleset.api.listener_config import CONFIG_PATH_ENV
 from arc_scaleset.controllers.autoscalinglistener.children import role_rules
 from arc_scaleset.controllers.autoscalinglistener.pod import CONFIG_MOUNT_PATH

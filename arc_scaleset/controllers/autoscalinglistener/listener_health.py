@@ -130,9 +130,11 @@ def listener_readiness(pod_name: str, runner_set: str, state: ListenerState | No
     since = format_time(_utc(state.since))
     if state.state is ListenerPhase.POLLING:
         return PodReadiness(
-            True, REASON_RUNNING, f"listener pod {pod_name} holds a message session and polls it (since {since})",
+            True,
+            REASON_RUNNING,
+            f"listener pod {pod_name} holds a message session and polls it (since {since})",
             runs=True,
-        )  # fmt: skip
+        )
     if state.state is ListenerPhase.WAITING_FOR_SESSION:
         return PodReadiness(
             False,

@@ -76,10 +76,20 @@ container overrides it key by key."""
 
 # Container fields a template's "listener" container replaces (when it sets them), or appends to.
 _CONTAINER_REPLACED: Final = (
-    "imagePullPolicy", "workingDir", "resources", "readinessProbe", "startupProbe", "lifecycle",
-    "terminationMessagePath", "terminationMessagePolicy", "resizePolicy", "restartPolicy", "stdin", "stdinOnce",
+    "imagePullPolicy",
+    "workingDir",
+    "resources",
+    "readinessProbe",
+    "startupProbe",
+    "lifecycle",
+    "terminationMessagePath",
+    "terminationMessagePolicy",
+    "resizePolicy",
+    "restartPolicy",
+    "stdin",
+    "stdinOnce",
     "tty",
-)  # fmt: skip
+)
 # Container fields a template's "listener" container replaces only when it sets them (the defaults stay).
 _CONTAINER_REPLACED_IF_SET: Final = ("livenessProbe",)
 _CONTAINER_APPENDED: Final = ("env", "args", "ports", "envFrom", "volumeMounts", "volumeDevices")
@@ -87,12 +97,37 @@ _CONTAINER_APPENDED: Final = ("env", "args", "ports", "envFrom", "volumeMounts",
 _POD_REPLACED_IF_SET: Final = ("restartPolicy", "imagePullSecrets", "nodeSelector")
 # Pod fields replaced unconditionally (unset in the template clears them, as ARC's Go assignment does).
 _POD_REPLACED: Final = (
-    "initContainers", "ephemeralContainers", "terminationGracePeriodSeconds", "activeDeadlineSeconds", "dnsPolicy",
-    "nodeName", "hostNetwork", "hostPID", "hostIPC", "shareProcessNamespace", "hostname", "subdomain", "affinity",
-    "schedulerName", "tolerations", "hostAliases", "priorityClassName", "priority", "dnsConfig", "readinessGates",
-    "runtimeClassName", "enableServiceLinks", "preemptionPolicy", "overhead",
-    "topologySpreadConstraints", "setHostnameAsFQDN", "os", "hostUsers", "schedulingGates", "resourceClaims",
-)  # fmt: skip
+    "initContainers",
+    "ephemeralContainers",
+    "terminationGracePeriodSeconds",
+    "activeDeadlineSeconds",
+    "dnsPolicy",
+    "nodeName",
+    "hostNetwork",
+    "hostPID",
+    "hostIPC",
+    "shareProcessNamespace",
+    "hostname",
+    "subdomain",
+    "affinity",
+    "schedulerName",
+    "tolerations",
+    "hostAliases",
+    "priorityClassName",
+    "priority",
+    "dnsConfig",
+    "readinessGates",
+    "runtimeClassName",
+    "enableServiceLinks",
+    "preemptionPolicy",
+    "overhead",
+    "topologySpreadConstraints",
+    "setHostnameAsFQDN",
+    "os",
+    "hostUsers",
+    "schedulingGates",
+    "resourceClaims",
+)
 
 PROXY_ENV: Final = (("http_proxy", "http"), ("https_proxy", "https"), ("no_proxy", "no_proxy"))
 

@@ -47,14 +47,28 @@ ALLOW_SCHEDULING_FLAG: Final = "--allow-listener-template-scheduling"
 MAX_RESOURCES_FLAG: Final = "--listener-template-max-resources"
 
 ALLOWED_VOLUME_SOURCES: Final = frozenset({"configMap", "secret", "emptyDir", "projected", "downwardAPI"})
-SCHEDULING_FIELDS: Final = ("nodeName", "tolerations", "priorityClassName", "priority", "runtimeClassName",
-                            "schedulerName")  # fmt: skip
-SAFE_SYSCTLS: Final = frozenset({
-    "kernel.shm_rmid_forced", "net.ipv4.ip_local_port_range", "net.ipv4.ip_unprivileged_port_start",
-    "net.ipv4.tcp_syncookies", "net.ipv4.ping_group_range", "net.ipv4.ip_local_reserved_ports",
-    "net.ipv4.tcp_keepalive_time", "net.ipv4.tcp_fin_timeout", "net.ipv4.tcp_keepalive_intvl",
-    "net.ipv4.tcp_keepalive_probes",
-})  # fmt: skip
+SCHEDULING_FIELDS: Final = (
+    "nodeName",
+    "tolerations",
+    "priorityClassName",
+    "priority",
+    "runtimeClassName",
+    "schedulerName",
+)
+SAFE_SYSCTLS: Final = frozenset(
+    {
+        "kernel.shm_rmid_forced",
+        "net.ipv4.ip_local_port_range",
+        "net.ipv4.ip_unprivileged_port_start",
+        "net.ipv4.tcp_syncookies",
+        "net.ipv4.ping_group_range",
+        "net.ipv4.ip_local_reserved_ports",
+        "net.ipv4.tcp_keepalive_time",
+        "net.ipv4.tcp_fin_timeout",
+        "net.ipv4.tcp_keepalive_intvl",
+        "net.ipv4.tcp_keepalive_probes",
+    }
+)
 SELINUX_TYPES: Final = frozenset({"", "container_t", "container_init_t", "container_kvm_t", "container_engine_t"})
 ADDABLE_CAPABILITIES: Final = frozenset({"NET_BIND_SERVICE"})
 CONFINED_PROFILES: Final = frozenset({"RuntimeDefault", "Localhost"})
@@ -304,9 +318,14 @@ def _bound_violations(
 
 
 def _words(name: str) -> str:
-    return {"nodeName": "a node name", "tolerations": "a toleration", "priorityClassName": "a priority class",
-            "priority": "a priority", "runtimeClassName": "a runtime class",
-            "schedulerName": "another scheduler"}.get(name, name)  # fmt: skip
+    return {
+        "nodeName": "a node name",
+        "tolerations": "a toleration",
+        "priorityClassName": "a priority class",
+        "priority": "a priority",
+        "runtimeClassName": "a runtime class",
+        "schedulerName": "another scheduler",
+    }.get(name, name)
 
 
 def _strings(value: object) -> list[str]:

@@ -25,7 +25,7 @@ from arc_scaleset.api.semantic import deep_equal
 from arc_scaleset.api.views import EphemeralRunnerSetView
 from arc_scaleset.controllers.autoscalingrunnerset.adoption import adoption_fields
 from arc_scaleset.controllers.drift import contains_all, merge_metadata
-from arc_scaleset.kube.retry import merge_patch
+from arc_scaleset.kube.merge_patch import merge_patch
 from arc_scaleset.kube.views import ObjectView
 
 

@@ -181,8 +181,14 @@ class CapacityPublisher:
                 "metadata": {"resourceVersion": ObjectView(fresh).resource_version},
                 "status": {STATUS_FIELD: advertised, "conditions": conditions},
             }
-            await kube.patch(EPHEMERAL_RUNNER_SETS, view.name, body, namespace=view.namespace,
-                             patch_type=PatchType.MERGE, subresource="status")  # fmt: skip
+            await kube.patch(
+                EPHEMERAL_RUNNER_SETS,
+                view.name,
+                body,
+                namespace=view.namespace,
+                patch_type=PatchType.MERGE,
+                subresource="status",
+            )
             before = get_condition(sequence(ObjectView(fresh).status.get("conditions")), CONDITION_CAPACITY_LIMITED)
             return str((before or {}).get("reason", ""))
 

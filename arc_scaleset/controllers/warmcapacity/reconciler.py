@@ -3,11 +3,12 @@
 Keys are *pools*, not scale sets: ``Request("", <pool ID>)``. Every AutoscalingRunnerSet with ``warmCapacity`` maps
 to the pool of its runner shape (:mod:`.shape`; an update maps the old and the new object, so a scale set whose
 shape changed is taken out of its old pool in the same breath as it joins the new one), every placeholder pod to
-the pool on its label. A scale set whose template gives no shape maps to its own key, ``Request(ns, name)``: that
-pass only says what is wrong. One pass of a pool: its members (an index of the scale-set cache), each member's
-ask (``runners``, schedule, forecast, bounded), the pool's size (:mod:`.plan`), the placeholders that exist (a
-cache of their own, see below), then create and delete by the plan, and tell: a ``WarmCapacity`` condition on each
-member, Events when the size changes and when a placeholder is preempted, and the ``gha_warm_*`` metrics.
+the pool on its label (both mappings in :mod:`.sources`). A scale set whose template gives no shape maps to its
+own key, ``Request(ns, name)``: that pass only says what is wrong. One pass of a pool: its members (an index of the
+scale-set cache), each member's ask (``runners``, schedule, forecast, bounded), the pool's size (:mod:`.plan`), the
+placeholders that exist (a cache of their own, see below), then create and delete by the plan, and tell: a
+``WarmCapacity`` condition on each member, Events when the size changes and when a placeholder is preempted, and
+the ``gha_warm_*`` metrics.
 
 Placeholders live in the controller's namespace (a pool is shared across namespaces, so it belongs to none of
 them; they are inert, and only the runner's shape crosses into that namespace: :mod:`.placeholder`). They are
@@ -24,16 +25,12 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-from collections import OrderedDict, defaultdict, deque
-from collections.abc import Callable, Iterable
+from collections import OrderedDict, defaultdict
 from dataclasses import dataclass
 from typing import Any, Final
 
-import pydantic
-
 from arc_scaleset.api.autoscalingrunnerset import AUTOSCALING_RUNNER_SETS
 from arc_scaleset.api.constants import EPHEMERAL_RUNNERS
-from arc_scaleset.api.keys import LABEL_SCALE_SET_NAME
 from arc_scaleset.api.warm_capacity import LABEL_WARM_POOL, WarmCapacity
 from arc_scaleset.controllers.context import ControllerContext
 from arc_scaleset.controllers.warmcapacity.forecast import forecast_runners
@@ -48,15 +45,23 @@ from arc_scaleset.controllers.warmcapacity.plan import (
     placeholder_index,
     plan_pool,
     pool_size,
-    preempted,
 )
 from arc_scaleset.controllers.warmcapacity.schedule import scheduled_runners
-from arc_scaleset.controllers.warmcapacity.shape import RunnerShape, ShapeError, runner_shape
+from arc_scaleset.controllers.warmcapacity.shape import RunnerShape, ShapeError
+from arc_scaleset.controllers.warmcapacity.sources import (
+    CONDITION_WARM_CAPACITY,
+    ArrivalLog,
+    PlaceholderSource,
+    pool_of,
+    scale_set_keys,
+    shape_of,
+    warm_capacity_of,
+)
 from arc_scaleset.kube.conditions import ConditionStatus, get_condition, remove_condition, set_condition
 from arc_scaleset.kube.controller import Controller, Request, Result, Watch
 from arc_scaleset.kube.errors import AlreadyExists, Conflict, KubeError, NotFound
 from arc_scaleset.kube.failures import one_line
-from arc_scaleset.kube.informer import HandlerRegistration, Informer, Object, compact
+from arc_scaleset.kube.informer import Informer, Object, compact
 from arc_scaleset.kube.resources import PODS
 from arc_scaleset.kube.views import ObjectView
 from arc_scaleset.kube.workqueue import RateLimiter
@@ -65,7 +70,6 @@ log = logging.getLogger(__name__)
 
 CONTROLLER_NAME: Final = "warmcapacity"
 INDEX_WARM_POOL: Final = "warm-pool"
-CONDITION_WARM_CAPACITY: Final = "WarmCapacity"
 RESIZED: Final = "WarmPoolResized"
 PREEMPTED: Final = "WarmPlaceholderPreempted"
 SHAPE_INVALID: Final = "WarmShapeInvalid"
@@ -78,120 +82,10 @@ end on minutes, and arrivals come without any event on the pool."""
 CONFLICT_RETRY_SECONDS: Final = 0.5
 PREEMPTIONS_REMEMBERED: Final = 10_000
 """Preempted placeholders (UIDs) remembered, so one told twice (an update, then its deletion) counts once."""
-ARRIVALS_KEPT: Final = 10_000
-"""Job arrivals remembered per scale set (the forecast's history), oldest dropped first."""
 
 
 class PlaceholdersRefusedError(RuntimeError):
     """The API server refused a placeholder (told on the members' condition; the pool's key backs off)."""
-
-
-def warm_capacity_of(obj: Object) -> WarmCapacity | None:
-    """The scale set's ``spec.warmCapacity`` (``None``: not set, or not readable: the CRD schema validates it)."""
-    raw = ObjectView(obj).spec.get("warmCapacity")
-    if raw is None:
-        return None
-    try:
-        return WarmCapacity.model_validate(raw)
-    except pydantic.ValidationError:
-        return None
-
-
-def shape_of(obj: Object) -> RunnerShape:
-    """The runner shape of a scale set's template; :class:`ShapeError` when it has none."""
-    return runner_shape(ObjectView(obj).spec.get("template") or {})
-
-
-def pool_of(obj: Object) -> str | None:
-    """The pool a scale set is a member of: only one with ``warmCapacity``, not being deleted, with a shape."""
-    view = ObjectView(obj)
-    if view.is_deleting or warm_capacity_of(obj) is None:
-        return None
-    try:
-        return shape_of(obj).pool_id
-    except ShapeError:
-        return None
-
-
-def scale_set_keys(obj: Object) -> Iterable[Request]:
-    """The keys a scale set concerns: its pool, or itself when it asks for warm capacity without a shape (to say
-    so) or carries a ``WarmCapacity`` condition without asking (to take it away)."""
-    pool = pool_of(obj)
-    if pool is not None:
-        return (Request("", pool),)
-    view = ObjectView(obj)
-    wants = warm_capacity_of(obj) is not None and not view.is_deleting
-    told = get_condition(view.status.get("conditions"), CONDITION_WARM_CAPACITY) is not None
-    return (Request(view.namespace, view.name),) if wants or told else ()
-
-
-class ArrivalLog:
-    """When each scale set's runners were asked for (its EphemeralRunners' creation), for the forecast. In memory:
-    a restarted controller forecasts from what it sees again."""
-
-    def __init__(self) -> None:
-        self._seen: dict[tuple[str, str], dict[str, dt.datetime]] = defaultdict(dict)
-        self._order: dict[tuple[str, str], deque[str]] = defaultdict(deque)
-
-    def record(self, runner: Object) -> Iterable[Request]:
-        """Remember ``runner``'s creation (once per UID); a :data:`~arc_scaleset.kube.controller.MapFunc` that
-        queues nothing (pools that forecast are looked at every minute)."""
-        view = ObjectView(runner)
-        scale_set = view.labels.get(LABEL_SCALE_SET_NAME)
-        created = view.creation_timestamp
-        if not scale_set or created is None or not view.uid:
-            return ()
-        key = (view.namespace, scale_set)
-        seen = self._seen[key]
-        if view.uid not in seen:
-            seen[view.uid] = created
-            self._order[key].append(view.uid)
-            if len(self._order[key]) > ARRIVALS_KEPT:
-                seen.pop(self._order[key].popleft(), None)
-        return ()
-
-    def arrivals(self, namespace: str, name: str) -> list[dt.datetime]:
-        return sorted(self._seen.get((namespace, name), {}).values())
-
-
-class PlaceholderSource:
-    """The placeholder pods' informer (controller namespace, selected by the pool label) as a controller
-    :class:`~arc_scaleset.kube.controller.Source`: each event queues the pod's pool; a pod the scheduler preempted
-    is handed to ``on_preempted`` once, as it goes."""
-
-    def __init__(self, informer: Informer, on_preempted: Callable[[str, Object], None]) -> None:
-        self.informer = informer
-        self._on_preempted = on_preempted
-        self._registration: HandlerRegistration | None = None
-
-    def start(self, enqueue: Callable[[Request], None]) -> None:
-        def queue(pod: Object) -> None:
-            pool = ObjectView(pod).labels.get(LABEL_WARM_POOL)
-            if pool:
-                enqueue(Request("", pool))
-
-        def update(old: Object, new: Object) -> None:
-            if preempted(new) and not preempted(old):
-                self._preempted(new)
-            queue(new)
-
-        def delete(pod: Object) -> None:
-            # With a zero grace period the pod may go before any update shows the condition: the last state does.
-            self._preempted(pod)
-            queue(pod)
-
-        self._registration = self.informer.add_handler(on_add=queue, on_update=update, on_delete=delete)
-        self.informer.start()
-
-    def _preempted(self, pod: Object) -> None:
-        pool = ObjectView(pod).labels.get(LABEL_WARM_POOL)
-        if pool and preempted(pod):
-            self._on_preempted(pool, pod)
-
-    async def stop(self) -> None:
-        if self._registration is not None:
-            self._registration.remove()
-        await self.informer.stop()
 
 
 @dataclass(frozen=True)

@@ -11,17 +11,17 @@ from typing import Any
 
 import pytest
 
-from arc_scaleset.api import (
+from arc_scaleset.api.autoscalingrunnerset import AutoscalingRunnerSet
+from arc_scaleset.api.constants import (
     AUTOSCALING_LISTENERS,
     AUTOSCALING_RUNNER_SETS,
     EPHEMERAL_RUNNER_SETS,
     EPHEMERAL_RUNNERS,
-    AutoscalingRunnerSet,
-    EphemeralRunner,
 )
-from arc_scaleset.api.crds import PRINTER_COLUMNS, custom_resource_definition, custom_resource_definitions
+from arc_scaleset.api.crd.compat import breaking_changes
+from arc_scaleset.api.crd.generate import PRINTER_COLUMNS, custom_resource_definition, custom_resource_definitions
+from arc_scaleset.api.ephemeralrunner import EphemeralRunner
 from arc_scaleset.api.examples import example_autoscaling_runner_set
-from arc_scaleset.api.schema_compat import breaking_changes
 from arc_scaleset.kube import resources
 from arc_scaleset.kube.client import KubeClient, PatchType
 from arc_scaleset.kube.errors import BadRequest, Invalid, NotFound

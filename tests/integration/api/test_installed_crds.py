@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 import yaml
 
-from arc_scaleset.api.crds import custom_resource_definitions
-from arc_scaleset.api.installed_crds import REQUIRED_FIELDS, crd_problems
+from arc_scaleset.api.crd.generate import custom_resource_definitions
+from arc_scaleset.api.crd.installed import REQUIRED_FIELDS, crd_problems
 from arc_scaleset.kube.client import KubeClient
 from arc_scaleset.kube.errors import NotFound
 from arc_scaleset.kube.resources import CUSTOM_RESOURCE_DEFINITIONS

@@ -34,7 +34,7 @@ from arc_scaleset.controllers.autoscalinglistener.reconciler import AutoscalingL
 from arc_scaleset.controllers.autoscalingrunnerset.reconciler import AutoscalingRunnerSetReconciler
 from arc_scaleset.controllers.context import ControllerContext
 from arc_scaleset.controllers.settings import ControllerSettings
-from arc_scaleset.github import ActionsClientPool, SystemInfo
+from arc_scaleset.github import ActionsClientPool, SystemInfo, TransportOptions
 from arc_scaleset.kube import resources
 from arc_scaleset.kube.client import KubeClient
 from arc_scaleset.kube.errors import NotFound
@@ -189,8 +189,7 @@ async def temporary_namespace(kube: KubeClient, prefix: str) -> AsyncIterator[st
     try:
         yield name
     finally:
-        with contextlib.suppress(NotFound):
-            await kube.delete(resources.NAMESPACES, name)
+        await kube.delete(resources.NAMESPACES, name, missing_ok=True)
 
 
 @pytest.fixture(name="controller_namespace")
@@ -227,7 +226,7 @@ def start_env_fixture(
                           label_selectors=selectors, metrics_address=None, health_address=None)  # fmt: skip
         pool = ActionsClientPool(
             system_info=SystemInfo(subsystem="controller-test"),
-            client_options={"request_timeout": 10.0, "retry_max": 1, "retry_wait_min": 0.05, "retry_wait_max": 0.1},
+            transport=TransportOptions(request_timeout=10.0, retry_max=1, retry_wait_min=0.05, retry_wait_max=0.1),
         )
         ctx = ControllerContext.create(kube, manager, ControllerSettings(**options), pool=pool, environ={})
         ars_reconciler = AutoscalingRunnerSetReconciler(ctx)

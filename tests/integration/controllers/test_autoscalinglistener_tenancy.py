@@ -133,8 +133,7 @@ async def test_a_listener_its_scale_set_did_not_make_gets_no_credentials_and_no_
         real = await running_listener(env)
         name = "forged-listener"
         for claimed in ({}, {UID_ANNOTATION: "00000000-0000-0000-0000-000000000000"}):
-            with contextlib.suppress(NotFound):
-                await env.kube.delete(AUTOSCALING_LISTENERS, name, namespace=env.controller_namespace)
+            await env.kube.delete(AUTOSCALING_LISTENERS, name, namespace=env.controller_namespace, missing_ok=True)
             await eventually(
                 lambda: _gone(env.kube, AUTOSCALING_LISTENERS, name, env.controller_namespace), "the previous one gone"
             )

@@ -77,8 +77,7 @@ async def runner_set_specs_frozen(kube: KubeClient, namespace: str, probe: str) 
         yield
     finally:
         for resource in (BINDINGS, POLICIES):
-            with contextlib.suppress(NotFound):
-                await kube.delete(resource, name)
+            await kube.delete(resource, name, missing_ok=True)
 
 
 async def condition(env: ScaleSetEnv, type: str, status: str, reason: str | None = None) -> dict[str, Any] | None:

@@ -49,8 +49,7 @@ async def team_b_fixture(kube: KubeClient) -> AsyncIterator[str]:
                 with contextlib.suppress(NotFound):
                     await kube.patch(resource, item["metadata"]["name"], {"metadata": {"finalizers": None}},
                                      namespace=name)  # fmt: skip
-        with contextlib.suppress(NotFound):
-            await kube.delete(resources.NAMESPACES, name)
+        await kube.delete(resources.NAMESPACES, name, missing_ok=True)
 
 
 async def get(env: ScaleSetEnv, resource: resources.Resource, name: str, namespace: str) -> dict[str, Any] | None:

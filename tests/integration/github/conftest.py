@@ -12,7 +12,14 @@ import pytest
 from aiohttp import web
 
 from arc_scaleset.clock import REAL_CLOCK, Clock, FakeClock
-from arc_scaleset.github import ActionsClient, PersonalAccessToken, SystemInfo, parse_config_url
+from arc_scaleset.github import (
+    ActionsClient,
+    Credentials,
+    PersonalAccessToken,
+    SystemInfo,
+    TransportOptions,
+    parse_config_url,
+)
 from arc_scaleset_lab.sim.server import SimulatedGitHub
 from arc_scaleset_lab.sim.state import SimConfig
 
@@ -66,14 +73,18 @@ def instant_clock() -> InstantClock:
     return InstantClock()
 
 
-def make_client(sim: SimulatedGitHub, *, clock: Clock, org: str = "org", **options: Any) -> ActionsClient:
-    """A PAT client for ``org`` on ``sim`` (a GHES-style config URL), with a fast retry budget by default."""
+def make_client(
+    sim: SimulatedGitHub, *, clock: Clock, org: str = "org", credentials: Credentials | None = None, **transport: Any
+) -> ActionsClient:
+    """A client for ``org`` on ``sim`` (a GHES-style config URL; a PAT unless ``credentials`` are given), with
+    a 10 s request timeout unless ``transport`` (:class:`TransportOptions` fields) says otherwise."""
     return ActionsClient(
         parse_config_url(sim.config_url(org)),
-        options.pop("credentials", PersonalAccessToken(PAT)),
+        credentials or PersonalAccessToken(PAT),
         system_info=SystemInfo(subsystem="contract-test", scale_set_id=0),
+        transport=TransportOptions(**{"request_timeout": 10.0, **transport}),
         clock=clock,
-        **{"request_timeout": 10.0, "long_poll_timeout": 10.0, **options},
+        long_poll_timeout=10.0,
     )
 
 
@@ -102,12 +113,13 @@ async def serving(handler: Handler) -> AsyncIterator[tuple[str, list[str]]]:
         await runner.cleanup()
 
 
-def client_for(base: str, **options: object) -> ActionsClient:
+def client_for(base: str, **transport: Any) -> ActionsClient:
+    """A PAT client for ``{base}/org``, with a 10 s request timeout unless ``transport`` (:class:`TransportOptions`
+    fields) says otherwise."""
     return ActionsClient(
         parse_config_url(f"{base}/org"),
         PersonalAccessToken(PAT),
         system_info=SystemInfo(subsystem="contract-test"),
+        transport=TransportOptions(**{"request_timeout": 10.0, **transport}),
         clock=InstantClock(),
-        request_timeout=10.0,
-        **options,  # type: ignore[arg-type]
     )

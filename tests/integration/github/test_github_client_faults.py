@@ -27,6 +27,7 @@ from arc_scaleset.github import (
     SessionNotFound,
     SystemInfo,
     TransientError,
+    TransportOptions,
     Unauthorized,
     parse_config_url,
 )
@@ -340,8 +341,8 @@ async def test_a_jwt_refused_even_when_dated_by_githubs_clock_says_the_clock_is_
             parse_config_url(f"{base}/org"),
             GitHubApp("123", 456, private),
             system_info=SystemInfo(subsystem="contract-test"),
+            transport=TransportOptions(retry_max=0),
             clock=InstantClock(),
-            retry_max=0,
         ) as client,
     ):
         with pytest.raises(Unauthorized) as caught:

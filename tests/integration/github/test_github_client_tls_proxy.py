@@ -10,7 +10,14 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from arc_scaleset.github import ActionsClient, FatalError, PersonalAccessToken, ProxySettings, SystemInfo
+from arc_scaleset.github import (
+    ActionsClient,
+    FatalError,
+    PersonalAccessToken,
+    ProxySettings,
+    SystemInfo,
+    TransportOptions,
+)
 from arc_scaleset.github.config_url import parse_config_url
 from tests.integration.github.conftest import PAT, InstantClock, SimFactory, make_client
 
@@ -34,7 +41,12 @@ async def test_an_untrusted_certificate_is_fatal_and_not_retried(start_sim: SimF
 def test_a_root_ca_that_is_not_pem_is_rejected_at_construction() -> None:
     config = parse_config_url("https://github.com/org")
     with pytest.raises(ValueError, match="root CA is not a valid PEM"):
-        ActionsClient(config, PersonalAccessToken(PAT), system_info=SystemInfo(), root_ca_pem="not a certificate")
+        ActionsClient(
+            config,
+            PersonalAccessToken(PAT),
+            system_info=SystemInfo(),
+            transport=TransportOptions(root_ca_pem="not a certificate"),
+        )
 
 
 class ForwardProxy:
@@ -94,7 +106,11 @@ async def test_rest_calls_go_through_the_proxy_with_credentials_and_loopback_byp
             {"http_proxy": f"http://user:pa%3Ass@127.0.0.1:{proxy.port}", "no_proxy": "other.example"}
         )
         async with ActionsClient(
-            config, PersonalAccessToken(PAT), system_info=SystemInfo(), proxy=settings, clock=clock
+            config,
+            PersonalAccessToken(PAT),
+            system_info=SystemInfo(),
+            transport=TransportOptions(proxy=settings),
+            clock=clock,
         ) as client:
             assert (await client.get_runner_group_by_name("Default")).id == 1
     request_lines = [head.split("\r\n", 1)[0] for head in proxy.heads]

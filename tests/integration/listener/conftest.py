@@ -23,10 +23,10 @@ from typing import Any
 import orjson
 import pytest
 
-from arc_scaleset.api import EPHEMERAL_RUNNER_SETS, EPHEMERAL_RUNNERS
+from arc_scaleset.api.constants import EPHEMERAL_RUNNER_SETS, EPHEMERAL_RUNNERS
 from arc_scaleset.api.listener_config import ListenerConfig
 from arc_scaleset.clock import REAL_CLOCK, Clock
-from arc_scaleset.github import ActionsClient, PersonalAccessToken, SystemInfo, parse_config_url
+from arc_scaleset.github import ActionsClient, PersonalAccessToken, SystemInfo, TransportOptions, parse_config_url
 from arc_scaleset.kube.client import KubeClient
 from arc_scaleset.listener.app import ListenerApp, Timing, build_listener
 from arc_scaleset_lab.harness.cluster import TestCluster
@@ -76,7 +76,7 @@ def admin_client(sim: SimulatedGitHub) -> ActionsClient:
         parse_config_url(sim.config_url(ORG)),
         PersonalAccessToken(PAT),
         system_info=SystemInfo(subsystem="listener-test"),
-        request_timeout=5.0,
+        transport=TransportOptions(request_timeout=5.0),
         long_poll_timeout=3.0,
     )
 

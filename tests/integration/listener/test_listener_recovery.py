@@ -7,7 +7,7 @@ import collections
 
 import pytest
 
-from arc_scaleset.api import EPHEMERAL_RUNNERS
+from arc_scaleset.api.constants import EPHEMERAL_RUNNERS
 from arc_scaleset.kube.client import KubeClient
 from arc_scaleset_lab.harness.waiting import eventually
 from arc_scaleset_lab.sim.faults import FaultRule

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from arc_scaleset.api import EPHEMERAL_RUNNER_SETS
+from arc_scaleset.api.constants import EPHEMERAL_RUNNER_SETS
 from arc_scaleset.api.keys import ANNOTATION_LISTENER_STATE
 from arc_scaleset.api.listener_state import ListenerPhase, ListenerState
 from arc_scaleset.kube.client import KubeClient

@@ -14,7 +14,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from arc_scaleset.api import EPHEMERAL_RUNNER_SETS
+from arc_scaleset.api.constants import EPHEMERAL_RUNNER_SETS
 from arc_scaleset.controllers.autoscalinglistener.children import role_rules
 from arc_scaleset.kube import resources
 from arc_scaleset.kube.client import KubeClient

@@ -12,9 +12,9 @@ import pytest
 import yaml
 
 from arc_scaleset import cli
-from arc_scaleset.api.crds import crd_file_name, custom_resource_definitions, render_yaml
-from arc_scaleset.api.k8s_schema import QUANTITY_PATTERN
-from arc_scaleset.api.schema_compat import breaking_changes
+from arc_scaleset.api.crd.compat import breaking_changes
+from arc_scaleset.api.crd.generate import crd_file_name, custom_resource_definitions, render_yaml
+from arc_scaleset.api.crd.k8s_schema import QUANTITY_PATTERN
 
 REPO = Path(__file__).resolve().parents[3]
 CRD_DIR = REPO / "config" / "crd"

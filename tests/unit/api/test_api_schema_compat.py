@@ -6,8 +6,8 @@ import copy
 from typing import Any
 
 from arc_scaleset.api.autoscalingrunnerset import AutoscalingRunnerSet
-from arc_scaleset.api.crds import custom_resource_definition
-from arc_scaleset.api.schema_compat import breaking_changes
+from arc_scaleset.api.crd.compat import breaking_changes
+from arc_scaleset.api.crd.generate import custom_resource_definition
 
 BASE = custom_resource_definition(AutoscalingRunnerSet)
 

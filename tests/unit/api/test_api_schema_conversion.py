@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from arc_scaleset.api import k8s_schema
-from arc_scaleset.api.k8s_schema import UnsupportedSchemaError, structural_schema
-from arc_scaleset.api.structural import NotStructuralError, canonical_order, to_structural
+from arc_scaleset.api.crd import k8s_schema
+from arc_scaleset.api.crd.k8s_schema import UnsupportedSchemaError, structural_schema
+from arc_scaleset.api.crd.structural import NotStructuralError, canonical_order, to_structural
 
 
 def test_a_pod_template_schema_is_self_contained_and_typed() -> None:

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from arc_scaleset.api.k8s_schema import structural_schema
+from arc_scaleset.api.crd.k8s_schema import structural_schema
 from arc_scaleset.api.semantic import ARC_FIELDS, deep_derivative, deep_equal
 from arc_scaleset.kube import semantic as kubernetes
 

@@ -11,36 +11,35 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from arc_scaleset.api import (
-    AUTOSCALING_LISTENERS,
-    AUTOSCALING_RUNNER_SETS,
-    EPHEMERAL_RUNNER_SETS,
-    EPHEMERAL_RUNNERS,
-    MAX_RUNNERS_UNBOUNDED,
-    AutoscalingListener,
-    AutoscalingListenerSpec,
+from arc_scaleset.api.autoscalinglistener import AutoscalingListener, AutoscalingListenerSpec
+from arc_scaleset.api.autoscalingrunnerset import (
     AutoscalingRunnerSet,
     AutoscalingRunnerSetSpec,
     AutoscalingRunnerSetStatus,
+)
+from arc_scaleset.api.common import (
+    AzureKeyVaultConfig,
     ConfigMapKeySelector,
-    CounterMetric,
-    EphemeralRunner,
-    EphemeralRunnerSet,
-    EphemeralRunnerSetSpec,
-    EphemeralRunnerSetStatus,
-    EphemeralRunnerSpec,
-    EphemeralRunnerStatus,
-    HistogramMetric,
-    MetricsConfig,
+    ObjectMeta,
     ProxyConfig,
     ProxyServerConfig,
     ResourceMeta,
     TLSConfig,
     VaultConfig,
+    format_timestamp,
 )
-from arc_scaleset.api.common import AzureKeyVaultConfig, ObjectMeta, format_timestamp
+from arc_scaleset.api.constants import (
+    AUTOSCALING_LISTENERS,
+    AUTOSCALING_RUNNER_SETS,
+    EPHEMERAL_RUNNER_SETS,
+    EPHEMERAL_RUNNERS,
+    MAX_RUNNERS_UNBOUNDED,
+)
+from arc_scaleset.api.ephemeralrunner import EphemeralRunner, EphemeralRunnerSpec, EphemeralRunnerStatus
+from arc_scaleset.api.ephemeralrunnerset import EphemeralRunnerSet, EphemeralRunnerSetSpec, EphemeralRunnerSetStatus
 from arc_scaleset.api.examples import example_autoscaling_runner_set
 from arc_scaleset.api.keys import EphemeralRunnerPhase
+from arc_scaleset.api.metrics_config import CounterMetric, HistogramMetric, MetricsConfig
 
 RUNNER_SPEC: dict[str, Any] = {
     "githubConfigUrl": "https://github.com/my-org",

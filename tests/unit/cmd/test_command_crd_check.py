@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from arc_scaleset.api.crds import custom_resource_definitions
+from arc_scaleset.api.crd.generate import custom_resource_definitions
 from arc_scaleset.cmd import controller as command
 from arc_scaleset.kube.errors import Forbidden, KubeError
 from arc_scaleset.kube.resources import Resource

@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 from arc_scaleset.backoff import Backoff
 from arc_scaleset.clock import FakeClock
 from arc_scaleset.kube.errors import Conflict, NotFound
-from arc_scaleset.kube.retry import default_backoff, merge_patch, retry_on_conflict
+from arc_scaleset.kube.merge_patch import merge_patch
+from arc_scaleset.kube.retry import default_backoff, retry_on_conflict
 
 
 def _conflict() -> Conflict:

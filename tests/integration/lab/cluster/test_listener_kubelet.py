@@ -18,8 +18,8 @@ import aiohttp
 import orjson
 import pytest
 
-from arc_scaleset.api import EPHEMERAL_RUNNER_SETS
-from arc_scaleset.github import ActionsClient, PersonalAccessToken, SystemInfo, parse_config_url
+from arc_scaleset.api.constants import EPHEMERAL_RUNNER_SETS
+from arc_scaleset.github import ActionsClient, PersonalAccessToken, SystemInfo, TransportOptions, parse_config_url
 from arc_scaleset.kube import resources
 from arc_scaleset.kube.client import KubeClient
 from arc_scaleset.kube.errors import NotFound
@@ -56,7 +56,7 @@ async def sim() -> AsyncIterator[tuple[SimulatedGitHub, int]]:
             parse_config_url(github.config_url(ORG)),
             PersonalAccessToken(PAT),
             system_info=SystemInfo(subsystem="listener-kubelet-test"),
-            request_timeout=5.0,
+            transport=TransportOptions(request_timeout=5.0),
         )
         async with client:
             scale_set = await client.create_runner_scale_set(name=SCALE_SET, runner_group_id=1)

@@ -21,7 +21,7 @@ from arc_scaleset.controllers.autoscalingrunnerset.desired import (
     desired_autoscaling_listener,
     desired_ephemeral_runner_set,
 )
-from arc_scaleset.kube.retry import merge_patch
+from arc_scaleset.kube.merge_patch import merge_patch
 from tests.unit.controllers.ars_factory import ars_object, parsed
 
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from arc_scaleset.api import k8s_schema
 from arc_scaleset.api.common import K8S_SCHEMA_MARKER
+from arc_scaleset.api.crd import k8s_schema
 
 _COPIED: Final = frozenset(
     {

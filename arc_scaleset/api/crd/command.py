@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from arc_scaleset.api.crds import crd_file_name, custom_resource_definitions, render_all, render_yaml
+from arc_scaleset.api.crd.generate import crd_file_name, custom_resource_definitions, render_all, render_yaml
 
 
 def configure(parser: argparse.ArgumentParser) -> None:

@@ -5,7 +5,7 @@
 those files are stale, so they are never edited by hand).
 
 Each CRD has the status subresource, printer columns and a structural schema generated from the pydantic
-model, with pod templates carrying the real PodTemplateSpec schema (see :mod:`arc_scaleset.api.k8s_schema`).
+model, with pod templates carrying the real PodTemplateSpec schema (see :mod:`arc_scaleset.api.crd.k8s_schema`).
 
 The printer columns ``kubectl get`` shows by default are ARC's released ones (0.9 through 0.14), names and
 order, so scripts and habits keep working; every one of them points at a field this controller maintains. Two
@@ -25,9 +25,9 @@ import yaml
 from arc_scaleset.api.autoscalinglistener import AutoscalingListener
 from arc_scaleset.api.autoscalingrunnerset import AutoscalingRunnerSet
 from arc_scaleset.api.common import GROUP, VERSION, KubeObject
+from arc_scaleset.api.crd.structural import canonical_order, to_structural
 from arc_scaleset.api.ephemeralrunner import EphemeralRunner
 from arc_scaleset.api.ephemeralrunnerset import EphemeralRunnerSet
-from arc_scaleset.api.structural import canonical_order, to_structural
 
 CRD_API_VERSION: Final = "apiextensions.k8s.io/v1"
 
