@@ -25,6 +25,7 @@ from arc_scaleset.kube import resources
 from arc_scaleset.kube.conditions import get_condition
 from arc_scaleset_lab.harness.waiting import eventually
 from arc_scaleset_lab.node.runner_pods import terminated_status
+from tests.integration.controllers.autoscalingrunnerset.test_revisions import more_reconciles
 from tests.integration.controllers.scale_set_env import (  # noqa: F401 - fixtures
     EnvFactory,
     ScaleSetEnv,
@@ -32,7 +33,6 @@ from tests.integration.controllers.scale_set_env import (  # noqa: F401 - fixtur
     sim_fixture,
     start_env_fixture,
 )
-from tests.integration.controllers.test_autoscalingrunnerset_revisions import more_reconciles
 
 pytestmark = pytest.mark.cluster
 
