@@ -12,13 +12,14 @@ import pytest
 from arc_scaleset.api.ephemeralrunner import EPHEMERAL_RUNNERS
 from arc_scaleset.kube.client import KubeClient
 from arc_scaleset.kube.informer import Informer
-from tests.integration.controllers.runner_harness import Harness, harness
+from tests.integration.controllers.harness import ControllerHarness
+from tests.integration.controllers.runner_harness import harness
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(180)]
 
 
 @pytest.fixture
-async def h(kube: KubeClient, namespace: str, crds_installed: list[str]) -> AsyncIterator[Harness]:
+async def h(kube: KubeClient, namespace: str, crds_installed: list[str]) -> AsyncIterator[ControllerHarness]:
     async with harness(kube, namespace) as running:
         await running.start()
         yield running
@@ -26,7 +27,7 @@ async def h(kube: KubeClient, namespace: str, crds_installed: list[str]) -> Asyn
 
 @pytest.mark.parametrize("pod_phase", ["Succeeded", "Failed"])
 async def test_a_pod_that_ends_without_the_runners_exit_ends_the_runner_and_never_makes_it_pending_again(
-    h: Harness, pod_phase: str
+    h: ControllerHarness, pod_phase: str
 ) -> None:
     phases: dict[str, list[str]] = {}
 
