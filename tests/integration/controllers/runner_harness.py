@@ -3,7 +3,10 @@ EphemeralRunnerSet integration tests: ``harness(kube, namespace)``.
 
 The two runner controllers, started by the test (``await h.start()``; ``h.start("EphemeralRunnerSet")`` runs
 that one only), with the test's namespace as the controller's, a simulated GitHub of their own with one scale
-set registered, and the GitHub Secret (``SECRET_NAME``, holding ``PAT``) in the namespace.
+set registered, and the GitHub Secret (``SECRET_NAME``, holding ``PAT``) in the namespace. Tests take it as the
+fixture ``h``, imported from here: ``harness_fixture`` (not started) or ``started_harness_fixture``::
+
+    from tests.integration.controllers.runner_harness import harness_fixture  # noqa: F401 - fixture
 """
 
 from __future__ import annotations
@@ -12,6 +15,8 @@ import base64
 import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
+
+import pytest
 
 from arc_scaleset.github import ActionsClient, PersonalAccessToken, SystemInfo, parse_config_url
 from arc_scaleset.kube.client import KubeClient
@@ -81,3 +86,22 @@ async def harness(kube: KubeClient, namespace: str, **options: Any) -> AsyncIter
             await h.release_runners()
         finally:
             await sim.stop()
+
+
+@pytest.fixture(name="h")
+async def harness_fixture(
+    kube: KubeClient, namespace: str, crds_installed: list[str]
+) -> AsyncIterator[ControllerHarness]:
+    """``h``: the harness of the test's namespace, its controllers not started (the test starts them)."""
+    async with harness(kube, namespace) as running:
+        yield running
+
+
+@pytest.fixture(name="h")
+async def started_harness_fixture(
+    kube: KubeClient, namespace: str, crds_installed: list[str]
+) -> AsyncIterator[ControllerHarness]:
+    """``h``: the harness of the test's namespace, both runner controllers running."""
+    async with harness(kube, namespace) as running:
+        await running.start()
+        yield running

@@ -5,26 +5,18 @@ change, a failed runner and the scale set's deletion (docs/observability.md)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 from prometheus_client import CollectorRegistry
 
 from arc_scaleset.api.ephemeralrunnerset import EPHEMERAL_RUNNER_SETS
-from arc_scaleset.kube.client import KubeClient
 from arc_scaleset_lab.harness.waiting import eventually
 from tests.integration.controllers.harness import ControllerHarness
-from tests.integration.controllers.runner_harness import harness, runner_template
+from tests.integration.controllers.runner_harness import harness_fixture, runner_template  # noqa: F401 - fixture
 
 REVISION = "actions.github.com/actionable-revision"
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(180)]
-
-
-@pytest.fixture
-async def h(kube: KubeClient, namespace: str, crds_installed: list[str]) -> AsyncIterator[ControllerHarness]:
-    async with harness(kube, namespace) as running:
-        yield running
 
 
 def _registry(h: ControllerHarness) -> CollectorRegistry:

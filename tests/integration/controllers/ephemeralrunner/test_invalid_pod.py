@@ -9,25 +9,17 @@ what changed in between (an admission policy, a runner written by another tool o
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
 from arc_scaleset.api.ephemeralrunner import EPHEMERAL_RUNNERS
-from arc_scaleset.kube.client import KubeClient
 from arc_scaleset.kube.resources import EVENTS
 from arc_scaleset_lab.harness.waiting import eventually
 from tests.integration.controllers.harness import ControllerHarness
-from tests.integration.controllers.runner_harness import SECRET_NAME, harness
+from tests.integration.controllers.runner_harness import SECRET_NAME, harness_fixture  # noqa: F401 - fixture
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(120)]
-
-
-@pytest.fixture
-async def h(kube: KubeClient, namespace: str, crds_installed: list[str]) -> AsyncIterator[ControllerHarness]:
-    async with harness(kube, namespace) as running:
-        yield running
 
 
 def failed(runners: list[dict[str, Any]]) -> bool:

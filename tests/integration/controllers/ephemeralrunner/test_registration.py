@@ -4,26 +4,18 @@ a Secret behind."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
 from arc_scaleset.controllers.ephemeralrunner.builders import desired_jit_secret, secret_runner_id
 from arc_scaleset.github import ActionsClient, PersonalAccessToken, SystemInfo, parse_config_url
-from arc_scaleset.kube.client import KubeClient
 from arc_scaleset.kube.resources import SECRETS
 from arc_scaleset_lab.harness.waiting import eventually
 from tests.integration.controllers.harness import ControllerHarness
-from tests.integration.controllers.runner_harness import PAT, harness
+from tests.integration.controllers.runner_harness import PAT, harness_fixture  # noqa: F401 - fixture
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(120)]
-
-
-@pytest.fixture
-async def h(kube: KubeClient, namespace: str, crds_installed: list[str]) -> AsyncIterator[ControllerHarness]:
-    async with harness(kube, namespace) as running:
-        yield running
 
 
 async def _pending_runner(h: ControllerHarness) -> dict[str, Any]:

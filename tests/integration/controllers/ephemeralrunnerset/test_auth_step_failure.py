@@ -6,26 +6,18 @@ again, the idle runner goes and the busy one stays until its job ends."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
 from arc_scaleset.controllers.errors import GitHubAuthenticationStepFailed
-from arc_scaleset.kube.client import KubeClient
 from arc_scaleset.kube.conditions import get_condition
 from arc_scaleset_lab.harness.waiting import eventually
 from arc_scaleset_lab.sim.faults import FaultRule
 from tests.integration.controllers.harness import ControllerHarness
-from tests.integration.controllers.runner_harness import ORG, harness
+from tests.integration.controllers.runner_harness import ORG, harness_fixture  # noqa: F401 - fixture
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(180)]
-
-
-@pytest.fixture
-async def h(kube: KubeClient, namespace: str, crds_installed: list[str]) -> AsyncIterator[ControllerHarness]:
-    async with harness(kube, namespace) as running:
-        yield running
 
 
 def take_job_unseen(h: ControllerHarness, runner_name: str) -> None:

@@ -5,31 +5,24 @@ missing runner), and a runner template the API server refuses registers nothing 
 from __future__ import annotations
 
 import copy
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
 
 from arc_scaleset.api.ephemeralrunner import EPHEMERAL_RUNNERS
 from arc_scaleset.api.ephemeralrunnerset import EPHEMERAL_RUNNER_SETS
-from arc_scaleset.kube.client import KubeClient
 from arc_scaleset.kube.conditions import get_condition
 from arc_scaleset.kube.resources import EVENTS, Resource
 from arc_scaleset_lab.harness.waiting import eventually
 from tests.integration.controllers.harness import ControllerHarness
-from tests.integration.controllers.runner_harness import harness, runner_template
+from tests.integration.controllers.runner_harness import harness_fixture, runner_template  # noqa: F401 - fixture
 from tests.integration.controllers.task_count import peak_task_count
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(180)]
 
 RESOURCE_QUOTAS = Resource("", "v1", "resourcequotas", "ResourceQuota", namespaced=True)
 CONTROLLER = "ephemeralrunnerset"
-
-
-@pytest.fixture
-async def h(kube: KubeClient, namespace: str, crds_installed: list[str]) -> AsyncIterator[ControllerHarness]:
-    async with harness(kube, namespace) as running:
-        yield running
 
 
 def passes(h: ControllerHarness, result: str | None = None) -> float:

@@ -4,27 +4,20 @@ real scheduler cannot place for longer than the bound lowers what the set advert
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
 
 from arc_scaleset.api.keys import CONDITION_CAPACITY_LIMITED
 from arc_scaleset.controllers.ephemeralrunnerset.capacity import REASON_QUOTA, REASON_UNSCHEDULABLE
-from arc_scaleset.kube.client import KubeClient
 from arc_scaleset.kube.conditions import get_condition
 from arc_scaleset.kube.resources import EVENTS, RESOURCE_QUOTAS
 from arc_scaleset_lab.harness.waiting import eventually
 from tests.integration.controllers.harness import ControllerHarness
-from tests.integration.controllers.runner_harness import harness, runner_template
+from tests.integration.controllers.runner_harness import harness_fixture, runner_template  # noqa: F401 - fixture
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(180)]
-
-
-@pytest.fixture
-async def h(kube: KubeClient, namespace: str, crds_installed: list[str]) -> AsyncIterator[ControllerHarness]:
-    async with harness(kube, namespace) as running:
-        yield running
 
 
 def limited(h: ControllerHarness, reason: str, capacity: int) -> Callable[[], Awaitable[dict[str, Any] | None]]:

@@ -5,7 +5,7 @@ and against a concurrent status writer."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import pytest
@@ -19,7 +19,7 @@ from arc_scaleset.kube.client import KubeClient, PatchType
 from arc_scaleset.kube.informer import Informer
 from arc_scaleset_lab.harness.waiting import eventually
 from tests.integration.controllers.harness import ControllerHarness
-from tests.integration.controllers.runner_harness import harness
+from tests.integration.controllers.runner_harness import harness_fixture  # noqa: F401 - fixture
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(240)]
 
@@ -65,12 +65,6 @@ class Observer:
 
     def created_at(self, revision: int) -> set[str]:
         return {name for name, rev in self.runners.items() if rev == str(revision)}
-
-
-@pytest.fixture
-async def h(kube: KubeClient, namespace: str, crds_installed: list[str]) -> AsyncIterator[ControllerHarness]:
-    async with harness(kube, namespace) as running:
-        yield running
 
 
 async def _busy_idle_and_pending(h: ControllerHarness) -> tuple[str, set[str], str]:
