@@ -21,7 +21,7 @@ import contextlib
 import datetime as dt
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from arc_scaleset.api.autoscalinglistener import AUTOSCALING_LISTENERS
 from arc_scaleset.api.autoscalingrunnerset import AUTOSCALING_RUNNER_SETS
@@ -46,8 +46,9 @@ from arc_scaleset_lab.harness.waiting import eventually
 from arc_scaleset_lab.sim import SimulatedGitHub
 
 ORG = "org"
-RUNNER_CONTROLLERS = ("EphemeralRunnerSet", "EphemeralRunner")
-SCALE_SET_CONTROLLERS = ("AutoscalingRunnerSet", "AutoscalingListener")
+Kind = Literal["EphemeralRunnerSet", "EphemeralRunner", "AutoscalingRunnerSet", "AutoscalingListener"]
+RUNNER_CONTROLLERS: tuple[Kind, ...] = ("EphemeralRunnerSet", "EphemeralRunner")
+SCALE_SET_CONTROLLERS: tuple[Kind, ...] = ("AutoscalingRunnerSet", "AutoscalingListener")
 
 
 @dataclass
@@ -69,7 +70,7 @@ class ControllerHarness:
     github_secret: str
     token: str
     template: dict[str, Any]
-    kinds: tuple[str, ...]
+    kinds: tuple[Kind, ...]
     defaults: dict[str, Any]
     scale_set_id: int = 0
     client_options: dict[str, Any] | None = None
@@ -92,7 +93,7 @@ class ControllerHarness:
 
     # -- controllers ------------------------------------------------------------------------------------
 
-    async def start(self, *kinds: str, more_namespaces: tuple[str, ...] = (), **settings: Any) -> None:
+    async def start(self, *kinds: Kind, more_namespaces: tuple[str, ...] = (), **settings: Any) -> None:
         """Run the controllers of ``kinds`` (default: the harness's) until :meth:`stop`, once their caches
         have synced. ``settings``: :class:`ControllerSettings` fields over the harness's; ``more_namespaces``:
         other namespaces the manager caches too (another team's, for the tenancy tests)."""
@@ -130,12 +131,12 @@ class ControllerHarness:
 
         await eventually(ready, "the manager's caches to sync", timeout=30)
 
-    def _reconcilers(self, ctx: ControllerContext, kinds: tuple[str, ...]) -> list[Any]:
+    def _reconcilers(self, ctx: ControllerContext, kinds: tuple[Kind, ...]) -> list[Any]:
         """New reconcilers of ``kinds``, in that order, each kept in its attribute for the tests that look
         inside one. The harness's own kinds are built even when a test runs only some of them: their caches
         (informers the manager runs) stay those the tests were written against."""
         min_age = self.failed_runner_min_age
-        builders: dict[str, Callable[[], Any]] = {
+        builders: dict[Kind, Callable[[], Any]] = {
             "EphemeralRunnerSet": lambda: EphemeralRunnerSetReconciler(ctx, failed_runner_min_age=min_age),
             "EphemeralRunner": lambda: EphemeralRunnerReconciler(ctx),
             "AutoscalingRunnerSet": lambda: AutoscalingRunnerSetReconciler(ctx),
