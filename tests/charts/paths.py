@@ -1,7 +1,7 @@
 """Where the charts under test are: the checkout's ``charts/``."""
 
-from pathlib import Path
+from tests.paths import REPO_ROOT
 
-CHARTS_DIR = Path(__file__).resolve().parents[2] / "charts"
+CHARTS_DIR = REPO_ROOT / "charts"
 CONTROLLER_CHART = CHARTS_DIR / "gha-runner-scale-set-controller"
 SCALE_SET_CHART = CHARTS_DIR / "gha-runner-scale-set"

@@ -8,7 +8,6 @@ import importlib.metadata
 import json
 import re
 import tomllib
-from pathlib import Path
 
 import pytest
 import yaml
@@ -16,9 +15,9 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 from image import spec
+from tests.paths import REPO_ROOT
 
-REPO = Path(__file__).resolve().parents[2]
-PYPROJECT = tomllib.loads((REPO / "pyproject.toml").read_text())
+PYPROJECT = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())
 VERSION = PYPROJECT["project"]["version"]
 LOCK_LINE = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([^\s\\;]+)")
 
@@ -26,7 +25,7 @@ LOCK_LINE = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([^\s\\;]+)")
 def locked() -> dict[str, str]:
     """Package name (canonical) -> version, from requirements.lock."""
     pins: dict[str, str] = {}
-    for line in (REPO / "requirements.lock").read_text().splitlines():
+    for line in (REPO_ROOT / "requirements.lock").read_text().splitlines():
         match = LOCK_LINE.match(line)
         if match:
             pins[canonicalize_name(match[1])] = match[2]
@@ -35,7 +34,7 @@ def locked() -> dict[str, str]:
 
 def lock_entries() -> dict[str, str]:
     """Package name (canonical) -> its whole entry (the pin and its --hash lines)."""
-    text = (REPO / "requirements.lock").read_text()
+    text = (REPO_ROOT / "requirements.lock").read_text()
     entries: dict[str, str] = {}
     for block in re.split(r"\n(?=[A-Za-z0-9])", text):
         match = LOCK_LINE.match(block)
@@ -46,7 +45,7 @@ def lock_entries() -> dict[str, str]:
 
 def dockerfile() -> list[tuple[str, str]]:
     """The Dockerfile's instructions as (INSTRUCTION, arguments), continuation lines joined."""
-    text = re.sub(r"\\\n", " ", (REPO / "Dockerfile").read_text())
+    text = re.sub(r"\\\n", " ", (REPO_ROOT / "Dockerfile").read_text())
     instructions = []
     for line in text.splitlines():
         stripped = line.strip()
@@ -193,11 +192,11 @@ def test_every_base_image_is_pinned_by_digest() -> None:
 def test_the_docker_context_lets_in_what_the_dockerfile_copies(source: str) -> None:
     copied = " ".join(arguments for keyword, arguments in dockerfile() if keyword == "COPY")
     assert source in copied
-    assert f"!{source}" in (REPO / ".dockerignore").read_text().splitlines()
+    assert f"!{source}" in (REPO_ROOT / ".dockerignore").read_text().splitlines()
 
 
 def test_the_controller_chart_pulls_the_image_make_image_tags_by_default() -> None:
-    chart = REPO / "charts" / "gha-runner-scale-set-controller"
+    chart = REPO_ROOT / "charts" / "gha-runner-scale-set-controller"
     values = yaml.safe_load((chart / "values.yaml").read_text())
     metadata = yaml.safe_load((chart / "Chart.yaml").read_text())
     assert values["image"]["repository"] == spec.REPOSITORY

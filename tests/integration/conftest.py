@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import uuid
 from collections.abc import AsyncIterator
-from pathlib import Path
 
 import pytest
 
@@ -20,8 +19,6 @@ from arc_scaleset.kube.client import KubeClient
 from arc_scaleset.kube.errors import NotFound
 from arc_scaleset_lab.harness.cluster import TestCluster, install_crds
 from arc_scaleset_lab.harness.waiting import eventually
-
-REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="session")

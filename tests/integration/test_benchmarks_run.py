@@ -7,25 +7,24 @@ import os
 import re
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from arc_scaleset_lab.harness.cluster import TestCluster
 from arc_scaleset_lab.node.arc_listener import can_run_arc_listener
+from tests.paths import REPO_ROOT
 
-REPO = Path(__file__).resolve().parents[2]
 BENCH_TIMEOUT = 300
 BENCH_VS_ARC_TIMEOUT = 600  # a cold build of ARC included
 
 
 def run_bench(script: str, *args: str, timeout: float = BENCH_TIMEOUT) -> str:
     done = subprocess.run(
-        [sys.executable, str(REPO / "bench" / script), *args],
+        [sys.executable, str(REPO_ROOT / "bench" / script), *args],
         capture_output=True,
         text=True,
         timeout=timeout,
-        cwd=REPO,
+        cwd=REPO_ROOT,
         check=False,
     )
     assert done.returncode == 0, f"{script} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"

@@ -21,9 +21,9 @@ import pytest
 import yaml
 
 from arc_scaleset_lab.cluster import binaries
+from tests.paths import REPO_ROOT
 
-REPO = Path(__file__).resolve().parents[2]
-VERSION = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["version"]
+VERSION = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]["version"]
 INSTALL_TIMEOUT = 600
 
 pytestmark = [pytest.mark.packaging, pytest.mark.timeout(INSTALL_TIMEOUT * 2)]
@@ -66,7 +66,7 @@ def _check(argv: list[str], *, cwd: Path, env: dict[str, str] | None = None) -> 
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("wheel")
     # The build backend (hatchling, pinned in [build-system]) comes in an isolated build environment.
-    _check([sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "-w", str(out), str(REPO)], cwd=out)
+    _check([sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "-w", str(out), str(REPO_ROOT)], cwd=out)
     (built,) = out.glob("arc_scaleset-*.whl")
     return built
 

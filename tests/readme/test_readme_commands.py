@@ -9,14 +9,15 @@ from pathlib import Path
 
 import yaml
 
-REPO = Path(__file__).resolve().parents[2]
-README = (REPO / "README.md").read_text()
+from tests.paths import REPO_ROOT
+
+README = (REPO_ROOT / "README.md").read_text()
 ARC_SCALESET = [sys.executable, "-m", "arc_scaleset.cli"]
 
 
 async def _run(*argv: str, timeout: float = 60) -> tuple[int, str]:
     process = await asyncio.create_subprocess_exec(
-        *argv, cwd=REPO, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT
+        *argv, cwd=REPO_ROOT, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT
     )
     try:
         output, _ = await asyncio.wait_for(process.communicate(), timeout)
@@ -36,10 +37,10 @@ def test_the_readme_opens_with_the_demo_and_the_test_command_and_ci_runs_the_lat
     first = _code_blocks()[0]
     commands = [line.split("#")[0].strip() for line in first.splitlines() if line.strip()]
     assert commands == ["make demo", "make test"]
-    makefile = (REPO / "Makefile").read_text()
+    makefile = (REPO_ROOT / "Makefile").read_text()
     assert re.search(r"^demo:", makefile, flags=re.MULTILINE)
     assert re.search(r"^test:", makefile, flags=re.MULTILINE)
-    assert "make test" in (REPO / ".ci" / "run").read_text()
+    assert "make test" in (REPO_ROOT / ".ci" / "run").read_text()
 
 
 async def test_make_demo_runs_the_whole_system_and_every_job_runs_once() -> None:
@@ -65,7 +66,8 @@ async def test_the_crds_command_prints_what_the_install_section_applies() -> Non
     code, output = await _run(*ARC_SCALESET, "crds")
     assert code == 0
     printed = {doc["metadata"]["name"] for doc in yaml.safe_load_all(output) if doc}
-    committed = {yaml.safe_load(p.read_text())["metadata"]["name"] for p in (REPO / "config" / "crd").glob("*.yaml")}
+    crds = (REPO_ROOT / "config" / "crd").glob("*.yaml")
+    committed = {yaml.safe_load(p.read_text())["metadata"]["name"] for p in crds}
     assert printed == committed
     assert len(printed) == 4
     assert "kubectl apply --server-side -f config/crd/" in README

@@ -14,10 +14,11 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+from tests.paths import REPO_ROOT
+
 CONTRACTS: list[str] = [
     contract["name"]
-    for contract in tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
+    for contract in tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
 ]
 
 
@@ -27,8 +28,8 @@ def lint_imports_report() -> str:
     lint_imports = Path(sys.executable).with_name("lint-imports")
     # No cache: `make lint` may be writing its own at the same time.
     done = subprocess.run(
-        [str(lint_imports), "--config", str(REPO / "pyproject.toml"), "--no-cache", "--no-logo"],
-        cwd=REPO,
+        [str(lint_imports), "--config", str(REPO_ROOT / "pyproject.toml"), "--no-cache", "--no-logo"],
+        cwd=REPO_ROOT,
         capture_output=True,
         text=True,
         timeout=120,

@@ -5,33 +5,26 @@ change, a failed runner and the scale set's deletion (docs/observability.md)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 from prometheus_client import CollectorRegistry
 
 from arc_scaleset.api.ephemeralrunnerset import EPHEMERAL_RUNNER_SETS
-from arc_scaleset.kube.client import KubeClient
 from arc_scaleset_lab.harness.waiting import eventually
-from tests.integration.controllers.runner_harness import Harness, harness, runner_template
+from tests.integration.controllers.harness import ControllerHarness
+from tests.integration.controllers.runner_harness import harness_fixture, runner_template  # noqa: F401 - fixture
 
 REVISION = "actions.github.com/actionable-revision"
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(180)]
 
 
-@pytest.fixture
-async def h(kube: KubeClient, namespace: str, crds_installed: list[str]) -> AsyncIterator[Harness]:
-    async with harness(kube, namespace) as running:
-        yield running
-
-
-def _registry(h: Harness) -> CollectorRegistry:
+def _registry(h: ControllerHarness) -> CollectorRegistry:
     assert h.ctx is not None
     return h.ctx.metrics.registry
 
 
-def sample(h: Harness, name: str, **labels: str) -> float | None:
+def sample(h: ControllerHarness, name: str, **labels: str) -> float | None:
     """One series of the scale set ``arc`` (the harness's set carries no GitHub URL labels)."""
     full = {"name": "arc", "namespace": h.namespace, "repository": "", "organization": "", "enterprise": ""}
     return _registry(h).get_sample_value(name, full | labels)
@@ -41,7 +34,7 @@ def phase_of(runner: dict[str, Any]) -> str:
     return str((runner.get("status") or {}).get("phase") or "")
 
 
-async def gauges_match_the_cluster(h: Harness) -> bool:
+async def gauges_match_the_cluster(h: ControllerHarness) -> bool:
     """The phase gauges equal the live runners by phase as the API shows them now."""
     live = await h.live_runners()
     for phase in ("Pending", "Running", "Failed", "Succeeded"):
@@ -51,7 +44,7 @@ async def gauges_match_the_cluster(h: Harness) -> bool:
     return True
 
 
-async def test_scale_up_job_completion_and_template_change_show_in_gauges_and_counters(h: Harness) -> None:
+async def test_scale_up_job_completion_and_template_change_show_in_gauges_and_counters(h: ControllerHarness) -> None:
     await h.start()
     await h.create_ers(replicas=2, patch_id=0)
     runners = await h.wait_running(2)
@@ -88,7 +81,7 @@ async def test_scale_up_job_completion_and_template_change_show_in_gauges_and_co
     await eventually(lambda: gauges_match_the_cluster(h), what="gauges equal to the runners by phase")
 
 
-async def test_a_failed_runner_is_counted_and_shown_until_it_is_reaped(h: Harness) -> None:
+async def test_a_failed_runner_is_counted_and_shown_until_it_is_reaped(h: ControllerHarness) -> None:
     await h.start()
     # Unschedulable, so kwok leaves the pod alone and we can report what a kubelet would.
     template = runner_template("bad::image")
@@ -107,7 +100,7 @@ async def test_a_failed_runner_is_counted_and_shown_until_it_is_reaped(h: Harnes
     assert sample(h, "gha_controller_ephemeral_runners_succeeded_total") is None
 
 
-async def test_a_deleted_scale_set_has_no_series_left(h: Harness) -> None:
+async def test_a_deleted_scale_set_has_no_series_left(h: ControllerHarness) -> None:
     await h.start()
     await h.create_ers(replicas=1, patch_id=0)
     await h.wait_running(1)
@@ -119,11 +112,11 @@ async def test_a_deleted_scale_set_has_no_series_left(h: Harness) -> None:
     assert sample(h, "gha_controller_ephemeral_runners_deleted_total", reason="set_deleted") is None
 
 
-async def _has_pod(h: Harness, name: str) -> bool:
+async def _has_pod(h: ControllerHarness, name: str) -> bool:
     return any(pod["metadata"]["name"] == name for pod in await h.pods())
 
 
-def _no_series_of(h: Harness) -> bool:
+def _no_series_of(h: ControllerHarness) -> bool:
     for family in _registry(h).collect():
         for series in family.samples:
             if family.name.startswith("gha_controller_") and series.labels.get("namespace") == h.namespace:

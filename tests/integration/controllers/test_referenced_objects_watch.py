@@ -16,13 +16,13 @@ from arc_scaleset.kube.client import KubeClient
 from arc_scaleset.kube.controller import Request
 from arc_scaleset_lab.harness.cluster import TestCluster
 from arc_scaleset_lab.harness.waiting import eventually
+from tests.integration.controllers.autoscalinglistener.test_health import _config, listener_controller_idle
 from tests.integration.controllers.scale_set_env import (  # noqa: F401 - fixtures
     EnvFactory,
     controller_namespace_fixture,
     sim_fixture,
     start_env_fixture,
 )
-from tests.integration.controllers.test_autoscalinglistener_health import _config, listener_controller_idle
 
 pytestmark = pytest.mark.cluster
 

@@ -22,9 +22,9 @@ from arc_scaleset.kube.conditions import get_condition
 from arc_scaleset.observability.logging import configure_logging
 from arc_scaleset_lab.harness.waiting import eventually
 from arc_scaleset_lab.sim.faults import FaultRule
+from tests.integration.controllers.harness import ControllerHarness
 from tests.integration.controllers.scale_set_env import (  # noqa: F401 - fixtures
     EnvFactory,
-    ScaleSetEnv,
     controller_namespace_fixture,
     sim_fixture,
     start_env_fixture,
@@ -51,13 +51,13 @@ def log_output() -> Iterator[io.StringIO]:
     structlog.reset_defaults()
 
 
-async def _degraded(env: ScaleSetEnv) -> dict[str, Any] | None:
+async def _degraded(env: ControllerHarness) -> dict[str, Any] | None:
     obj = await env.ars()
     condition = get_condition((obj.get("status") or {}).get("conditions"), "Degraded")
     return condition if condition and condition["reason"] == "GitHubRequestFailed" else None
 
 
-async def _warning(env: ScaleSetEnv) -> dict[str, Any] | None:
+async def _warning(env: ControllerHarness) -> dict[str, Any] | None:
     for event in await env.events(regarding="arc-runners"):
         if event.get("reason") == "GitHubRequestFailed" and event.get("type") == "Warning":
             return event

@@ -33,8 +33,8 @@ from arc_scaleset_lab.harness.cluster import TestCluster
 from arc_scaleset_lab.harness.waiting import eventually
 from arc_scaleset_lab.sim.server import SimulatedGitHub
 from arc_scaleset_lab.sim.state import SimConfig
+from tests.paths import REPO_ROOT
 
-REPO = Path(__file__).resolve().parents[3]
 GRACE_PERIOD = 60.0  # terminationGracePeriodSeconds of ARC's listener pod
 PAT = "ghp_listener_integration_token_0123456789"
 ORG = "octo-org"
@@ -261,7 +261,7 @@ async def listener_process(
             "KUBECONFIG": str(cluster.kubeconfig),
             "HOSTNAME": owner,
         },
-        cwd=REPO,
+        cwd=REPO_ROOT,
         stdout=asyncio.subprocess.PIPE,
     )
     handle = ListenerProcess(process)

@@ -15,9 +15,9 @@ from arc_scaleset import cli
 from arc_scaleset.api.crd.compat import breaking_changes
 from arc_scaleset.api.crd.generate import crd_file_name, custom_resource_definitions, render_yaml
 from arc_scaleset.api.crd.k8s_schema import QUANTITY_PATTERN
+from tests.paths import REPO_ROOT
 
-REPO = Path(__file__).resolve().parents[3]
-CRD_DIR = REPO / "config" / "crd"
+CRD_DIR = REPO_ROOT / "config" / "crd"
 REGENERATE = "regenerate with: .venv/bin/arc-scaleset crds --output-dir config/crd"
 
 CRDS = custom_resource_definitions()

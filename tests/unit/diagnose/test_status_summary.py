@@ -74,9 +74,10 @@ def test_status_and_explain_are_commands_with_kubectl_like_flags() -> None:
 
 def test_kubectl_arc_is_installed_as_the_same_command_for_kubectls_plugin_convention() -> None:
     import tomllib
-    from pathlib import Path
 
-    scripts = tomllib.loads((Path(__file__).parents[3] / "pyproject.toml").read_text())["project"]["scripts"]
+    from tests.paths import REPO_ROOT
+
+    scripts = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]["scripts"]
     assert scripts["kubectl-arc"] == scripts["arc-scaleset"]
 
 

@@ -1,4 +1,5 @@
-"""In-memory fakes of the Actions-service client and the Kubernetes patcher, and a harness wiring a listener to them.
+"""The listener's fake of the Kubernetes patcher, and a harness wiring a listener to it and to the fake
+Actions-service client (tests/unit/fakes.py).
 
 These prove the listener's own decisions (order of calls, reactions to each failure, backoff timing on a fake
 clock). The real client, simulator and API server are exercised by tests/integration/listener.
@@ -7,7 +8,6 @@ clock). The real client, simulator and API server are exercised by tests/integra
 from __future__ import annotations
 
 import asyncio
-import itertools
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -21,7 +21,7 @@ from arc_scaleset.api.windows import Window
 from arc_scaleset.backoff import Backoff
 from arc_scaleset.clock import FakeClock
 from arc_scaleset.github.errors import ActionsError
-from arc_scaleset.github.models import JobAvailable, JobStarted, Message, MessageSession, Statistics
+from arc_scaleset.github.models import JobAvailable, JobStarted, Message, Statistics
 from arc_scaleset.kube import errors as kube_errors
 from arc_scaleset.kube.client import PatchType
 from arc_scaleset.kube.resources import Resource
@@ -34,6 +34,7 @@ from arc_scaleset.listener.scaler import Scaler
 from arc_scaleset.listener.session import CredentialStrikes, SessionKeeper
 from arc_scaleset.listener.state_report import StateReporter
 from arc_scaleset.listener.stop import StopSignal
+from tests.unit.fakes import FakeActions
 
 SCALE_SET_ID = 7
 MAX_RUNNERS = 10
@@ -71,108 +72,8 @@ def started(request_id: int, runner: str) -> JobStarted:
     )
 
 
-def session(number: int) -> str:
-    """The ID of the ``number``-th session the fake service opens: a UUID, as the service's are."""
-    return f"5e5510e0-0000-4000-8000-{number:012d}"
-
-
 KILLED_POD_SESSION = "dead0000-0000-4000-8000-000000000001"
 """A session a predecessor (a killed pod) recorded."""
-
-
-class FakeActions:
-    """Scripted Actions-service calls; every call is appended to ``log`` (shared with the patcher).
-
-    Each ``*_script`` is consumed first; then ``poll_forever``/``create_forever``/``acquire_forever``, when
-    set, is raised (``poll_forever`` may also be a message, returned) on every further call (a fault that does
-    not go away). A poll with nothing scripted is a long poll that never ends (until cancelled).
-    """
-
-    def __init__(self, log: list[tuple[Any, ...]], clock: FakeClock) -> None:
-        self.log = log
-        self.clock = clock
-        self.create_script: deque[Exception] = deque()
-        self.poll_script: deque[Message | Exception | None] = deque()
-        self.ack_script: deque[Exception] = deque()
-        self.acquire_script: deque[Exception] = deque()
-        self.refresh_script: deque[Exception] = deque()
-        self.delete_session_script: deque[Exception] = deque()
-        self.poll_forever: Exception | Message | None = None
-        self.create_forever: Exception | None = None
-        self.acquire_forever: Exception | None = None
-        self.session_stats = stats(0)
-        self.ids = itertools.count(1)
-        self.deleted_sessions: list[str] = []
-        self.times: dict[str, list[float]] = {}
-
-    def calls_at(self, name: str) -> list[float]:
-        """The fake-clock times of every call named ``name``, in order."""
-        return list(self.times.get(name, []))
-
-    def _record(self, *entry: Any) -> None:
-        self.log.append(entry)
-        self.times.setdefault(entry[0], []).append(self.clock.monotonic())
-
-    def _session(self) -> MessageSession:
-        number = next(self.ids)
-        return MessageSession(
-            session_id=session(number),
-            owner_name="pod-a",
-            message_queue_url=f"https://broker.example/queue-{number}",
-            message_queue_access_token=f"queue-token-{number}",
-            statistics=self.session_stats,
-        )
-
-    async def create_message_session(self, scale_set_id: int, owner: str) -> MessageSession:
-        self._record("create_session", scale_set_id, owner)
-        await asyncio.sleep(0)  # a real call yields; a fault that repeats must not starve the test
-        if self.create_script:
-            raise self.create_script.popleft()
-        if self.create_forever is not None:
-            raise self.create_forever.with_traceback(None)
-        return self._session()
-
-    async def refresh_message_session(self, scale_set_id: int, session_id: str) -> MessageSession:
-        self._record("refresh_session", session_id)
-        await asyncio.sleep(0)
-        if self.refresh_script:
-            raise self.refresh_script.popleft()
-        fresh = self._session()
-        fresh.session_id = session_id
-        return fresh
-
-    async def delete_message_session(self, scale_set_id: int, session_id: str) -> None:
-        self._record("delete_session", session_id)
-        if self.delete_session_script:
-            raise self.delete_session_script.popleft()
-        self.deleted_sessions.append(session_id)
-
-    async def get_message(self, session: MessageSession, last_message_id: int, max_capacity: int) -> Message | None:
-        self._record("poll", session.session_id, last_message_id, max_capacity)
-        await asyncio.sleep(0)
-        if not self.poll_script:
-            if isinstance(self.poll_forever, Exception):
-                raise self.poll_forever.with_traceback(None)
-            if self.poll_forever is not None:
-                return self.poll_forever
-            await asyncio.Event().wait()  # a long poll that never ends (until cancelled)
-        result = self.poll_script.popleft()
-        if isinstance(result, Exception):
-            raise result
-        return result
-
-    async def delete_message(self, session: MessageSession, message_id: int) -> None:
-        self._record("ack", message_id)
-        if self.ack_script:
-            raise self.ack_script.popleft()
-
-    async def acquire_jobs(self, session: MessageSession, scale_set_id: int, request_ids: Sequence[int]) -> list[int]:
-        self._record("acquire", list(request_ids))
-        if self.acquire_script:
-            raise self.acquire_script.popleft()
-        if self.acquire_forever is not None:
-            raise self.acquire_forever.with_traceback(None)
-        return list(request_ids)
 
 
 class FakePatcher:

@@ -7,7 +7,8 @@ import pytest
 
 from arc_scaleset.listener.capacity import advertised_capacity, cluster_capacity
 from arc_scaleset.listener.metrics import ADVERTISED_CAPACITY
-from tests.unit.listener.fakes import Harness, session, stats
+from tests.unit.fakes import session
+from tests.unit.listener.fakes import Harness, stats
 
 
 async def test_the_poll_advertises_the_capacity_the_controller_published_on_the_set() -> None:

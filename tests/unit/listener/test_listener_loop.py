@@ -25,7 +25,8 @@ from arc_scaleset.github.models import JobAvailable
 from arc_scaleset.kube import errors as kube_errors
 from arc_scaleset.listener.errors import FatalListenerError
 from arc_scaleset.listener.loop import BOOKKEEPING_CONCURRENCY
-from tests.unit.listener.fakes import MAX_RUNNERS, SCALE_SET_ID, Harness, error, message, session, started, stats
+from tests.unit.fakes import session
+from tests.unit.listener.fakes import MAX_RUNNERS, SCALE_SET_ID, Harness, error, message, started, stats
 
 
 async def test_startup_creates_a_session_owned_by_the_pod_and_publishes_the_sessions_statistics() -> None:

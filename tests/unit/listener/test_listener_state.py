@@ -16,7 +16,8 @@ from arc_scaleset.api.listener_state import ListenerPhase, ListenerState
 from arc_scaleset.github.errors import SessionConflict, SessionNotFound, TransientError
 from arc_scaleset.listener.errors import RETRY_CAP, RETRY_JITTER
 from arc_scaleset.listener.health import DEFAULT_LIVENESS_WINDOW, POLL_BOUND
-from tests.unit.listener.fakes import KILLED_POD_SESSION, SCALE_SET_ID, Harness, error, message, session
+from tests.unit.fakes import session
+from tests.unit.listener.fakes import KILLED_POD_SESSION, SCALE_SET_ID, Harness, error, message
 
 
 def recorded(h: Harness) -> ListenerState | None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 from typing import Any
 
 from prometheus_client import CollectorRegistry
@@ -13,8 +12,9 @@ from prometheus_client import CollectorRegistry
 from arc_scaleset.controllers.metrics import ControllerMetrics
 from arc_scaleset.kube.runtime_metrics import RuntimeMetrics
 from arc_scaleset.listener.metrics import ListenerMetrics, ScaleSetIdentity
+from tests.paths import REPO_ROOT
 
-DASHBOARD = Path(__file__).resolve().parents[3] / "dashboards" / "arc-scaleset.json"
+DASHBOARD = REPO_ROOT / "dashboards" / "arc-scaleset.json"
 METRIC = re.compile(r"\b((?:gha|controller_runtime|workqueue)_[a-z_]+)\b(\{[^}]*\})?")
 MATCHER_LABEL = re.compile(r"([a-zA-Z_][a-zA-Z0-9_]*)\s*(?:=~|!~|!=|=)")
 GROUPING = re.compile(r"\b(?:by|without)\s*\(([^)]*)\)")

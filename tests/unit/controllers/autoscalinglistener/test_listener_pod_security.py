@@ -4,7 +4,6 @@ stay within the controller's resource bound; each refusal names the field as the
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,9 +15,9 @@ from arc_scaleset.controllers.autoscalinglistener.pod import desired_listener_po
 from arc_scaleset.controllers.autoscalinglistener.pod_security import PodRules, listener_pod_violations
 from arc_scaleset.controllers.autoscalinglistener.violation import Violation
 from arc_scaleset.controllers.settings import SettingsError, parse_resource_bound
+from tests.paths import REPO_ROOT
 from tests.unit.controllers.listener_factory import listener_object, parsed_listener
 
-REPO = Path(__file__).resolve().parents[4]
 HARDENED = {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}, "runAsNonRoot": True,
             "seccompProfile": {"type": "RuntimeDefault"}}  # fmt: skip
 """A sidecar's securityContext that meets the profile."""
@@ -54,7 +53,7 @@ def test_the_projects_own_listener_pod_meets_the_policy() -> None:
 
 
 def test_the_scale_set_charts_example_listener_template_meets_the_policy() -> None:
-    lines = (REPO / "charts/gha-runner-scale-set/values.yaml").read_text().splitlines()
+    lines = (REPO_ROOT / "charts/gha-runner-scale-set/values.yaml").read_text().splitlines()
     start = lines.index("# listenerTemplate:") + 1
     end = next(i for i in range(start, len(lines)) if not lines[i].startswith("#   "))
     tmpl = yaml.safe_load("\n".join(line.removeprefix("# ") for line in lines[start:end]))

@@ -1,11 +1,11 @@
 """A runner's deletion reaches GitHub through the pooled client: with GitHub App credentials, the App's private
 key is parsed once per client, not once per deleted runner (issue 20: a scale-down of 200 spent most of its CPU
-re-parsing it). The Kubernetes API and the Actions service are small fakes here; the real ones are exercised by
-tests/integration/controllers (scale-down) and bench/bench_scale_up.py (``--credentials app``)."""
+re-parsing it). The Kubernetes API and the Actions service are the fakes of tests/unit/fakes.py here; the real
+ones are exercised by tests/integration/controllers/ephemeralrunnerset (scale-down) and bench/bench_scale_up.py
+(``--credentials app``)."""
 
 from __future__ import annotations
 
-import base64
 import types
 from typing import Any
 
@@ -21,10 +21,9 @@ from arc_scaleset.controllers.ephemeralrunner.deletion import finalize_runner
 from arc_scaleset.controllers.errors import InvalidSecret
 from arc_scaleset.controllers.github_access import GitHubAccess
 from arc_scaleset.controllers.handoff import DeletedChildren, RemovedRegistrations
-from arc_scaleset.github import ActionsClientPool, Credentials, GitHubApp, GitHubConfig, SystemInfo
+from arc_scaleset.github import ActionsClientPool, GitHubApp, SystemInfo
 from arc_scaleset.github.rs256 import load_pem_private_key
-from arc_scaleset.kube.errors import NotFound
-from arc_scaleset.kube.resources import SECRETS, Resource
+from tests.unit.fakes import FakeActions, FakeKube
 
 NAMESPACE = "runners"
 SECRET_NAME = "gh-app"
@@ -43,52 +42,16 @@ def pems() -> tuple[str, str]:
     return _pem(), _pem()
 
 
-class FakeKube:
-    """The API calls a runner's deletion makes: the GitHub Secret is read, the rest is deleted or gone."""
-
-    def __init__(self, secret_data: dict[str, str]) -> None:
-        self.secret_data = secret_data
-
-    async def get(self, resource: Resource, name: str, *, namespace: str | None = None) -> dict[str, Any]:
-        if resource == SECRETS and name == SECRET_NAME:
-            encoded = {k: base64.b64encode(v.encode()).decode() for k, v in self.secret_data.items()}
-            return {"metadata": {"name": name, "namespace": namespace}, "data": encoded}
-        raise NotFound(404, "NotFound", f"{name} not found")
-
-    async def delete(self, resource: Resource, name: str, **_: Any) -> None:
-        return None
-
-    async def patch(self, resource: Resource, name: str, body: Any, **_: Any) -> None:
-        raise NotFound(404, "NotFound", f"{name} not found")
-
-
-class FakeActions:
-    """The Actions-service client a pool builds: remembers the credentials it got and the runners removed."""
-
-    built: list[FakeActions] = []
-
-    def __init__(self, config: GitHubConfig, credentials: Credentials, **_: Any) -> None:
-        FakeActions.built.append(self)
-        self.credentials = credentials
-        self.removed: list[int] = []
-
-    async def remove_runner(self, runner_id: int) -> None:
-        self.removed.append(runner_id)
-
-    async def aclose(self) -> None:
-        return None
-
-
 def _app_secret(pem: str) -> dict[str, str]:
     return {"github_app_id": "123", "github_app_installation_id": "456", "github_app_private_key": pem}
 
 
-def _context(kube: FakeKube) -> Any:
+def _context(kube: FakeKube, built: list[FakeActions]) -> Any:
     clock = FakeClock()
     pool = ActionsClientPool(
         system_info=SystemInfo(subsystem="controller"),
         clock=clock,
-        factory=FakeActions,  # type: ignore[arg-type]  # the one method a deletion calls
+        factory=FakeActions.pool_factory(built),  # type: ignore[arg-type]  # the methods a deletion calls
     )
     github = GitHubAccess(kube, pool=pool, environ={})  # type: ignore[arg-type]  # the fake has what is used
     no_pods = types.SimpleNamespace(get=lambda namespace, name: None)
@@ -128,50 +91,58 @@ def key_loads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
         return load_pem_private_key(data)
 
     monkeypatch.setattr(credentials_module, "load_pem_private_key", spy)
-    FakeActions.built = []
     return calls
 
 
+@pytest.fixture
+def built() -> list[FakeActions]:
+    """The Actions-service clients the pool built, in order."""
+    return []
+
+
 async def test_many_runner_deletions_with_a_github_app_parse_its_key_once(
-    pems: tuple[str, str], key_loads: list[int]
+    pems: tuple[str, str], key_loads: list[int], built: list[FakeActions]
 ) -> None:
-    ctx = _context(FakeKube(_app_secret(pems[0])))
+    ctx = _context(FakeKube({SECRET_NAME: _app_secret(pems[0])}), built)
 
     for index in range(RUNNERS):
         await finalize_runner(ctx, _runner(index))
 
     assert len(key_loads) == 1
-    [client] = FakeActions.built
+    [client] = built
     assert isinstance(client.credentials, GitHubApp)
     assert client.removed == [1000 + index for index in range(RUNNERS)]
 
 
 async def test_a_rotated_app_key_is_parsed_once_more_and_used_by_a_new_client(
-    pems: tuple[str, str], key_loads: list[int]
+    pems: tuple[str, str], key_loads: list[int], built: list[FakeActions]
 ) -> None:
-    kube = FakeKube(_app_secret(pems[0]))
-    ctx = _context(kube)
+    kube = FakeKube({SECRET_NAME: _app_secret(pems[0])})
+    ctx = _context(kube, built)
     for index in range(10):
         await finalize_runner(ctx, _runner(index))
 
-    kube.secret_data = _app_secret(pems[1])
+    kube.secrets[SECRET_NAME] = _app_secret(pems[1])
     for index in range(10, 20):
         await finalize_runner(ctx, _runner(index))
 
     assert len(key_loads) == 2
-    keys = [c.credentials.private_key for c in FakeActions.built if isinstance(c.credentials, GitHubApp)]
+    keys = [c.credentials.private_key for c in built if isinstance(c.credentials, GitHubApp)]
     assert keys == [pem.strip() for pem in pems]
-    assert [len(c.removed) for c in FakeActions.built] == [10, 10]
+    assert [len(c.removed) for c in built] == [10, 10]
 
 
-async def test_a_malformed_app_key_still_fails_the_deletion_as_an_invalid_secret(key_loads: list[int]) -> None:
-    ctx = _context(FakeKube(_app_secret("-----BEGIN PRIVATE KEY-----\nnot a key\n-----END PRIVATE KEY-----")))
+async def test_a_malformed_app_key_still_fails_the_deletion_as_an_invalid_secret(
+    key_loads: list[int], built: list[FakeActions]
+) -> None:
+    malformed = _app_secret("-----BEGIN PRIVATE KEY-----\nnot a key\n-----END PRIVATE KEY-----")
+    ctx = _context(FakeKube({SECRET_NAME: malformed}), built)
     ctx.events = types.SimpleNamespace(event=_ignore)
 
     for _ in range(2):  # refused every time: nothing is pooled for credentials that cannot be built
         with pytest.raises(InvalidSecret, match="github_app_private_key could not be parsed"):
             await finalize_runner(ctx, _runner(0))
-    assert FakeActions.built == []
+    assert built == []
     assert len(ctx.github.pool) == 0
 
 

@@ -1,7 +1,7 @@
 """A scale-down removes idle runners concurrently, bounded like a scale-up's creations, and never more than it
 was asked to, and a runner one pass deleted is not removed again by the next (issue 20): carried out by
-``execute_cleanup`` against a fake API server and a fake Actions service that count how many removals are
-under way at once."""
+``execute_cleanup`` against the fake API server and the fake Actions service of tests/unit/fakes.py, which
+counts how many removals are under way at once."""
 
 from __future__ import annotations
 
@@ -19,40 +19,9 @@ from arc_scaleset.controllers.ephemeralrunnerset.expectations import DeletionExp
 from arc_scaleset.controllers.ephemeralrunnerset.scaling import CleanupPlan, scale_down_candidates
 from arc_scaleset.controllers.handoff import DeletedChildren, RemovedRegistrations
 from arc_scaleset.controllers.runner_classification import RunnerView, classify
-from arc_scaleset.github import ActionsClient, JobStillRunning, NotFound, TransientError
+from arc_scaleset.github import ActionsClient, NotFound
 from arc_scaleset.kube.errors import Forbidden
-
-
-class FakeKube:
-    def __init__(self) -> None:
-        self.deleted: list[str] = []
-
-    async def delete(self, resource: Any, name: str, **_: Any) -> None:
-        self.deleted.append(name)
-
-
-class FakeActions:
-    """Removes runners after a few turns of the loop, so concurrent removals overlap; ``busy`` runner IDs answer
-    JobStillRunning, ``failing`` ones a transient error."""
-
-    def __init__(self, *, busy: frozenset[int] = frozenset(), failing: frozenset[int] = frozenset()) -> None:
-        self.busy, self.failing = busy, failing
-        self.removed: list[int] = []
-        self.under_way = self.most_at_once = 0
-
-    async def remove_runner(self, runner_id: int) -> None:
-        self.under_way += 1
-        self.most_at_once = max(self.most_at_once, self.under_way)
-        try:
-            for _ in range(3):
-                await asyncio.sleep(0)  # a turn of the loop: lets the other removals start (no timing involved)
-            if runner_id in self.busy:
-                raise JobStillRunning(method="DELETE", url=f"https://x/agents/{runner_id}", status=400)
-            if runner_id in self.failing:
-                raise TransientError(method="DELETE", url=f"https://x/agents/{runner_id}", status=503)
-            self.removed.append(runner_id)
-        finally:
-            self.under_way -= 1
+from tests.unit.fakes import FakeActions, FakeKube
 
 
 def idle_runners(count: int) -> list[RunnerView]:

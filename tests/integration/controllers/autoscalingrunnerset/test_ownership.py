@@ -21,11 +21,11 @@ from arc_scaleset.kube.errors import NotFound
 from arc_scaleset.kube.views import ObjectView
 from arc_scaleset_lab.harness.name_collisions import colliding_config_url
 from arc_scaleset_lab.harness.waiting import eventually
+from tests.integration.controllers.harness import ControllerHarness
 from tests.integration.controllers.runner_harness import harness, runner_template
 from tests.integration.controllers.scale_set_env import (  # noqa: F401 - fixtures
     PAT,
     EnvFactory,
-    ScaleSetEnv,
     controller_namespace_fixture,
     sim_fixture,
     start_env_fixture,
@@ -52,7 +52,7 @@ async def team_b_fixture(kube: KubeClient) -> AsyncIterator[str]:
         await kube.delete(resources.NAMESPACES, name, missing_ok=True)
 
 
-async def get(env: ScaleSetEnv, resource: resources.Resource, name: str, namespace: str) -> dict[str, Any] | None:
+async def get(env: ControllerHarness, resource: resources.Resource, name: str, namespace: str) -> dict[str, Any] | None:
     try:
         return await env.kube.get(resource, name, namespace=namespace)
     except NotFound:

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -11,11 +10,11 @@ import pytest
 from arc_scaleset.api.autoscalingrunnerset import AUTOSCALING_RUNNER_SETS
 from arc_scaleset.api.ephemeralrunnerset import EPHEMERAL_RUNNER_SETS
 from arc_scaleset.api.keys import ARC_EPHEMERAL_RUNNER_SET_FINALIZER, EPHEMERAL_RUNNER_SET_FINALIZER
-from arc_scaleset.kube.client import KubeClient
 from arc_scaleset.kube.errors import NotFound
 from arc_scaleset.kube.views import ObjectView
 from arc_scaleset_lab.harness.waiting import eventually
-from tests.integration.controllers.runner_harness import Harness, harness, runner_template
+from tests.integration.controllers.harness import ControllerHarness
+from tests.integration.controllers.runner_harness import runner_template, started_harness_fixture  # noqa: F401 - fixture
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(180)]
 
@@ -29,23 +28,16 @@ COUNTS = (
 )
 
 
-@pytest.fixture
-async def h(kube: KubeClient, namespace: str, crds_installed: list[str]) -> AsyncIterator[Harness]:
-    async with harness(kube, namespace) as running:
-        await running.start()
-        yield running
-
-
 def names(runners: list[dict[str, Any]]) -> set[str]:
     return {r["metadata"]["name"] for r in runners if not r["metadata"].get("deletionTimestamp")}
 
 
-async def counts(h: Harness, name: str) -> tuple[int | None, ...]:
+async def counts(h: ControllerHarness, name: str) -> tuple[int | None, ...]:
     status = (await h.get_ers(name)).get("status") or {}
     return tuple(status.get(field) for field in COUNTS)
 
 
-async def scale_set_owner(h: Harness) -> dict[str, Any]:
+async def scale_set_owner(h: ControllerHarness) -> dict[str, Any]:
     """An AutoscalingRunnerSet to own sets (no controller reconciles it here)."""
     body = {
         "apiVersion": "actions.github.com/v1alpha1",
@@ -64,7 +56,7 @@ def owned(body: dict[str, Any], owner: dict[str, Any]) -> dict[str, Any]:
     return body
 
 
-async def test_the_sets_status_counts_follow_its_runners(h: Harness) -> None:
+async def test_the_sets_status_counts_follow_its_runners(h: ControllerHarness) -> None:
     await h.create_ers(replicas=3, patch_id=0)
     runners = await h.wait_running(3)
 
@@ -79,7 +71,9 @@ async def test_the_sets_status_counts_follow_its_runners(h: Harness) -> None:
     await eventually(lambda: counted((1, 0, 1, 0, 0, 0)), what="1 running runner counted", timeout=30)
 
 
-async def test_a_set_holding_arcs_finalizer_is_adopted_and_drains_its_runners_before_it_goes(h: Harness) -> None:
+async def test_a_set_holding_arcs_finalizer_is_adopted_and_drains_its_runners_before_it_goes(
+    h: ControllerHarness,
+) -> None:
     body = h.ers_body("arc", replicas=2, patch_id=0)
     body["metadata"]["finalizers"] = [ARC_EPHEMERAL_RUNNER_SET_FINALIZER]
     await h.kube.create(EPHEMERAL_RUNNER_SETS, body)
@@ -109,7 +103,7 @@ async def test_a_set_holding_arcs_finalizer_is_adopted_and_drains_its_runners_be
 
 
 async def test_a_set_superseded_by_a_newer_set_of_its_scale_set_removes_its_idle_runners_and_creates_none(
-    h: Harness,
+    h: ControllerHarness,
 ) -> None:
     owner = await scale_set_owner(h)
     # ARC's old set, at the replica count its listener last asked for (a non-zero patch never scales down).

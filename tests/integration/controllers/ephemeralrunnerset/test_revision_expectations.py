@@ -12,16 +12,15 @@ so a set that waits on them would never scale up: the assertion counts runners, 
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
 from arc_scaleset.api.views import EphemeralRunnerSetView
 from arc_scaleset.controllers.ephemeralrunnerset.expectations import CreationExpectations
-from arc_scaleset.kube.client import KubeClient
 from arc_scaleset_lab.harness.waiting import eventually
-from tests.integration.controllers.runner_harness import Harness, harness
+from tests.integration.controllers.harness import ControllerHarness
+from tests.integration.controllers.runner_harness import harness_fixture  # noqa: F401 - fixture
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(240)]
 
@@ -29,14 +28,8 @@ REV = "actions.github.com/actionable-revision"
 NEVER = 24 * 3600.0
 
 
-@pytest.fixture
-async def h(kube: KubeClient, namespace: str, crds_installed: list[str]) -> AsyncIterator[Harness]:
-    async with harness(kube, namespace) as running:
-        yield running
-
-
 async def test_runners_created_just_before_a_revision_and_replaced_by_it_do_not_hold_up_its_new_runners(
-    h: Harness, monkeypatch: pytest.MonkeyPatch
+    h: ControllerHarness, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     await h.start()
     reconciler = h.ers_reconciler

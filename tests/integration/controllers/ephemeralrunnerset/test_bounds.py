@@ -5,18 +5,18 @@ missing runner), and a runner template the API server refuses registers nothing 
 from __future__ import annotations
 
 import copy
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
 
 from arc_scaleset.api.ephemeralrunner import EPHEMERAL_RUNNERS
 from arc_scaleset.api.ephemeralrunnerset import EPHEMERAL_RUNNER_SETS
-from arc_scaleset.kube.client import KubeClient
 from arc_scaleset.kube.conditions import get_condition
 from arc_scaleset.kube.resources import EVENTS, Resource
 from arc_scaleset_lab.harness.waiting import eventually
-from tests.integration.controllers.runner_harness import Harness, harness, runner_template
+from tests.integration.controllers.harness import ControllerHarness
+from tests.integration.controllers.runner_harness import harness_fixture, runner_template  # noqa: F401 - fixture
 from tests.integration.controllers.task_count import peak_task_count
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(180)]
@@ -25,13 +25,7 @@ RESOURCE_QUOTAS = Resource("", "v1", "resourcequotas", "ResourceQuota", namespac
 CONTROLLER = "ephemeralrunnerset"
 
 
-@pytest.fixture
-async def h(kube: KubeClient, namespace: str, crds_installed: list[str]) -> AsyncIterator[Harness]:
-    async with harness(kube, namespace) as running:
-        yield running
-
-
-def passes(h: Harness, result: str | None = None) -> float:
+def passes(h: ControllerHarness, result: str | None = None) -> float:
     """EphemeralRunnerSet reconciles so far (of one ``result``: success, error, requeue_after...)."""
     assert h.manager is not None
     total = h.manager.metrics.reconcile_total
@@ -39,17 +33,17 @@ def passes(h: Harness, result: str | None = None) -> float:
     return float(sum(total.labels(controller=CONTROLLER, result=r)._value.get() for r in results))
 
 
-def creates(h: Harness) -> int:
+def creates(h: ControllerHarness) -> int:
     """EphemeralRunner creations the controllers' client has sent (successful or not)."""
     return h.kube.request_counts[("create", EPHEMERAL_RUNNERS.plural)]
 
 
-def registrations(h: Harness) -> int:
+def registrations(h: ControllerHarness) -> int:
     """JIT registrations the simulated GitHub has answered (or refused) so far."""
     return sum(1 for record in h.sim.requests if record.route == "generate_jit_config")
 
 
-def degraded(h: Harness, reason: str) -> Callable[[], Awaitable[dict[str, Any] | None]]:
+def degraded(h: ControllerHarness, reason: str) -> Callable[[], Awaitable[dict[str, Any] | None]]:
     async def check() -> dict[str, Any] | None:
         ers = await h.get_ers()
         condition = get_condition((ers.get("status") or {}).get("conditions"), "Degraded")
@@ -58,12 +52,12 @@ def degraded(h: Harness, reason: str) -> Callable[[], Awaitable[dict[str, Any] |
     return check
 
 
-async def event_reasons(h: Harness) -> set[str]:
+async def event_reasons(h: ControllerHarness) -> set[str]:
     items = (await h.kube.list(EVENTS, namespace=h.namespace)).items
     return {e.get("reason", "") for e in items if (e.get("regarding") or {}).get("kind") == "EphemeralRunnerSet"}
 
 
-async def more_passes(h: Harness, count: int) -> None:
+async def more_passes(h: ControllerHarness, count: int) -> None:
     """Poke the set ``count`` times (a label change) and wait for a pass after each."""
     for i in range(count):
         before = passes(h)
@@ -77,7 +71,7 @@ async def more_passes(h: Harness, count: int) -> None:
 
 
 async def test_a_scale_up_the_api_server_refuses_costs_one_create_per_pass_not_one_per_missing_runner(
-    h: Harness,
+    h: ControllerHarness,
 ) -> None:
     # A quota of two runners: every further create is refused (403 exceeded quota), as a webhook could. Its
     # status is written here as the quota controller would, so the test need not wait for that controller;
@@ -87,7 +81,7 @@ async def test_a_scale_up_the_api_server_refuses_costs_one_create_per_pass_not_o
                         namespace=h.namespace)  # fmt: skip
     await h.kube.patch(RESOURCE_QUOTAS, "runners", {"status": {"hard": {quota: "2"}, "used": {quota: "0"}}},
                        namespace=h.namespace, subresource="status")  # fmt: skip
-    await h.start(create_concurrency=20)
+    await h.start(runner_create_concurrency=20)
     before = creates(h)
     await h.create_ers(replicas=50, patch_id=0)
     await h.wait_runners(lambda rs: len(rs) == 2, what="the two runners the quota allows")
@@ -101,8 +95,10 @@ async def test_a_scale_up_the_api_server_refuses_costs_one_create_per_pass_not_o
     assert 1 <= refused <= failed_passes, f"{refused} refused creates over {failed_passes} failed passes"
 
 
-async def test_replicas_far_above_the_ceiling_keep_the_ceiling_and_no_task_per_missing_runner(h: Harness) -> None:
-    await h.start(max_runners_ceiling=5, create_concurrency=4)
+async def test_replicas_far_above_the_ceiling_keep_the_ceiling_and_no_task_per_missing_runner(
+    h: ControllerHarness,
+) -> None:
+    await h.start(max_runners_ceiling=5, runner_create_concurrency=4)
     with peak_task_count() as tasks:
         await h.create_ers(replicas=500_000, patch_id=0)
         await h.wait_running(5)
@@ -117,7 +113,7 @@ async def test_replicas_far_above_the_ceiling_keep_the_ceiling_and_no_task_per_m
 
 
 async def test_a_runner_template_the_api_server_refuses_registers_nothing_and_is_a_condition_on_the_set(
-    h: Harness,
+    h: ControllerHarness,
 ) -> None:
     await h.start()
     refused = runner_template()
@@ -143,7 +139,7 @@ async def test_a_runner_template_the_api_server_refuses_registers_nothing_and_is
     assert registrations(h) == 3
 
 
-def _degraded_false(h: Harness) -> Callable[[], Awaitable[dict[str, Any] | None]]:
+def _degraded_false(h: ControllerHarness) -> Callable[[], Awaitable[dict[str, Any] | None]]:
     async def check() -> dict[str, Any] | None:
         ers = await h.get_ers()
         condition = get_condition((ers.get("status") or {}).get("conditions"), "Degraded")

@@ -14,10 +14,10 @@ from arc_scaleset.api.ephemeralrunnerset import EPHEMERAL_RUNNER_SETS
 from arc_scaleset.api.listener_state import ListenerPhase
 from arc_scaleset_lab.harness.waiting import eventually
 from arc_scaleset_lab.sim import FaultRule
+from tests.integration.controllers.harness import ControllerHarness
 from tests.integration.controllers.scale_set_env import (  # noqa: F401 - fixtures
     RUNNER_TEMPLATE,
     EnvFactory,
-    ScaleSetEnv,
     controller_namespace_fixture,
     sim_fixture,
     start_env_fixture,
@@ -26,25 +26,25 @@ from tests.integration.controllers.scale_set_env import (  # noqa: F401 - fixtur
 pytestmark = pytest.mark.cluster
 
 
-async def patch_spec(env: ScaleSetEnv, spec: dict[str, Any]) -> int:
+async def patch_spec(env: ControllerHarness, spec: dict[str, Any]) -> int:
     """Patch the ARS spec; returns the new generation."""
     updated = await env.kube.patch(AUTOSCALING_RUNNER_SETS, "arc-runners", {"spec": spec}, namespace=env.namespace)
     return int(updated["metadata"]["generation"])
 
 
-async def caught_up(env: ScaleSetEnv, generation: int) -> dict[str, Any] | None:
+async def caught_up(env: ControllerHarness, generation: int) -> dict[str, Any] | None:
     obj = await env.running()
     return obj if obj is not None and obj["status"]["observedGeneration"] >= generation else None
 
 
-def reconciles(env: ScaleSetEnv, controller: str = "autoscalingrunnerset") -> float:
+def reconciles(env: ControllerHarness, controller: str = "autoscalingrunnerset") -> float:
     total = 0.0
     for result in ("success", "requeue_after", "error"):
         total += env.manager.metrics.reconcile_total.labels(controller=controller, result=result)._value.get()
     return total
 
 
-async def more_reconciles(env: ScaleSetEnv, count: int) -> None:
+async def more_reconciles(env: ControllerHarness, count: int) -> None:
     """Trigger ``count`` further ARS reconciles (annotation changes do not bump the generation) and wait."""
     for i in range(count):
         before = reconciles(env)

@@ -24,11 +24,11 @@ from arc_scaleset.kube.resources import Resource
 from arc_scaleset.kube.views import ObjectView
 from arc_scaleset_lab.harness.arc_install import ArcInstaller
 from arc_scaleset_lab.harness.waiting import eventually
+from tests.integration.controllers.harness import ControllerHarness
 from tests.integration.controllers.scale_set_env import (  # noqa: F401 - fixtures
     PAT,
     RUNNER_TEMPLATE,
     EnvFactory,
-    ScaleSetEnv,
     controller_namespace_fixture,
     sim_fixture,
     start_env_fixture,
@@ -80,14 +80,14 @@ async def runner_set_specs_frozen(kube: KubeClient, namespace: str, probe: str) 
             await kube.delete(resource, name, missing_ok=True)
 
 
-async def condition(env: ScaleSetEnv, type: str, status: str, reason: str | None = None) -> dict[str, Any] | None:
+async def condition(env: ControllerHarness, type: str, status: str, reason: str | None = None) -> dict[str, Any] | None:
     found = get_condition(((await env.ars()).get("status") or {}).get("conditions"), type)
     if found is None or found["status"] != status or (reason is not None and found["reason"] != reason):
         return None
     return found
 
 
-async def event(env: ScaleSetEnv, kind: str, reason: str) -> dict[str, Any] | None:
+async def event(env: ControllerHarness, kind: str, reason: str) -> dict[str, Any] | None:
     for item in await env.events(regarding="arc-runners"):
         if item.get("type") == kind and item.get("reason") == reason:
             return item

@@ -2,7 +2,7 @@
 (issue 15, items 8 and 9), on the real control plane with the two controllers running in-process.
 
 No listener process runs here: each test writes on the EphemeralRunnerSet what a listener writes about itself
-(``ScaleSetEnv.report_listener_state``), the one input the controllers have. Real listener processes, with
+(``ControllerHarness.report_listener_state``), the one input the controllers have. Real listener processes, with
 faults injected at the simulated GitHub, are in tests/e2e/test_e2e_listener_health.py.
 """
 
@@ -25,14 +25,14 @@ from arc_scaleset.kube import resources
 from arc_scaleset.kube.conditions import get_condition
 from arc_scaleset_lab.harness.waiting import eventually
 from arc_scaleset_lab.node.runner_pods import terminated_status
+from tests.integration.controllers.autoscalingrunnerset.test_revisions import more_reconciles
+from tests.integration.controllers.harness import ControllerHarness
 from tests.integration.controllers.scale_set_env import (  # noqa: F401 - fixtures
     EnvFactory,
-    ScaleSetEnv,
     controller_namespace_fixture,
     sim_fixture,
     start_env_fixture,
 )
-from tests.integration.controllers.test_autoscalingrunnerset_revisions import more_reconciles
 
 pytestmark = pytest.mark.cluster
 
@@ -40,7 +40,7 @@ WITHIN = 10.0
 """Seconds within which the controllers must show what the listener reported (issue 15)."""
 
 
-async def running_listener(env: ScaleSetEnv, **spec: Any) -> tuple[str, dict[str, Any]]:
+async def running_listener(env: ControllerHarness, **spec: Any) -> tuple[str, dict[str, Any]]:
     """A Running scale set's listener name and its running pod."""
     await env.create_ars(**spec)
     ars = await eventually(env.running, "Running")
@@ -53,13 +53,13 @@ async def running_listener(env: ScaleSetEnv, **spec: Any) -> tuple[str, dict[str
     return name, await eventually(running_pod, "a running listener pod")
 
 
-async def condition(env: ScaleSetEnv, name: str, type_: str) -> dict[str, Any]:
+async def condition(env: ControllerHarness, name: str, type_: str) -> dict[str, Any]:
     listener = await env.listener(name)
     assert listener is not None, f"AutoscalingListener {name} is gone"
     return get_condition((listener.get("status") or {}).get("conditions"), type_) or {}
 
 
-async def scale_set_condition(env: ScaleSetEnv, type_: str) -> dict[str, Any]:
+async def scale_set_condition(env: ControllerHarness, type_: str) -> dict[str, Any]:
     return get_condition(((await env.ars()).get("status") or {}).get("conditions"), type_) or {}
 
 
@@ -71,7 +71,7 @@ def with_status(status: str, reason: str | None = None) -> Any:
     return matches
 
 
-async def events(env: ScaleSetEnv, name: str, reason: str) -> list[dict[str, Any]]:
+async def events(env: ControllerHarness, name: str, reason: str) -> list[dict[str, Any]]:
     found = await env.events(regarding=name, namespace=env.controller_namespace)
     return [event for event in found if event.get("reason") == reason]
 
@@ -246,7 +246,7 @@ async def test_a_rotated_ca_config_map_is_in_the_listeners_config_within_seconds
 # -- helpers ----------------------------------------------------------------------------------------------------
 
 
-async def listener_controller_idle(env: ScaleSetEnv, name: str) -> bool:
+async def listener_controller_idle(env: ControllerHarness, name: str) -> bool:
     """The listener's controller has seen the listener as the API has it, and no reconcile is queued or running: a
     later change is reacted to only if something watched reports it (not thanks to a pass that happened anyway)."""
     live = await env.listener(name)
@@ -261,17 +261,17 @@ async def listener_controller_idle(env: ScaleSetEnv, name: str) -> bool:
     )
 
 
-async def _ready(env: ScaleSetEnv, name: str, status: str, reason: str | None = None) -> dict[str, Any] | None:
+async def _ready(env: ControllerHarness, name: str, status: str, reason: str | None = None) -> dict[str, Any] | None:
     found: dict[str, Any] | None = with_status(status, reason)(await condition(env, name, "Ready"))
     return found
 
 
-async def _scale_set_ready(env: ScaleSetEnv, status: str) -> dict[str, Any] | None:
+async def _scale_set_ready(env: ControllerHarness, status: str) -> dict[str, Any] | None:
     found: dict[str, Any] | None = with_status(status)(await scale_set_condition(env, "Ready"))
     return found
 
 
-async def _config(env: ScaleSetEnv, secret_name: str) -> dict[str, Any]:
+async def _config(env: ControllerHarness, secret_name: str) -> dict[str, Any]:
     secret = await env.get(resources.SECRETS, secret_name, env.controller_namespace)
     if secret is None:
         return {}

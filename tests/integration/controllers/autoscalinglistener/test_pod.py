@@ -14,9 +14,9 @@ from arc_scaleset.kube import resources
 from arc_scaleset.kube.conditions import get_condition
 from arc_scaleset_lab.harness.waiting import eventually
 from arc_scaleset_lab.node.runner_pods import terminated_status
+from tests.integration.controllers.harness import ControllerHarness
 from tests.integration.controllers.scale_set_env import (  # noqa: F401 - fixtures
     EnvFactory,
-    ScaleSetEnv,
     controller_namespace_fixture,
     sim_fixture,
     start_env_fixture,
@@ -25,14 +25,14 @@ from tests.integration.controllers.scale_set_env import (  # noqa: F401 - fixtur
 pytestmark = pytest.mark.cluster
 
 
-def al_reconciles(env: ScaleSetEnv) -> float:
+def al_reconciles(env: ControllerHarness) -> float:
     return sum(
         env.manager.metrics.reconcile_total.labels(controller="autoscalinglistener", result=r)._value.get()
         for r in ("success", "requeue_after", "error")
     )
 
 
-async def poke_listener(env: ScaleSetEnv, name: str, times: int) -> None:
+async def poke_listener(env: ControllerHarness, name: str, times: int) -> None:
     """Make the listener controller reconcile ``times`` more (an annotation on the listener) and wait."""
     for i in range(times):
         before = al_reconciles(env)
@@ -45,7 +45,7 @@ async def poke_listener(env: ScaleSetEnv, name: str, times: int) -> None:
         await eventually(advanced, "another listener reconcile")
 
 
-async def started(env: ScaleSetEnv) -> tuple[str, dict[str, Any]]:
+async def started(env: ControllerHarness) -> tuple[str, dict[str, Any]]:
     await env.create_ars()
     ars = await eventually(env.running, "Running")
     name = env.listener_name(ars)
@@ -57,12 +57,12 @@ async def started(env: ScaleSetEnv) -> tuple[str, dict[str, Any]]:
     return name, await eventually(running_pod, "a running listener pod")
 
 
-async def replaced(env: ScaleSetEnv, name: str, old_uid: str) -> dict[str, Any] | None:
+async def replaced(env: ControllerHarness, name: str, old_uid: str) -> dict[str, Any] | None:
     pod = await env.listener_pod(name)
     return pod if pod is not None and pod["metadata"]["uid"] != old_uid else None
 
 
-async def running_replacement(env: ScaleSetEnv, name: str, old_uid: str) -> dict[str, Any] | None:
+async def running_replacement(env: ControllerHarness, name: str, old_uid: str) -> dict[str, Any] | None:
     pod = await replaced(env, name, old_uid)
     return pod if pod is not None and (pod.get("status") or {}).get("phase") == "Running" else None
 
@@ -110,7 +110,7 @@ async def test_a_removed_metrics_port_recreates_the_listener_pod(start_env: EnvF
         assert [port["name"] for port in new_pod["spec"]["containers"][0].get("ports") or []] == ["probes"]
 
 
-async def listener_condition(env: ScaleSetEnv, name: str, type: str) -> dict[str, Any]:
+async def listener_condition(env: ControllerHarness, name: str, type: str) -> dict[str, Any]:
     listener = await env.listener(name)
     assert listener is not None, f"AutoscalingListener {name} is gone"
     return get_condition((listener.get("status") or {}).get("conditions"), type) or {}

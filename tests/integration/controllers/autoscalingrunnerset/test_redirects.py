@@ -17,9 +17,9 @@ from aiohttp import web
 
 from arc_scaleset.kube.conditions import get_condition
 from arc_scaleset_lab.harness.waiting import eventually
+from tests.integration.controllers.harness import ControllerHarness
 from tests.integration.controllers.scale_set_env import (  # noqa: F401 - fixtures
     EnvFactory,
-    ScaleSetEnv,
     controller_namespace_fixture,
     sim_fixture,
     start_env_fixture,
@@ -44,12 +44,12 @@ async def metadata_requests() -> AsyncIterator[tuple[str, list[str]]]:
         yield base, seen
 
 
-async def _condition(env: ScaleSetEnv) -> dict[str, Any] | None:
+async def _condition(env: ControllerHarness) -> dict[str, Any] | None:
     condition = get_condition(((await env.ars()).get("status") or {}).get("conditions"), "Degraded")
     return condition if condition and condition.get("status") == "True" else None
 
 
-async def _warning(env: ScaleSetEnv) -> dict[str, Any] | None:
+async def _warning(env: ControllerHarness) -> dict[str, Any] | None:
     events = await env.events(regarding="arc-runners")
     return next((e for e in events if e.get("type") == "Warning" and e.get("action") == "CallGitHub"), None)
 

@@ -29,11 +29,11 @@ from arc_scaleset.kube.errors import NotFound
 from arc_scaleset.kube.manager import Manager
 from arc_scaleset_lab.harness.waiting import eventually
 from arc_scaleset_lab.sim import SimulatedGitHub
+from tests.integration.controllers.harness import ControllerHarness
 from tests.integration.controllers.scale_set_env import (  # noqa: F401 - fixtures
     IMAGE,
     PAT,
     EnvFactory,
-    ScaleSetEnv,
     controller_namespace_fixture,
     sim_fixture,
     start_env_fixture,
@@ -66,7 +66,7 @@ async def exists(kube: KubeClient, resource: resources.Resource, name: str, name
     return True
 
 
-async def running_listener(env: ScaleSetEnv, ars_name: str = "arc-runners") -> dict[str, Any]:
+async def running_listener(env: ControllerHarness, ars_name: str = "arc-runners") -> dict[str, Any]:
     """The AutoscalingListener of a Running scale set, once its pod exists."""
     ars = await eventually(lambda: env.running(ars_name), f"{ars_name} Running")
     name = env.listener_name(ars)
@@ -76,7 +76,7 @@ async def running_listener(env: ScaleSetEnv, ars_name: str = "arc-runners") -> d
     return listener
 
 
-def listener_name(env: ScaleSetEnv, ars_name: str = "arc-runners") -> str:
+def listener_name(env: ControllerHarness, ars_name: str = "arc-runners") -> str:
     """The name the scale set's listener will have (before the scale set exists)."""
     body = env.ars_body(ars_name)
     body["metadata"]["namespace"] = env.namespace

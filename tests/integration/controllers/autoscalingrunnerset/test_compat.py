@@ -17,10 +17,10 @@ from arc_scaleset.kube.conditions import get_condition
 from arc_scaleset_lab.harness.helm import Helm
 from arc_scaleset_lab.harness.waiting import eventually
 from tests.charts.paths import SCALE_SET_CHART
+from tests.integration.controllers.harness import ControllerHarness
 from tests.integration.controllers.scale_set_env import (  # noqa: F401 - fixtures
     PAT,
     EnvFactory,
-    ScaleSetEnv,
     controller_namespace_fixture,
     sim_fixture,
     start_env_fixture,
@@ -39,13 +39,13 @@ APP_KEYS = {
 }
 
 
-async def degraded(env: ScaleSetEnv, name: str = "arc-runners") -> dict[str, Any] | None:
+async def degraded(env: ControllerHarness, name: str = "arc-runners") -> dict[str, Any] | None:
     obj = await env.ars(name)
     condition = get_condition((obj.get("status") or {}).get("conditions"), "Degraded")
     return condition if condition and condition["status"] == "True" else None
 
 
-async def annotation(env: ScaleSetEnv, key: str, name: str = "arc-runners") -> str | None:
+async def annotation(env: ControllerHarness, key: str, name: str = "arc-runners") -> str | None:
     value = ((await env.ars(name))["metadata"].get("annotations") or {}).get(key)
     return str(value) if value is not None else None
 

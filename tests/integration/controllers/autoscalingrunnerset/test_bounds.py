@@ -16,10 +16,10 @@ from arc_scaleset.api.ephemeralrunnerset import EPHEMERAL_RUNNER_SETS
 from arc_scaleset.kube.conditions import get_condition
 from arc_scaleset.kube.informer import Informer
 from arc_scaleset_lab.harness.waiting import eventually
+from tests.integration.controllers.harness import ControllerHarness
 from tests.integration.controllers.scale_set_env import (  # noqa: F401 - fixtures
     RUNNER_TEMPLATE,
     EnvFactory,
-    ScaleSetEnv,
     controller_namespace_fixture,
     sim_fixture,
     start_env_fixture,
@@ -29,7 +29,7 @@ from tests.integration.controllers.task_count import peak_task_count
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(180)]
 
 
-async def condition(env: ScaleSetEnv, kind: str, *, status: str, reason: str) -> dict[str, Any] | None:
+async def condition(env: ControllerHarness, kind: str, *, status: str, reason: str) -> dict[str, Any] | None:
     found = get_condition(((await env.ars()).get("status") or {}).get("conditions"), kind)
     return found if found and (found["status"], found["reason"]) == (status, reason) else None
 

@@ -9,34 +9,29 @@ what changed in between (an admission policy, a runner written by another tool o
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
 from arc_scaleset.api.ephemeralrunner import EPHEMERAL_RUNNERS
-from arc_scaleset.kube.client import KubeClient
 from arc_scaleset.kube.resources import EVENTS
 from arc_scaleset_lab.harness.waiting import eventually
-from tests.integration.controllers.runner_harness import SECRET_NAME, Harness, harness
+from tests.integration.controllers.harness import ControllerHarness
+from tests.integration.controllers.runner_harness import SECRET_NAME, harness_fixture  # noqa: F401 - fixture
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(120)]
-
-
-@pytest.fixture
-async def h(kube: KubeClient, namespace: str, crds_installed: list[str]) -> AsyncIterator[Harness]:
-    async with harness(kube, namespace) as running:
-        yield running
 
 
 def failed(runners: list[dict[str, Any]]) -> bool:
     return len(runners) == 1 and (runners[0].get("status") or {}).get("phase") == "Failed"
 
 
-async def test_a_pod_the_api_server_rejects_fails_the_runner_with_arcs_invalid_pod_wording(h: Harness) -> None:
+async def test_a_pod_the_api_server_rejects_fails_the_runner_with_arcs_invalid_pod_wording(
+    h: ControllerHarness,
+) -> None:
     # The CRD schema lets any string through as a container name; the API server's pod validation does not.
     rejected = {"spec": {"containers": [{"name": "Not_A_Valid_Name", "image": "ghcr.io/actions/actions-runner"}]}}
-    await h.start(ers=False)
+    await h.start("EphemeralRunner")
     runner = {
         "apiVersion": "actions.github.com/v1alpha1",
         "kind": "EphemeralRunner",

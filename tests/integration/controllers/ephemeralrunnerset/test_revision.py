@@ -5,7 +5,7 @@ and against a concurrent status writer."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import pytest
@@ -18,7 +18,8 @@ from arc_scaleset.controllers.ephemeralrunnerset.status import patch_applied_act
 from arc_scaleset.kube.client import KubeClient, PatchType
 from arc_scaleset.kube.informer import Informer
 from arc_scaleset_lab.harness.waiting import eventually
-from tests.integration.controllers.runner_harness import Harness, harness
+from tests.integration.controllers.harness import ControllerHarness
+from tests.integration.controllers.runner_harness import harness_fixture  # noqa: F401 - fixture
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(240)]
 
@@ -29,7 +30,7 @@ class Observer:
     """Watches the namespace: every runner ever created (with its revision) and every applied revision the
     set ever showed, from every watch event (not samples), so a test can assert on the whole history."""
 
-    def __init__(self, h: Harness) -> None:
+    def __init__(self, h: ControllerHarness) -> None:
         self.h = h
         self.runners: dict[str, str] = {}
         self.applied: list[int] = []
@@ -66,13 +67,7 @@ class Observer:
         return {name for name, rev in self.runners.items() if rev == str(revision)}
 
 
-@pytest.fixture
-async def h(kube: KubeClient, namespace: str, crds_installed: list[str]) -> AsyncIterator[Harness]:
-    async with harness(kube, namespace) as running:
-        yield running
-
-
-async def _busy_idle_and_pending(h: Harness) -> tuple[str, set[str], str]:
+async def _busy_idle_and_pending(h: ControllerHarness) -> tuple[str, set[str], str]:
     """Three running runners (one busy), then a fourth left pending (no ER controller, no runner ID)."""
     await h.start()
     await h.create_ers(replicas=3, patch_id=0)
@@ -81,7 +76,7 @@ async def _busy_idle_and_pending(h: Harness) -> tuple[str, set[str], str]:
     await h.make_busy(busy)
     idle = {r["metadata"]["name"] for r in runners[1:]}
     await h.stop()
-    await h.start(er=False)
+    await h.start("EphemeralRunnerSet")
     await h.patch_ers(replicas=4, patchID=0)
     pending_runners = await h.wait_runners(lambda rs: len(rs) == 4, what="a fourth, pending runner")
     pending = next(r["metadata"]["name"] for r in pending_runners if r["metadata"]["name"] not in idle | {busy})
@@ -89,7 +84,7 @@ async def _busy_idle_and_pending(h: Harness) -> tuple[str, set[str], str]:
     return busy, idle, pending
 
 
-async def _assert_converged(h: Harness, obs: Observer, *, busy: str, replaced: set[str]) -> None:
+async def _assert_converged(h: ControllerHarness, obs: Observer, *, busy: str, replaced: set[str]) -> None:
     def converged(runners: list[dict[str, Any]]) -> bool:
         by_rev = {r["metadata"]["name"]: r["metadata"]["annotations"][REV] for r in runners}
         return (
@@ -108,7 +103,7 @@ async def _assert_converged(h: Harness, obs: Observer, *, busy: str, replaced: s
     assert busy in h.registered()
 
 
-async def test_spec_update_replaces_idle_and_pending_runners_once_and_keeps_busy_ones(h: Harness) -> None:
+async def test_spec_update_replaces_idle_and_pending_runners_once_and_keeps_busy_ones(h: ControllerHarness) -> None:
     busy, idle, pending = await _busy_idle_and_pending(h)
     async with Observer(h) as obs:
         await h.patch_ers(actionableRevision=1, ephemeralRunnerSpec={"metadata": {"labels": {"rev": "1"}}})
@@ -126,7 +121,7 @@ async def test_spec_update_replaces_idle_and_pending_runners_once_and_keeps_busy
 
 @pytest.mark.parametrize("crash_at", ["before-cleanup", "mid-cleanup", "after-cleanup-before-status-write"])
 async def test_restart_at_any_step_of_an_update_converges_without_double_creation(
-    h: Harness, crash_at: str, monkeypatch: pytest.MonkeyPatch
+    h: ControllerHarness, crash_at: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     busy, idle, pending = await _busy_idle_and_pending(h)
     crashed = asyncio.Event()
@@ -160,7 +155,7 @@ async def test_restart_at_any_step_of_an_update_converges_without_double_creatio
 
 
 async def test_applied_revision_write_retries_a_conflict_and_never_lowers_a_concurrent_advance(
-    h: Harness, kube: KubeClient, namespace: str
+    h: ControllerHarness, kube: KubeClient, namespace: str
 ) -> None:
     await h.create_ers(replicas=0, patch_id=0, revision=5)
     interfered: list[bool] = []
@@ -191,7 +186,7 @@ async def test_applied_revision_write_retries_a_conflict_and_never_lowers_a_conc
         await interfering.close()
 
 
-async def test_stale_outdated_runners_are_replaced_and_current_ones_make_the_set_outdated(h: Harness) -> None:
+async def test_stale_outdated_runners_are_replaced_and_current_ones_make_the_set_outdated(h: ControllerHarness) -> None:
     await h.start()
     await h.create_ers(replicas=2, patch_id=0)
     runners = await h.wait_running(2)
@@ -231,7 +226,7 @@ async def test_stale_outdated_runners_are_replaced_and_current_ones_make_the_set
     del second
 
 
-def _applied_is(h: Harness, value: int) -> Any:
+def _applied_is(h: ControllerHarness, value: int) -> Any:
     async def check() -> dict[str, Any] | None:
         ers = await h.get_ers()
         return ers if ers.get("status", {}).get("appliedActionableRevision") == value else None
@@ -239,7 +234,7 @@ def _applied_is(h: Harness, value: int) -> Any:
     return check
 
 
-def _phase_is(h: Harness, phase: str) -> Any:
+def _phase_is(h: ControllerHarness, phase: str) -> Any:
     async def check() -> bool:
         return bool((await h.get_ers()).get("status", {}).get("phase") == phase)
 

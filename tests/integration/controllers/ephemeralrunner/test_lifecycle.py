@@ -4,37 +4,30 @@ that can never start or are lost, deletion while busy, runner ID 0, and bad inpu
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
 from arc_scaleset.api.ephemeralrunner import EPHEMERAL_RUNNERS
 from arc_scaleset.controllers.ephemeralrunner.deletion import finalize_runner
-from arc_scaleset.kube.client import KubeClient
 from arc_scaleset.kube.resources import EVENTS, SECRETS
 from arc_scaleset_lab.harness.waiting import eventually
-from tests.integration.controllers.runner_harness import Harness, harness, runner_template
+from tests.integration.controllers.harness import ControllerHarness
+from tests.integration.controllers.runner_harness import harness_fixture, runner_template  # noqa: F401 - fixture
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(180)]
-
-
-@pytest.fixture
-async def h(kube: KubeClient, namespace: str, crds_installed: list[str]) -> AsyncIterator[Harness]:
-    async with harness(kube, namespace) as running:
-        yield running
 
 
 def name_of(obj: dict[str, Any]) -> str:
     return str(obj["metadata"]["name"])
 
 
-async def events_for(h: Harness, name: str) -> list[dict[str, Any]]:
+async def events_for(h: ControllerHarness, name: str) -> list[dict[str, Any]]:
     items = (await h.kube.list(EVENTS, namespace=h.namespace)).items
     return [e for e in items if (e.get("regarding") or {}).get("name") == name]
 
 
-async def test_runner_registers_and_its_secret_and_pod_are_owned_and_wired(h: Harness) -> None:
+async def test_runner_registers_and_its_secret_and_pod_are_owned_and_wired(h: ControllerHarness) -> None:
     await h.start()
     await h.create_ers(replicas=1, patch_id=0)
     (er,) = await h.wait_running(1)
@@ -56,7 +49,7 @@ async def test_runner_registers_and_its_secret_and_pod_are_owned_and_wired(h: Ha
 
 
 async def test_runner_whose_pod_cannot_be_scheduled_records_its_registration_and_can_be_scaled_down(
-    h: Harness,
+    h: ControllerHarness,
 ) -> None:
     # A new runner's ID is written together with its pod's first state; a pod that never gets one (no node
     # fits) must not keep the registration out of the status, or the set could never scale the runner down.
@@ -80,9 +73,9 @@ async def test_runner_whose_pod_cannot_be_scheduled_records_its_registration_and
 
 
 async def test_runner_pod_that_never_starts_is_retried_after_the_pending_timeout_with_a_reason_that_says_why(
-    h: Harness,
+    h: ControllerHarness,
 ) -> None:
-    await h.start(pending_timeout=3.0)
+    await h.start(runner_pending_timeout=3.0)
     unschedulable = {"spec": {**runner_template()["spec"], "nodeSelector": {"arc-scaleset.dev/no-such-node": "x"}}}
     await h.create_ers(replicas=1, patch_id=0, template=unschedulable)
     (first,) = await h.wait_runners(lambda rs: len(rs) == 1, what="the runner")
@@ -105,7 +98,7 @@ async def test_runner_pod_that_never_starts_is_retried_after_the_pending_timeout
 
 
 async def test_failed_pod_without_job_is_retried_with_backoff_and_the_runner_deleted_after_five_failures(
-    h: Harness,
+    h: ControllerHarness,
 ) -> None:
     await h.start()
     await h.create_ers(replicas=1, patch_id=0)
@@ -136,7 +129,7 @@ async def test_failed_pod_without_job_is_retried_with_backoff_and_the_runner_del
     del replaced
 
 
-async def test_pod_that_can_never_start_fails_fast_with_a_reason_and_unregisters(h: Harness) -> None:
+async def test_pod_that_can_never_start_fails_fast_with_a_reason_and_unregisters(h: ControllerHarness) -> None:
     await h.start()
     # Unschedulable, so kwok leaves the pod alone and we can report what a kubelet would.
     template = runner_template("bad::image")
@@ -159,7 +152,7 @@ async def test_pod_that_can_never_start_fails_fast_with_a_reason_and_unregisters
     # A Failed runner does not hold its slot forever: reaped and replaced after failed_runner_min_age.
 
 
-async def test_oom_killed_runner_is_terminal_and_its_registration_removed(h: Harness) -> None:
+async def test_oom_killed_runner_is_terminal_and_its_registration_removed(h: ControllerHarness) -> None:
     await h.start()
     await h.create_ers(replicas=1, patch_id=0)
     (er,) = await h.wait_running(1)
@@ -172,7 +165,7 @@ async def test_oom_killed_runner_is_terminal_and_its_registration_removed(h: Har
     assert "OOMKilled" in [e["reason"] for e in await events_for(h, name)]
 
 
-async def test_deleting_a_busy_runner_waits_for_its_job_then_unregisters(h: Harness) -> None:
+async def test_deleting_a_busy_runner_waits_for_its_job_then_unregisters(h: ControllerHarness) -> None:
     await h.start()
     await h.create_ers(replicas=1, patch_id=1)
     (er,) = await h.wait_running(1)
@@ -190,8 +183,8 @@ async def test_deleting_a_busy_runner_waits_for_its_job_then_unregisters(h: Harn
     assert name not in h.registered()
 
 
-async def test_runner_without_runner_id_is_deleted_without_asking_github(h: Harness) -> None:
-    await h.start(er=False)
+async def test_runner_without_runner_id_is_deleted_without_asking_github(h: ControllerHarness) -> None:
+    await h.start("EphemeralRunnerSet")
     await h.create_ers(replicas=1, patch_id=0)
     (er,) = await h.wait_runners(lambda rs: len(rs) == 1, what="one runner")
     await h.stop()
@@ -203,10 +196,10 @@ async def test_runner_without_runner_id_is_deleted_without_asking_github(h: Harn
     assert len([r for r in h.sim.requests if r.method == "DELETE"]) == before
 
 
-async def test_a_deleted_runner_whose_cached_copy_is_behind_loses_only_our_finalizers(h: Harness) -> None:
+async def test_a_deleted_runner_whose_cached_copy_is_behind_loses_only_our_finalizers(h: ControllerHarness) -> None:
     # The deletion path drops our finalizers with a patch that tests the list its cached copy shows; here that
     # copy predates another controller's finalizer: the test fails, and the path reads and writes instead.
-    await h.start(er=False)
+    await h.start("EphemeralRunnerSet")
     await h.create_ers(replicas=1, patch_id=1)
     (er,) = await h.wait_runners(lambda rs: len(rs) == 1, what="one runner")
     name = name_of(er)
@@ -223,7 +216,9 @@ async def test_a_deleted_runner_whose_cached_copy_is_behind_loses_only_our_final
         await h.kube.patch(EPHEMERAL_RUNNERS, name, {"metadata": {"finalizers": None}}, namespace=h.namespace)
 
 
-async def test_missing_secret_and_invalid_url_get_a_clear_event_while_other_sets_keep_working(h: Harness) -> None:
+async def test_missing_secret_and_invalid_url_get_a_clear_event_while_other_sets_keep_working(
+    h: ControllerHarness,
+) -> None:
     await h.start()
     await h.create_ers("no-secret", replicas=1, patch_id=0, secret="does-not-exist")
     await h.create_ers("bad-url", replicas=1, patch_id=0, config_url="not a url")
@@ -251,14 +246,14 @@ async def test_missing_secret_and_invalid_url_get_a_clear_event_while_other_sets
     assert "does-not-exist" in no_secret["status"]["message"]
 
 
-async def _unregistered(h: Harness, name: str) -> bool:
+async def _unregistered(h: ControllerHarness, name: str) -> bool:
     return name not in h.registered()
 
 
-async def _pod_exists(h: Harness, name: str) -> bool:
+async def _pod_exists(h: ControllerHarness, name: str) -> bool:
     return any(name_of(p) == name for p in await h.pods())
 
 
-async def _status_reason(h: Harness, name: str, reason: str) -> dict[str, Any] | None:
+async def _status_reason(h: ControllerHarness, name: str, reason: str) -> dict[str, Any] | None:
     runner = await h.kube.get(EPHEMERAL_RUNNERS, name, namespace=h.namespace)
     return runner if runner.get("status", {}).get("reason") == reason else None

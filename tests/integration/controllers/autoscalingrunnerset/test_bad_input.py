@@ -11,9 +11,9 @@ from arc_scaleset.api.autoscalingrunnerset import AUTOSCALING_RUNNER_SETS
 from arc_scaleset.kube.conditions import get_condition
 from arc_scaleset.kube.errors import Invalid
 from arc_scaleset_lab.harness.waiting import eventually
+from tests.integration.controllers.harness import ControllerHarness
 from tests.integration.controllers.scale_set_env import (  # noqa: F401 - fixtures
     EnvFactory,
-    ScaleSetEnv,
     controller_namespace_fixture,
     sim_fixture,
     start_env_fixture,
@@ -22,7 +22,9 @@ from tests.integration.controllers.scale_set_env import (  # noqa: F401 - fixtur
 pytestmark = pytest.mark.cluster
 
 
-async def warning(env: ScaleSetEnv, name: str, reason: str, *, namespace: str | None = None) -> dict[str, Any] | None:
+async def warning(
+    env: ControllerHarness, name: str, reason: str, *, namespace: str | None = None
+) -> dict[str, Any] | None:
     for event in await env.events(regarding=name, namespace=namespace):
         if event.get("reason") == reason and event.get("type") == "Warning":
             return event

@@ -25,7 +25,8 @@ from arc_scaleset.github.rs256 import load_pem_private_key
 from arc_scaleset.kube.client import KubeClient
 from arc_scaleset.kube.resources import SECRETS
 from arc_scaleset_lab.harness.waiting import eventually
-from tests.integration.controllers.runner_harness import Harness, harness, runner_template
+from tests.integration.controllers.harness import ControllerHarness
+from tests.integration.controllers.runner_harness import harness, runner_template
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(180)]
 
@@ -71,7 +72,7 @@ def spies(monkeypatch: pytest.MonkeyPatch) -> Spies:
 
 
 @pytest.fixture
-async def h(kube: KubeClient, namespace: str, crds_installed: list[str]) -> AsyncIterator[Harness]:
+async def h(kube: KubeClient, namespace: str, crds_installed: list[str]) -> AsyncIterator[ControllerHarness]:
     async with harness(kube, namespace) as running:
         app = running.sim.credentials.add_app(app_id=77, installation_ids=[78])
         assert app.private_key_pem is not None
@@ -84,12 +85,12 @@ async def h(kube: KubeClient, namespace: str, crds_installed: list[str]) -> Asyn
             "metadata": {"name": APP_SECRET, "namespace": namespace},
             "data": {key: base64.b64encode(value.encode()).decode() for key, value in fields.items()},
         })  # fmt: skip
-        await running.start(create_concurrency=CONCURRENCY)
+        await running.start(runner_create_concurrency=CONCURRENCY)
         yield running
 
 
 async def test_a_scale_down_of_idle_runners_removes_them_concurrently_and_parses_the_app_key_once(
-    h: Harness, spies: Spies
+    h: ControllerHarness, spies: Spies
 ) -> None:
     await h.create_ers(replicas=RUNNERS, patch_id=0, secret=APP_SECRET)
     runners = await h.wait_running(RUNNERS)
@@ -110,11 +111,11 @@ async def test_a_scale_down_of_idle_runners_removes_them_concurrently_and_parses
     assert spies.key_loads == 1
 
 
-async def _jit_secrets(h: Harness, runner_names: set[str]) -> set[str]:
+async def _jit_secrets(h: ControllerHarness, runner_names: set[str]) -> set[str]:
     return {s["metadata"]["name"] for s in (await h.kube.list(SECRETS, namespace=h.namespace)).items} & runner_names
 
 
-async def _scale_to_zero(h: Harness, names: set[str]) -> collections.Counter[tuple[str, str]]:
+async def _scale_to_zero(h: ControllerHarness, names: set[str]) -> collections.Counter[tuple[str, str]]:
     """Scale the set to 0, wait until no runner, pod or JIT Secret of ``names`` is left; the requests sent."""
     before = collections.Counter(h.kube.request_counts)
     await h.patch_ers(replicas=0, patchID=0)
@@ -128,7 +129,7 @@ async def _scale_to_zero(h: Harness, names: set[str]) -> collections.Counter[tup
     return collections.Counter(h.kube.request_counts) - before
 
 
-async def test_a_scale_down_deletes_runners_pods_and_jit_secrets_in_batches(h: Harness, spies: Spies) -> None:
+async def test_a_scale_down_deletes_runners_pods_and_jit_secrets_in_batches(h: ControllerHarness, spies: Spies) -> None:
     await h.create_ers(replicas=RUNNERS, patch_id=0, secret=APP_SECRET)
     runners = await h.wait_running(RUNNERS)
     names = {r["metadata"]["name"] for r in runners}
@@ -144,7 +145,9 @@ async def test_a_scale_down_deletes_runners_pods_and_jit_secrets_in_batches(h: H
     assert h.registered() == set()
 
 
-async def test_runners_without_an_instance_label_are_still_deleted_one_by_one(h: Harness, spies: Spies) -> None:
+async def test_runners_without_an_instance_label_are_still_deleted_one_by_one(
+    h: ControllerHarness, spies: Spies
+) -> None:
     """Runners ARC created (adopted after a migration) carry no instance label: they cannot be named in a batch."""
     await h.create_ers(replicas=RUNNERS, patch_id=0, secret=APP_SECRET)
     runners = await h.wait_running(RUNNERS)
@@ -163,7 +166,9 @@ async def test_runners_without_an_instance_label_are_still_deleted_one_by_one(h:
     assert h.registered() == set()
 
 
-async def test_pods_whose_template_overrides_the_instance_label_are_still_deleted(h: Harness, spies: Spies) -> None:
+async def test_pods_whose_template_overrides_the_instance_label_are_still_deleted(
+    h: ControllerHarness, spies: Spies
+) -> None:
     """A batch names runners by their instance label; a pod template that sets the same label on every pod
     makes the batch miss their pods (and never match a pod of another runner): each runner's own deletion path
     then deletes its pod."""

@@ -4,29 +4,22 @@ every state the EphemeralRunner went through."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import pytest
 
 from arc_scaleset.api.ephemeralrunner import EPHEMERAL_RUNNERS
-from arc_scaleset.kube.client import KubeClient
 from arc_scaleset.kube.informer import Informer
-from tests.integration.controllers.runner_harness import Harness, harness
+from tests.integration.controllers.harness import ControllerHarness
+from tests.integration.controllers.runner_harness import started_harness_fixture  # noqa: F401 - fixture
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(180)]
 
 
-@pytest.fixture
-async def h(kube: KubeClient, namespace: str, crds_installed: list[str]) -> AsyncIterator[Harness]:
-    async with harness(kube, namespace) as running:
-        await running.start()
-        yield running
-
-
 @pytest.mark.parametrize("pod_phase", ["Succeeded", "Failed"])
 async def test_a_pod_that_ends_without_the_runners_exit_ends_the_runner_and_never_makes_it_pending_again(
-    h: Harness, pod_phase: str
+    h: ControllerHarness, pod_phase: str
 ) -> None:
     phases: dict[str, list[str]] = {}
 

@@ -4,44 +4,37 @@ a Secret behind."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
 from arc_scaleset.controllers.ephemeralrunner.builders import desired_jit_secret, secret_runner_id
 from arc_scaleset.github import ActionsClient, PersonalAccessToken, SystemInfo, parse_config_url
-from arc_scaleset.kube.client import KubeClient
 from arc_scaleset.kube.resources import SECRETS
 from arc_scaleset_lab.harness.waiting import eventually
-from tests.integration.controllers.runner_harness import PAT, Harness, harness
+from tests.integration.controllers.harness import ControllerHarness
+from tests.integration.controllers.runner_harness import PAT, harness_fixture  # noqa: F401 - fixture
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(120)]
 
 
-@pytest.fixture
-async def h(kube: KubeClient, namespace: str, crds_installed: list[str]) -> AsyncIterator[Harness]:
-    async with harness(kube, namespace) as running:
-        yield running
-
-
-async def _pending_runner(h: Harness) -> dict[str, Any]:
+async def _pending_runner(h: ControllerHarness) -> dict[str, Any]:
     """One runner created by the set while no EphemeralRunner controller runs (no registration yet)."""
-    await h.start(er=False)
+    await h.start("EphemeralRunnerSet")
     await h.create_ers(replicas=1, patch_id=0)
     (runner,) = await h.wait_runners(lambda rs: len(rs) == 1, what="one runner")
     await h.stop()
     return dict(runner)
 
 
-async def _runner_id_in_status(h: Harness, name: str) -> int | None:
+async def _runner_id_in_status(h: ControllerHarness, name: str) -> int | None:
     for runner in await h.runners():
         if runner["metadata"]["name"] == name and (runner.get("status") or {}).get("runnerId"):
             return int(runner["status"]["runnerId"])
     return None
 
 
-async def test_runner_registered_before_a_restart_keeps_that_registration_and_its_secret(h: Harness) -> None:
+async def test_runner_registered_before_a_restart_keeps_that_registration_and_its_secret(h: ControllerHarness) -> None:
     runner = await _pending_runner(h)
     name = runner["metadata"]["name"]
     # An earlier controller process registered the runner and stored its Secret, then stopped before
@@ -66,7 +59,7 @@ async def test_runner_registered_before_a_restart_keeps_that_registration_and_it
 
 
 async def test_secret_left_by_a_vanished_registration_is_used_and_the_new_registration_given_back(
-    h: Harness,
+    h: ControllerHarness,
 ) -> None:
     runner = await _pending_runner(h)
     name = runner["metadata"]["name"]
@@ -86,5 +79,5 @@ async def test_secret_left_by_a_vanished_registration_is_used_and_the_new_regist
     assert await eventually(lambda: _no_registration(h, name), what="the extra registration removed")
 
 
-async def _no_registration(h: Harness, name: str) -> bool:
+async def _no_registration(h: ControllerHarness, name: str) -> bool:
     return name not in h.registered()

@@ -12,13 +12,13 @@ import pytest
 from arc_scaleset.api.naming import listener_service_account_name
 from arc_scaleset.kube import resources
 from arc_scaleset_lab.harness.waiting import eventually
+from tests.integration.controllers.autoscalinglistener.test_tenancy import condition, degraded, exists, listener_name
 from tests.integration.controllers.scale_set_env import (  # noqa: F401 - fixtures
     EnvFactory,
     controller_namespace_fixture,
     sim_fixture,
     start_env_fixture,
 )
-from tests.integration.controllers.test_autoscalinglistener_tenancy import condition, degraded, exists, listener_name
 
 pytestmark = pytest.mark.cluster
 

@@ -6,28 +6,21 @@ again, the idle runner goes and the busy one stays until its job ends."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
 from arc_scaleset.controllers.errors import GitHubAuthenticationStepFailed
-from arc_scaleset.kube.client import KubeClient
 from arc_scaleset.kube.conditions import get_condition
 from arc_scaleset_lab.harness.waiting import eventually
 from arc_scaleset_lab.sim.faults import FaultRule
-from tests.integration.controllers.runner_harness import ORG, Harness, harness
+from tests.integration.controllers.harness import ControllerHarness
+from tests.integration.controllers.runner_harness import ORG, harness_fixture  # noqa: F401 - fixture
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(180)]
 
 
-@pytest.fixture
-async def h(kube: KubeClient, namespace: str, crds_installed: list[str]) -> AsyncIterator[Harness]:
-    async with harness(kube, namespace) as running:
-        yield running
-
-
-def take_job_unseen(h: Harness, runner_name: str) -> None:
+def take_job_unseen(h: ControllerHarness, runner_name: str) -> None:
     """The runner takes a job on GitHub; the listener has not recorded it on the runner yet (the cache shows an
     idle runner: only GitHub's answer to the removal can tell)."""
     request_id = h.sim.state.enqueue_job(h.scale_set_name(), repository=f"{ORG}/repo", duration=3600).request_id
@@ -39,7 +32,7 @@ def degraded(ers: dict[str, Any]) -> dict[str, Any]:
     return get_condition((ers.get("status") or {}).get("conditions"), "Degraded") or {}
 
 
-async def test_a_404_on_the_registration_token_step_never_deletes_a_busy_runner(h: Harness) -> None:
+async def test_a_404_on_the_registration_token_step_never_deletes_a_busy_runner(h: ControllerHarness) -> None:
     await h.start()
     await h.create_ers(replicas=2, patch_id=0)
     runners = await h.wait_running(2)

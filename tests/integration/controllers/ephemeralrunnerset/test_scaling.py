@@ -2,31 +2,23 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
 from arc_scaleset.api.ephemeralrunner import EPHEMERAL_RUNNERS
-from arc_scaleset.kube.client import KubeClient
 from arc_scaleset_lab.harness.waiting import eventually
-from tests.integration.controllers.runner_harness import Harness, harness
+from tests.integration.controllers.harness import ControllerHarness
+from tests.integration.controllers.runner_harness import started_harness_fixture  # noqa: F401 - fixture
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(180)]
-
-
-@pytest.fixture
-async def h(kube: KubeClient, namespace: str, crds_installed: list[str]) -> AsyncIterator[Harness]:
-    async with harness(kube, namespace) as running:
-        await running.start()
-        yield running
 
 
 def annotations_of(runner: dict[str, Any]) -> dict[str, str]:
     return runner["metadata"].get("annotations") or {}
 
 
-async def test_scale_up_from_zero_then_down_to_min_then_to_zero(h: Harness) -> None:
+async def test_scale_up_from_zero_then_down_to_min_then_to_zero(h: ControllerHarness) -> None:
     await h.create_ers(replicas=0, patch_id=0)
     await eventually(_phase(h, "Running"), what="ERS phase Running")
 
@@ -55,7 +47,7 @@ async def test_scale_up_from_zero_then_down_to_min_then_to_zero(h: Harness) -> N
     assert h.registered() == set()
 
 
-async def test_nonzero_patch_scales_up_once_and_never_down(h: Harness) -> None:
+async def test_nonzero_patch_scales_up_once_and_never_down(h: ControllerHarness) -> None:
     await h.create_ers(replicas=3, patch_id=1)
     runners = await h.wait_running(3)
     assert {annotations_of(r)["actions.github.com/patch-id"] for r in runners} == {"1"}
@@ -70,7 +62,7 @@ async def test_nonzero_patch_scales_up_once_and_never_down(h: Harness) -> None:
 
 
 async def test_finished_runners_are_kept_until_the_next_patch_and_not_replaced_in_the_patch_that_reaps_them(
-    h: Harness,
+    h: ControllerHarness,
 ) -> None:
     await h.create_ers(replicas=2, patch_id=1)
     runners = await h.wait_running(2)
@@ -80,7 +72,7 @@ async def test_finished_runners_are_kept_until_the_next_patch_and_not_replaced_i
     await h.stop()
     await h.kube.patch(EPHEMERAL_RUNNERS, done, {"status": {"phase": "Succeeded"}}, namespace=h.namespace,
                        subresource="status")  # fmt: skip
-    await h.start(er=False)
+    await h.start("EphemeralRunnerSet")
     # Same patch ID (gate closed: runners carry patch 1): the finished runner is kept.
     await h.patch_ers(replicas=2)
     ers = await h.get_ers()
@@ -114,7 +106,7 @@ async def test_finished_runners_are_kept_until_the_next_patch_and_not_replaced_i
     assert sorted(annotations_of(r)["actions.github.com/patch-id"] for r in runners) == ["1", "4"]
 
 
-async def test_deleting_runners_count_toward_the_total_so_nothing_is_replaced_twice(h: Harness) -> None:
+async def test_deleting_runners_count_toward_the_total_so_nothing_is_replaced_twice(h: ControllerHarness) -> None:
     await h.create_ers(replicas=2, patch_id=0)
     runners = await h.wait_running(2)
     busy = runners[0]["metadata"]["name"]
@@ -129,14 +121,14 @@ async def test_deleting_runners_count_toward_the_total_so_nothing_is_replaced_tw
     assert len(await h.runners()) == 2
 
 
-def _phase(h: Harness, phase: str) -> Any:
+def _phase(h: ControllerHarness, phase: str) -> Any:
     async def check() -> bool:
         return bool((await h.get_ers()).get("status", {}).get("phase") == phase)
 
     return check
 
 
-def _marker_is(h: Harness, value: int) -> Any:
+def _marker_is(h: ControllerHarness, value: int) -> Any:
     async def check() -> dict[str, Any] | None:
         ers = await h.get_ers()
         return ers if ers.get("status", {}).get("finishedRunnerCleanupPatchID") == value else None
