@@ -45,12 +45,8 @@ from arc_scaleset.controllers.autoscalingrunnerset.listener_phase import converg
 from arc_scaleset.controllers.autoscalingrunnerset.listener_report import listener_problems
 from arc_scaleset.controllers.autoscalingrunnerset.ownership import runner_set_conflict
 from arc_scaleset.controllers.autoscalingrunnerset.registration import url_labels_patch
-from arc_scaleset.controllers.autoscalingrunnerset.runner_set_phase import converge_runner_set
-from arc_scaleset.controllers.autoscalingrunnerset.scale_set_phase import (
-    registration,
-    scale_set_runner_sets,
-    verification,
-)
+from arc_scaleset.controllers.autoscalingrunnerset.runner_set_phase import converge_runner_set, scale_set_runner_sets
+from arc_scaleset.controllers.autoscalingrunnerset.scale_set_phase import registration, verification
 from arc_scaleset.controllers.autoscalingrunnerset.scope import (
     CONFLICT_REQUEUE_SECONDS,
     ScaleSetMemory,

@@ -11,12 +11,11 @@ Outdated at its current revision; this module only executes the plan.
 from __future__ import annotations
 
 from arc_scaleset.api.ephemeralrunnerset import EPHEMERAL_RUNNER_SETS
-from arc_scaleset.api.runner_sets import ScaleSetRunnerSets
+from arc_scaleset.api.runner_sets import ScaleSetRunnerSets, runner_sets_of, sort_runner_sets
 from arc_scaleset.controllers.autoscalingrunnerset.decisions import ErsAction, ErsPlan, plan_ephemeral_runner_set
 from arc_scaleset.controllers.autoscalingrunnerset.desired import desired_ephemeral_runner_set
 from arc_scaleset.controllers.autoscalingrunnerset.events import event, warn
 from arc_scaleset.controllers.autoscalingrunnerset.listener_phase import delete_listeners
-from arc_scaleset.controllers.autoscalingrunnerset.scale_set_phase import scale_set_runner_sets
 from arc_scaleset.controllers.autoscalingrunnerset.scope import (
     CONFLICT_REQUEUE_SECONDS,
     WAIT_REQUEUE_SECONDS,
@@ -26,7 +25,13 @@ from arc_scaleset.controllers.context import ControllerContext
 from arc_scaleset.kube.controller import Result
 from arc_scaleset.kube.errors import AlreadyExists
 from arc_scaleset.kube.informer import Object
+from arc_scaleset.kube.ownerrefs import Owner
 from arc_scaleset.kube.views import ObjectView
+
+
+def scale_set_runner_sets(ctx: ControllerContext, obj: Object) -> ScaleSetRunnerSets:
+    """The scale set's EphemeralRunnerSets (by owner reference, whatever their names), from the cache."""
+    return sort_runner_sets(runner_sets_of(ctx.cache(EPHEMERAL_RUNNER_SETS), Owner.of(obj)))
 
 
 async def converge_runner_set(ctx: ControllerContext, scope: ScaleSetPass) -> Result | None:

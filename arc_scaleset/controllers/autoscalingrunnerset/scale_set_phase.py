@@ -9,9 +9,7 @@ line. When to verify is :func:`.verification.plan_verification`'s decision.
 from __future__ import annotations
 
 from arc_scaleset.api.autoscalingrunnerset import AUTOSCALING_RUNNER_SETS
-from arc_scaleset.api.ephemeralrunnerset import EPHEMERAL_RUNNER_SETS
 from arc_scaleset.api.labels import github_url_labels
-from arc_scaleset.api.runner_sets import ScaleSetRunnerSets, runner_sets_of, sort_runner_sets
 from arc_scaleset.controllers.autoscalingrunnerset.desired import scale_set_id_of
 from arc_scaleset.controllers.autoscalingrunnerset.events import event, warn
 from arc_scaleset.controllers.autoscalingrunnerset.listener_report import scale_set_gone_report
@@ -22,18 +20,12 @@ from arc_scaleset.controllers.autoscalingrunnerset.registration import (
     scale_set_client,
     sync_scale_set,
 )
+from arc_scaleset.controllers.autoscalingrunnerset.runner_set_phase import scale_set_runner_sets
 from arc_scaleset.controllers.autoscalingrunnerset.scope import ScaleSetPass
 from arc_scaleset.controllers.autoscalingrunnerset.verification import VerificationInputs, plan_verification
 from arc_scaleset.controllers.context import ControllerContext
 from arc_scaleset.github import NotFound
 from arc_scaleset.kube.controller import Result
-from arc_scaleset.kube.informer import Object
-from arc_scaleset.kube.ownerrefs import Owner
-
-
-def scale_set_runner_sets(ctx: ControllerContext, obj: Object) -> ScaleSetRunnerSets:
-    """The scale set's EphemeralRunnerSets (by owner reference, whatever their names), from the cache."""
-    return sort_runner_sets(runner_sets_of(ctx.cache(EPHEMERAL_RUNNER_SETS), Owner.of(obj)))
 
 
 async def registration(ctx: ControllerContext, scope: ScaleSetPass) -> Result | None:
