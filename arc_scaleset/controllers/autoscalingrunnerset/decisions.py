@@ -100,51 +100,61 @@ def plan_ephemeral_runner_set(
         return ErsPlan(ErsAction.TEAR_DOWN)
 
     wanted = EphemeralRunnerSetView(desired)
-    live_spec, desired_spec = view.spec, wanted.spec
     merged = merge_metadata(
         live,
         labels=wanted.labels,
         annotations=wanted.annotations,
         excluded_label_prefixes=excluded_label_prefixes,
     )
-    lock = {"resourceVersion": view.resource_version}
+    metadata_patch = {**merged.patch.get("metadata", {}), "resourceVersion": view.resource_version}
     adopt = adoption_fields(live)
-    live_runner_spec = view.runner_spec
-    desired_runner_spec = wanted.runner_spec
-    runner_metadata_patch = _replace_wholesale(
-        live_spec.get("ephemeralRunnerMetadata"), desired_spec.get("ephemeralRunnerMetadata")
-    )
+    if not deep_equal(view.runner_spec, wanted.runner_spec):
+        return _bump_revision(live, desired, metadata_patch, adopt)
 
-    if not deep_equal(live_runner_spec, desired_runner_spec):
-        current, _ = revisions_of(live)
-        target = next_actionable_revision(live)
-        spec_patch: dict[str, Any] = {
-            **adopt,
-            "ephemeralRunnerSpec": merge_patch(live_runner_spec, desired_runner_spec),
-            "actionableRevision": target,
-        }
-        if runner_metadata_patch is not _UNCHANGED:
-            spec_patch["ephemeralRunnerMetadata"] = runner_metadata_patch
-        return ErsPlan(
-            ErsAction.BUMP_REVISION,
-            patch={"metadata": {**merged.patch.get("metadata", {}), **lock}, "spec": spec_patch},
-            revision_from=current,
-            revision_to=target,
-            changed_fields=_spec_field_names(live_runner_spec, desired_runner_spec),
-        )
-
-    metadata_drift = not deep_equal(
-        live_spec.get("ephemeralRunnerMetadata"), desired_spec.get("ephemeralRunnerMetadata")
-    )
+    live_runner_metadata = view.spec.get("ephemeralRunnerMetadata")
+    desired_runner_metadata = wanted.spec.get("ephemeralRunnerMetadata")
+    metadata_drift = not deep_equal(live_runner_metadata, desired_runner_metadata)
     if merged.changed or metadata_drift or adopt:
-        patch: dict[str, Any] = {"metadata": {**merged.patch.get("metadata", {}), **lock}}
+        patch: dict[str, Any] = {"metadata": metadata_patch}
         spec: dict[str, Any] = dict(adopt)
+        runner_metadata_patch = _replace_wholesale(live_runner_metadata, desired_runner_metadata)
         if metadata_drift and runner_metadata_patch is not _UNCHANGED:
             spec["ephemeralRunnerMetadata"] = runner_metadata_patch
         if spec:
             patch["spec"] = spec
         return ErsPlan(ErsAction.MERGE_METADATA, patch=patch)
     return ErsPlan(ErsAction.NONE)
+
+
+def _bump_revision(
+    live: Mapping[str, Any],
+    desired: Mapping[str, Any],
+    metadata_patch: Mapping[str, Any],
+    adopt: Mapping[str, Any],
+) -> ErsPlan:
+    """The runner spec drifted: patch it (and the runner metadata, and the merged metadata) with the next
+    actionable revision."""
+    have, wanted = EphemeralRunnerSetView(live), EphemeralRunnerSetView(desired)
+    live_runner_spec, desired_runner_spec = have.runner_spec, wanted.runner_spec
+    current, _ = revisions_of(live)
+    target = next_actionable_revision(live)
+    spec_patch: dict[str, Any] = {
+        **adopt,
+        "ephemeralRunnerSpec": merge_patch(live_runner_spec, desired_runner_spec),
+        "actionableRevision": target,
+    }
+    runner_metadata_patch = _replace_wholesale(
+        have.spec.get("ephemeralRunnerMetadata"), wanted.spec.get("ephemeralRunnerMetadata")
+    )
+    if runner_metadata_patch is not _UNCHANGED:
+        spec_patch["ephemeralRunnerMetadata"] = runner_metadata_patch
+    return ErsPlan(
+        ErsAction.BUMP_REVISION,
+        patch={"metadata": dict(metadata_patch), "spec": spec_patch},
+        revision_from=current,
+        revision_to=target,
+        changed_fields=_spec_field_names(live_runner_spec, desired_runner_spec),
+    )
 
 
 class _Unchanged:

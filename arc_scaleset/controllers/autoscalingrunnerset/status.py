@@ -19,7 +19,7 @@ listener that is not ``Ready`` (no message session, failing polls, starting, res
 ``Ready``, and one in an outage or a crash loop (its ``Degraded``) makes it ``Degraded``, each with the listener's
 reason (:func:`.listener_report.listener_problems`).
 
-A status is written from one consistent read (the reconciler's ``_write_status``): the patch is the diff
+A status is written from one consistent read (:mod:`.status_write`): the patch is the diff
 against the object the pass read (:func:`status_patch`, with ``phase`` and ``observedGeneration`` always
 together) and carries that read's ``resourceVersion``; a newer object (this controller's own previous write
 that the cache does not show yet, an edit) makes the server refuse it, and the status is derived again from

@@ -1,0 +1,80 @@
+"""The scope of one AutoscalingRunnerSet pass and what the controller remembers about each scale set.
+
+The shape is the one of every kind (docs/controllers.md, "The shape of a pass"): :class:`ScaleSetPass` is what
+the phases read and fill in; :class:`ScaleSetMemory` is the scale set's slot in the controller's one
+:class:`~arc_scaleset.controllers.reconcile_pass.ObjectMemory`, forgotten when the scale set is gone or
+deleting.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from arc_scaleset.api.autoscalingrunnerset import AutoscalingRunnerSet
+from arc_scaleset.api.views import AutoscalingRunnerSetView
+from arc_scaleset.controllers.autoscalingrunnerset.ownership import listener_is_own
+from arc_scaleset.controllers.autoscalingrunnerset.status import ReconcileReport
+from arc_scaleset.kube.controller import Request
+from arc_scaleset.kube.informer import Object
+from arc_scaleset.kube.ownerrefs import Owner
+
+WAIT_REQUEUE_SECONDS = 5.0
+"""Requeue while waiting for something to be deleted (its deletion is watched too; this is a backstop)."""
+CONFLICT_REQUEUE_SECONDS = 0.5
+"""Requeue after a write raced another one (a conflict, or a create the cache has not seen yet)."""
+
+
+@dataclass
+class ScaleSetMemory:
+    """What the controller remembers about one scale set between passes (its ``ObjectMemory`` slot)."""
+
+    verified_at: float | None = None
+    """When the scale set was last confirmed on GitHub (the clock's monotonic time), ``None``: never."""
+    verified_id: int = 0
+    """The scale set ID that confirmation was for (a new ID is verified afresh)."""
+    gone_report: dt.datetime | None = None
+    """The listener's latest "scale set not found" report a verification acted on (its time): each report
+    is acted on once."""
+    status_written: tuple[str, Object] | None = None
+    """The last status write: the resourceVersion it was diffed against, and the object the server returned
+    (:mod:`.status_write`)."""
+
+    def verified(self, scale_set_id: int, *, at: float) -> None:
+        """Record that ``scale_set_id`` was confirmed on GitHub (registered, found) at monotonic time ``at``."""
+        self.verified_at, self.verified_id = at, scale_set_id
+
+
+@dataclass
+class ScaleSetPass:
+    """One reconcile of one AutoscalingRunnerSet: the object as read (raw, view, parsed model), its key, what
+    the pass reports, its memory slot, and what earlier phases found for later ones."""
+
+    obj: Object
+    view: AutoscalingRunnerSetView
+    ars: AutoscalingRunnerSet
+    key: Request
+    report: ReconcileReport
+    memory: ScaleSetMemory
+    listener: Object | None
+    """The AutoscalingListener under the scale set's listener name, whoever's it is (:attr:`own_listener`)."""
+    url_labels: Mapping[str, str] = field(default_factory=dict)
+    """The config URL's labels (set by the registration phase, which parses the URL)."""
+    scale_set_id: int = 0
+    """The scale set's ID on GitHub (set by the registration phase; 0 until then: GitHub's IDs start at 1)."""
+    gone_report: dt.datetime | None = None
+    """When the listener reported the scale set gone on GitHub, if that report is why this pass verifies it."""
+    runner_set_name: str = ""
+    """The scale set's current EphemeralRunnerSet, once the pass found it in line (the listener's target)."""
+
+    @property
+    def owner(self) -> Owner:
+        return Owner.of(self.obj)
+
+    @property
+    def own_listener(self) -> Object | None:
+        """:attr:`listener` if it is this scale set's: another scale set's listener under this name is never
+        used, patched or deleted here (:mod:`.ownership`); the listener phase reports the conflict."""
+        listener = self.listener
+        return listener if listener is not None and listener_is_own(listener, self.owner) else None
