@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -65,10 +65,12 @@ class Harness:
         create_concurrency: int = 20,
         pending_timeout: float | None = 900.0,
         more_namespaces: tuple[str, ...] = (),
+        ers_options: Mapping[str, Any] | None = None,
         **settings: Any,
     ) -> None:
         """Run the controllers; ``settings``: further :class:`ControllerSettings` fields; ``more_namespaces``:
-        other namespaces the manager caches too (another team's, for the tenancy tests)."""
+        other namespaces the manager caches too (another team's, for the tenancy tests); ``ers_options``: further
+        arguments of the :class:`EphemeralRunnerSetReconciler`."""
         assert self.task is None, "already running"
         controller_settings = ControllerSettings(
             controller_namespace=self.namespace,
@@ -85,7 +87,9 @@ class Harness:
         ctx = ControllerContext.create(self.kube, manager, controller_settings, environ={})
         self.pools.append(ctx.github.pool)
         self.ctx = ctx
-        self.ers_reconciler = EphemeralRunnerSetReconciler(ctx, failed_runner_min_age=self.failed_runner_min_age)
+        self.ers_reconciler = EphemeralRunnerSetReconciler(
+            ctx, failed_runner_min_age=self.failed_runner_min_age, **(ers_options or {})
+        )
         self.er_reconciler = EphemeralRunnerReconciler(ctx)
         if ers:
             manager.add(self.ers_reconciler.controller())
