@@ -56,7 +56,7 @@ from arc_scaleset.controllers.ephemeralrunnerset.proxy import (
     delete_runner_proxy_secret,
     reconcile_runner_proxy_secret,
 )
-from arc_scaleset.controllers.ephemeralrunnerset.runner_index import SetRunners, controller_uid
+from arc_scaleset.controllers.ephemeralrunnerset.runner_index import SetRunners
 from arc_scaleset.controllers.ephemeralrunnerset.runner_writes import CreateFailedError, RunnerWrites
 from arc_scaleset.controllers.ephemeralrunnerset.scaling import (
     DEFAULT_FAILED_RUNNER_MIN_AGE,
@@ -67,7 +67,7 @@ from arc_scaleset.controllers.ephemeralrunnerset.scaling import (
     replicas_above_ceiling,
     revision_cleanup,
 )
-from arc_scaleset.controllers.ephemeralrunnerset.scope import SetMemory, SetPass, SetReport
+from arc_scaleset.controllers.ephemeralrunnerset.scope import SetMemory, SetPass, SetReport, runner_index_of
 from arc_scaleset.controllers.ephemeralrunnerset.status import (
     patch_applied_actionable_revision,
     patch_finished_cleanup_marker,
@@ -84,7 +84,7 @@ from arc_scaleset.controllers.failure_report import ReconcileFailureReporter
 from arc_scaleset.controllers.metrics import DeletedReason, ScaleSetState, runner_set_labels, scale_set_states
 from arc_scaleset.controllers.reconcile_pass import ObjectMemory, Phase, gather, run_phases
 from arc_scaleset.controllers.runner_classification import RunnerStates, RunnerView
-from arc_scaleset.kube.controller import Controller, Request, Result, Watch, controller_owner_request
+from arc_scaleset.kube.controller import Controller, Request, Result, Watch
 from arc_scaleset.kube.errors import NotFound as KubeNotFound
 from arc_scaleset.kube.finalizers import add_finalizer, has_finalizer, remove_finalizer
 from arc_scaleset.kube.informer import Object
@@ -180,11 +180,10 @@ class EphemeralRunnerSetReconciler:
     def _runner_changed(self, runner: Object) -> list[Request]:
         """Tell the runner index of the runner's set (its controller owner, by key and UID) that the runner
         changed (added, updated or deleted); queues nothing itself (``owns`` queues the set)."""
-        request = controller_owner_request(runner, EPHEMERAL_RUNNER_SETS)
-        memory = None if request is None else self._memory.peek(request, controller_uid(runner))
-        if memory is not None and memory.runners is not None:
+        index = runner_index_of(self._memory, runner)
+        if index is not None:
             view = ObjectView(runner)
-            memory.runners.changed(view.namespace, view.name)
+            index.changed(view.namespace, view.name)
         return []
 
     # -- the pass ---------------------------------------------------------------------------------------

@@ -6,14 +6,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from arc_scaleset.api.ephemeralrunnerset import EPHEMERAL_RUNNER_SETS
 from arc_scaleset.api.views import EphemeralRunnerSetView
 from arc_scaleset.clock import Clock
 from arc_scaleset.controllers.ephemeralrunnerset.counts import StatusPacer
 from arc_scaleset.controllers.ephemeralrunnerset.expectations import CreationExpectations, DeletionExpectations
-from arc_scaleset.controllers.ephemeralrunnerset.runner_index import SetRunners
+from arc_scaleset.controllers.ephemeralrunnerset.runner_index import SetRunners, controller_uid
 from arc_scaleset.controllers.ephemeralrunnerset.template_check import TemplateChecks
+from arc_scaleset.controllers.reconcile_pass import ObjectMemory
 from arc_scaleset.controllers.runner_classification import RunnerStates
-from arc_scaleset.kube.controller import Request
+from arc_scaleset.kube.controller import Request, controller_owner_request
 from arc_scaleset.kube.informer import Object
 
 
@@ -45,6 +47,15 @@ class SetMemory:
             template=TemplateChecks(clock=clock),
             counts=StatusPacer(clock=clock, interval=counts_interval),
         )
+
+
+def runner_index_of(memory: ObjectMemory[SetMemory], runner: Object) -> SetRunners | None:
+    """The runner index of the set that controls ``runner``, found by the set's key and UID in the runner's
+    controller reference (so no index by UID is kept beside the memory); ``None`` when no pass has built one
+    for that very set."""
+    request = controller_owner_request(runner, EPHEMERAL_RUNNER_SETS)
+    slot = None if request is None else memory.peek(request, controller_uid(runner))
+    return None if slot is None else slot.runners
 
 
 @dataclass
