@@ -250,6 +250,7 @@ class EphemeralRunnerSetReconciler:
         return Result()
 
     async def _ensure_finalizer(self, scope: SetPass) -> Result | None:
+        """Add this controller's finalizer unless the set holds one (ours or ARC's); its write ends the pass."""
         if any(has_finalizer(scope.ers, finalizer) for finalizer in EPHEMERAL_RUNNER_SET_FINALIZERS):
             return None
         await add_finalizer(self._kube, EPHEMERAL_RUNNER_SETS, scope.ers, EPHEMERAL_RUNNER_SET_FINALIZER)
@@ -275,6 +276,7 @@ class EphemeralRunnerSetReconciler:
         return Result()
 
     async def _reconcile_proxy(self, scope: SetPass) -> None:
+        """The runners' proxy Secret, as the set's proxy settings say (:mod:`.proxy`)."""
         await reconcile_runner_proxy_secret(self._kube, scope.ers)
 
     async def _await_creations(self, scope: SetPass) -> Result | None:
