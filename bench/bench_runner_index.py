@@ -32,7 +32,7 @@ from arc_scaleset.controllers.runner_classification import RunnerView, classify
 from arc_scaleset.kube.ownerrefs import Owner
 from arc_scaleset.kube.views import ObjectView
 
-NAMESPACE, SET_UID, KEY = "runners", "set-uid", "runners/arc"
+NAMESPACE, SET_UID = "runners", "set-uid"
 T0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 Key = tuple[str, str]
 
@@ -100,7 +100,7 @@ def full_side() -> Callable[[Cache, list[Key]], None]:
             fresh[seen.uid] = (seen.resource_version, view)
             views.append(view)
         kept = fresh
-        classify(deletions.mark(KEY, views), applied_revision=0)
+        classify(deletions.mark(views), applied_revision=0)
 
     return do_pass
 
@@ -113,7 +113,7 @@ def index_side() -> Callable[[Cache, list[Key]], None]:
         for key in changed:
             index.changed(*key)
         index.refresh(cache)
-        index.states(applied_revision=0, deleting=deletions.unseen(KEY, index.view))
+        index.states(applied_revision=0, deleting=deletions.unseen(index.view))
 
     return do_pass
 

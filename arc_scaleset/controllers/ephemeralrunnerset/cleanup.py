@@ -35,7 +35,7 @@ import asyncio
 import functools
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 from arc_scaleset.api.ephemeralrunner import EPHEMERAL_RUNNERS
@@ -49,7 +49,7 @@ from arc_scaleset.controllers.runner_github import Removal, remove_registration
 from arc_scaleset.github import ActionsClient
 from arc_scaleset.kube.client import KubeClient
 from arc_scaleset.kube.errors import Forbidden
-from arc_scaleset.kube.resources import PODS, SECRETS
+from arc_scaleset.kube.resources import PODS, SECRETS, Resource
 
 log = logging.getLogger(__name__)
 
@@ -90,130 +90,153 @@ async def execute_cleanup(
     ``on_deleted`` is told the name of each runner as soon as its delete returned, also in a pass that fails.
     ``removed`` records each registration GitHub confirmed gone (removed or not found), so the runner's own
     deletion path does not ask again; ``children`` each pod and JIT Secret a batch deleted."""
-    result = CleanupResult(deleted=[], removed=[], busy=[])
+    run = _Cleanup(client, asyncio.Semaphore(max(1, concurrency)), removed, on_deleted, doomed=list(plan.delete))
     errors: list[BaseException] = []
-    limit = asyncio.Semaphore(max(1, concurrency))
-    cached: list[ActionsClient] = []
-    client_lock = asyncio.Lock()
-    doomed: list[RunnerView] = list(plan.delete)
-    removed_names: set[str] = set()
-
-    async def github() -> ActionsClient:
-        async with client_lock:
-            if not cached:
-                cached.append(await client())
-            return cached[0]
-
-    async def remove(runner: RunnerView) -> bool:
-        """True when the runner may go (removed from GitHub, or nothing to remove): it is then deleted below."""
-        if runner.runner_id != 0:
-            async with limit:
-                outcome = await remove_registration(await github(), runner.runner_id)
-            if outcome is Removal.BUSY:
-                result.busy.append(runner.name)
-                return False
-            if removed is not None:
-                removed.record(runner.uid, runner.runner_id)
-        doomed.append(runner)
-        removed_names.add(runner.name)
-        return True
-
     if plan.remove_limit is None:
-        removals = await asyncio.gather(*(remove(runner) for runner in plan.remove), return_exceptions=True)
+        removals = await asyncio.gather(*(run.remove(runner) for runner in plan.remove), return_exceptions=True)
         errors.extend(outcome for outcome in removals if isinstance(outcome, BaseException))
     else:
-        errors.extend(await _remove_up_to(plan.remove, plan.remove_limit, remove, concurrency=concurrency))
+        errors.extend(await _remove_up_to(plan.remove, plan.remove_limit, run.remove, concurrency=concurrency))
+    deleter = _Deleter(kube, run.limit, children, run.deleted)
+    errors.extend(await deleter.delete(run.doomed))
+    _raise_errors(errors)
+    if run.result.busy:
+        log.info("runners kept because GitHub says they run a job: %s", ", ".join(run.result.busy))
+    return run.result
 
-    def deleted(runner: RunnerView) -> None:
-        result.deleted.append(runner.name)
-        if runner.name in removed_names:
-            result.removed.append(runner.name)
-        if on_deleted is not None:
-            on_deleted(runner.name)
 
-    errors.extend(await _delete_runners(kube, doomed, limit=limit, children=children, deleted=deleted))
+@dataclass
+class _Cleanup:
+    """The removals of one :func:`execute_cleanup` and what they did: the runners that may go (``doomed``, the
+    done ones first) and the result."""
+
+    client: ClientSource
+    limit: asyncio.Semaphore
+    registrations: RemovedRegistrations | None
+    on_deleted: Callable[[str], None] | None
+    doomed: list[RunnerView]
+    result: CleanupResult = field(default_factory=lambda: CleanupResult(deleted=[], removed=[], busy=[]))
+    removed_names: set[str] = field(default_factory=set)
+    _github: ActionsClient | None = None
+    _github_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+    async def github(self) -> ActionsClient:
+        """The GitHub client, made on first use (once, whatever the concurrency)."""
+        async with self._github_lock:
+            if self._github is None:
+                self._github = await self.client()
+            return self._github
+
+    async def remove(self, runner: RunnerView) -> bool:
+        """True when the runner may go (removed from GitHub, or nothing to remove): it is then deleted."""
+        if runner.runner_id != 0:
+            async with self.limit:
+                outcome = await remove_registration(await self.github(), runner.runner_id)
+            if outcome is Removal.BUSY:
+                self.result.busy.append(runner.name)
+                return False
+            if self.registrations is not None:
+                self.registrations.record(runner.uid, runner.runner_id)
+        self.doomed.append(runner)
+        self.removed_names.add(runner.name)
+        return True
+
+    def deleted(self, runner: RunnerView) -> None:
+        self.result.deleted.append(runner.name)
+        if runner.name in self.removed_names:
+            self.result.removed.append(runner.name)
+        if self.on_deleted is not None:
+            self.on_deleted(runner.name)
+
+
+def _raise_errors(errors: list[BaseException]) -> None:
+    """Raise what the cleanup's ``errors`` come to: a cancellation as such, then bad input (the cause of every
+    removal failing: reported as such), else all of them as one :class:`CleanupFailedError`."""
     for error in errors:
         if isinstance(error, asyncio.CancelledError):
             raise error
     for error in errors:
         if isinstance(error, ConfigurationError):
-            raise error  # bad input, the cause of every removal failing: report it as such
+            raise error
     if errors:
         raise CleanupFailedError(errors)
-    if result.busy:
-        log.info("runners kept because GitHub says they run a job: %s", ", ".join(result.busy))
-    return result
 
 
-async def _delete_runners(
-    kube: KubeClient,
-    runners: Sequence[RunnerView],
-    *,
-    limit: asyncio.Semaphore,
-    children: DeletedChildren | None,
-    deleted: Callable[[RunnerView], None],
-) -> list[BaseException]:
-    """Delete ``runners``: in batches where they carry an instance label, else one by one (see the module
-    docstring); ``deleted`` is told of each as soon as its request returned. NotFound counts as deleted.
-    The errors of the requests that failed."""
-    labelled = [runner for runner in runners if runner.instance]
-    alone = [runner for runner in runners if not runner.instance]
+@dataclass
+class _Deleter:
+    """Deletes runners: in batches where they carry an instance label, else one by one (see the module
+    docstring); ``deleted`` is told of each as soon as its request returned. NotFound counts as deleted."""
 
-    async def one(runner: RunnerView) -> None:
-        async with limit:
-            await kube.delete(EPHEMERAL_RUNNERS, runner.name, namespace=runner.namespace, missing_ok=True)
-        deleted(runner)
+    kube: KubeClient
+    limit: asyncio.Semaphore
+    children: DeletedChildren | None
+    deleted: Callable[[RunnerView], None]
 
-    async def batch(namespace: str, chunk: Sequence[RunnerView]) -> None:
+    async def delete(self, runners: Sequence[RunnerView]) -> list[BaseException]:
+        """Delete ``runners``; the errors of the requests that failed."""
+        labelled = [runner for runner in runners if runner.instance]
+        alone = [runner for runner in runners if not runner.instance]
+        # One namespace: the runners of a plan are one set's, and a set owns only runners of its own namespace.
+        batches = [self.batch(chunk[0].namespace, chunk) for chunk in _chunks(labelled, BATCH_SIZE)]
+        outcomes = await asyncio.gather(*batches, *(self.one(runner) for runner in alone), return_exceptions=True)
+        return [outcome for outcome in outcomes if isinstance(outcome, BaseException)]
+
+    async def one(self, runner: RunnerView) -> None:
+        async with self.limit:
+            await self.kube.delete(EPHEMERAL_RUNNERS, runner.name, namespace=runner.namespace, missing_ok=True)
+        self.deleted(runner)
+
+    async def batch(self, namespace: str, chunk: Sequence[RunnerView]) -> None:
+        """The runners of ``chunk``, then their pods and JIT Secrets, by ``deletecollection``."""
         # A runner with no runner ID on record may still be registered: its ID reaches the status a few seconds
         # after registration, and until then only its JIT Secret holds it. Its Secret is left to its own
         # deletion path, which reads the ID there and removes the registration before deleting the Secret.
         targets = {PODS: chunk, SECRETS: [runner for runner in chunk if runner.runner_id != 0]}
         unsettled = {(runner.uid, resource.plural) for resource, named in targets.items() for runner in named}
-        if children is not None:
+        if self.children is not None:
             for uid, plural in unsettled:
-                children.expect(uid, plural)
+                self.children.expect(uid, plural)
         try:
             try:
-                async with limit:
-                    await kube.delete_collection(
+                async with self.limit:
+                    await self.kube.delete_collection(
                         EPHEMERAL_RUNNERS, namespace=namespace, label_selector=_instances_selector(chunk)
                     )
             except Forbidden:
                 # A role without `deletecollection` (ARC's, or a copy of it): one by one, as without batches;
                 # the runners' own deletion paths then delete their pods and Secrets (settled below).
                 _warn_no_deletecollection(EPHEMERAL_RUNNERS.plural)
-                await asyncio.gather(*(one(runner) for runner in chunk))
+                await asyncio.gather(*(self.one(runner) for runner in chunk))
                 return
             for runner in chunk:
-                deleted(runner)
+                self.deleted(runner)
             for resource, named in targets.items():
-                if not named:
-                    continue
-                gone: list[dict[str, Any]] = []
-                try:
-                    async with limit:
-                        gone = await kube.delete_collection(
-                            resource, namespace=namespace, label_selector=_instances_selector(named)
-                        )
-                except Forbidden:
-                    _warn_no_deletecollection(resource.plural)
-                # Settled from the answer: deleted is only what this request deleted (a pod whose template
-                # overrode the label was not: the runner's deletion path deletes it).
-                hit = set(map(controller_uid, gone))
-                for runner in named:
-                    unsettled.discard((runner.uid, resource.plural))
-                    if children is not None:
-                        children.settle(runner.uid, resource.plural, deleted=runner.uid in hit)
+                if named:
+                    await self.children_of(resource, namespace, named, unsettled)
         finally:
-            if children is not None:
+            if self.children is not None:
                 for uid, plural in unsettled:
-                    children.settle(uid, plural, deleted=False)
+                    self.children.settle(uid, plural, deleted=False)
 
-    # One namespace: the runners of a plan are one set's, and a set owns only runners of its own namespace.
-    batches = [batch(chunk[0].namespace, chunk) for chunk in _chunks(labelled, BATCH_SIZE)]
-    outcomes = await asyncio.gather(*batches, *(one(runner) for runner in alone), return_exceptions=True)
-    return [outcome for outcome in outcomes if isinstance(outcome, BaseException)]
+    async def children_of(
+        self, resource: Resource, namespace: str, named: Sequence[RunnerView], unsettled: set[tuple[str, str]]
+    ) -> None:
+        """Delete the ``resource`` objects (pods or JIT Secrets) of ``named`` runners and settle them."""
+        gone: list[dict[str, Any]] = []
+        try:
+            async with self.limit:
+                gone = await self.kube.delete_collection(
+                    resource, namespace=namespace, label_selector=_instances_selector(named)
+                )
+        except Forbidden:
+            _warn_no_deletecollection(resource.plural)
+        # Settled from the answer: deleted is only what this request deleted (a pod whose template overrode the
+        # label was not: the runner's deletion path deletes it).
+        hit = set(map(controller_uid, gone))
+        for runner in named:
+            unsettled.discard((runner.uid, resource.plural))
+            if self.children is not None:
+                self.children.settle(runner.uid, resource.plural, deleted=runner.uid in hit)
 
 
 async def _remove_up_to(

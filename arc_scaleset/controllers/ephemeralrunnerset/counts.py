@@ -60,22 +60,19 @@ def status_changes(status: Mapping[str, Any], *, counts: Mapping[str, int], phas
 
 
 class StatusPacer:
-    """At most one counts-only status write per set per ``interval`` seconds (on the injected clock)."""
+    """At most one counts-only status write of one set per ``interval`` seconds (on the injected clock); one per
+    set, in its slot of the controller's memory (:mod:`.scope`)."""
 
     def __init__(self, *, clock: Clock, interval: float = DEFAULT_COUNTS_INTERVAL) -> None:
         self._clock = clock
         self.interval = interval
-        self._last: dict[str, float] = {}
+        self._last: float | None = None
 
-    def wait(self, key: str) -> float:
-        """Seconds until a counts-only write of ``key`` may go out (0: now)."""
-        last = self._last.get(key)
-        if last is None:
+    def wait(self) -> float:
+        """Seconds until a counts-only write may go out (0: now)."""
+        if self._last is None:
             return 0.0
-        return max(0.0, self.interval - (self._clock.monotonic() - last))
+        return max(0.0, self.interval - (self._clock.monotonic() - self._last))
 
-    def wrote(self, key: str) -> None:
-        self._last[key] = self._clock.monotonic()
-
-    def forget(self, key: str) -> None:
-        self._last.pop(key, None)
+    def wrote(self) -> None:
+        self._last = self._clock.monotonic()

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 
 from arc_scaleset.clock import REAL_CLOCK, Clock
 from arc_scaleset.controllers.runner_classification import RunnerView
@@ -24,58 +23,45 @@ from arc_scaleset.controllers.runner_classification import RunnerView
 DEFAULT_EXPECTATION_TIMEOUT = 30.0
 
 
-@dataclass
-class _Pending:
-    names: set[str] = field(default_factory=set)
-    deadline: float = 0.0
-
-
 class CreationExpectations:
-    """Names created per key (``namespace/name`` of the set), until the cache shows them."""
+    """The names one set created, until its cache shows them (one per set: its slot of the controller's memory,
+    :mod:`.scope`)."""
 
     def __init__(self, *, clock: Clock = REAL_CLOCK, timeout: float = DEFAULT_EXPECTATION_TIMEOUT) -> None:
         self._clock = clock
         self._timeout = timeout
-        self._pending: dict[str, _Pending] = {}
+        self._names: set[str] = set()
+        self._deadline = 0.0
 
-    def expect(self, key: str, names: Iterable[str]) -> None:
-        """Remember ``names`` as created for ``key`` (adds to what is already expected)."""
+    def expect(self, names: Iterable[str]) -> None:
+        """Remember ``names`` as created (adds to what is already expected)."""
         wanted = {name for name in names if name}
         if not wanted:
             return
-        pending = self._pending.setdefault(key, _Pending())
-        pending.names |= wanted
-        pending.deadline = self._clock.monotonic() + self._timeout
+        self._names |= wanted
+        self._deadline = self._clock.monotonic() + self._timeout
 
-    def outstanding(self, key: str, *, seen: Callable[[str], bool]) -> int:
+    def outstanding(self, *, seen: Callable[[str], bool]) -> int:
         """How many expected names ``seen`` does not report yet (0: the cache is caught up, or we gave up)."""
-        pending = self._pending.get(key)
-        if pending is None:
+        if not self._names:
             return 0
-        pending.names = {name for name in pending.names if not seen(name)}
-        if not pending.names or self._clock.monotonic() >= pending.deadline:
-            del self._pending[key]
+        self._names = {name for name in self._names if not seen(name)}
+        if not self._names or self._clock.monotonic() >= self._deadline:
+            self._names = set()
             return 0
-        return len(pending.names)
+        return len(self._names)
 
-    def discard(self, key: str, name: str) -> None:
+    def discard(self, name: str) -> None:
         """Stop awaiting ``name``: the set deleted it, so its cache had shown it (a cleanup plan is made from
         the cache). A runner created just before a revision and removed by that revision's cleanup (a pass that
         does not look at :meth:`outstanding`) can be gone before a later pass sees it; still awaited, it would
         hold the set's scale-up for the whole timeout."""
-        pending = self._pending.get(key)
-        if pending is None:
-            return
-        pending.names.discard(name)
-        if not pending.names:
-            del self._pending[key]
-
-    def forget(self, key: str) -> None:
-        self._pending.pop(key, None)
+        self._names.discard(name)
 
 
 class DeletionExpectations:
-    """Names deleted per key (``namespace/name`` of the set), until the cache shows them deleting or gone.
+    """The names one set deleted, until its cache shows them deleting or gone (one per set, like
+    :class:`CreationExpectations`).
 
     The other half of the problem above: a runner the set just deleted stays in the cache, not yet deleting,
     until its watch event arrives, while the events of the runners deleted with it already re-queue the set.
@@ -87,41 +73,35 @@ class DeletionExpectations:
     def __init__(self, *, clock: Clock = REAL_CLOCK, timeout: float = DEFAULT_EXPECTATION_TIMEOUT) -> None:
         self._clock = clock
         self._timeout = timeout
-        self._pending: dict[str, _Pending] = {}
+        self._names: set[str] = set()
+        self._deadline = 0.0
 
-    def expect(self, key: str, name: str) -> None:
-        """Remember that runner ``name`` of ``key`` was deleted."""
-        pending = self._pending.setdefault(key, _Pending())
-        pending.names.add(name)
-        pending.deadline = self._clock.monotonic() + self._timeout
+    def expect(self, name: str) -> None:
+        """Remember that runner ``name`` was deleted."""
+        self._names.add(name)
+        self._deadline = self._clock.monotonic() + self._timeout
 
-    def mark(self, key: str, runners: list[RunnerView]) -> list[RunnerView]:
+    def mark(self, runners: list[RunnerView]) -> list[RunnerView]:
         """``runners`` (as the cache has them), those we deleted shown as deleting."""
         by_name = {runner.name: runner for runner in runners}
-        still = self.unseen(key, by_name.get)
+        still = self.unseen(by_name.get)
         if not still:
             return runners
         return [dataclasses.replace(runner, deleting=True) if runner.name in still else runner for runner in runners]
 
-    def unseen(self, key: str, lookup: Callable[[str], RunnerView | None]) -> set[str]:
-        """The runners of ``key`` we deleted that the cache still shows, not deleting (``lookup``: a runner's
-        view by name as the cache has it, ``None`` when gone). Costs the number of such runners, not the
-        set's size: a pass of a large set calls it on every runner event (issue 20)."""
-        pending = self._pending.get(key)
-        if pending is None:
+    def unseen(self, lookup: Callable[[str], RunnerView | None]) -> set[str]:
+        """The runners we deleted that the cache still shows, not deleting (``lookup``: a runner's view by name
+        as the cache has it, ``None`` when gone). Costs the number of such runners, not the set's size: a pass
+        of a large set calls it on every runner event (issue 20)."""
+        if not self._names:
             return set()
-        if self._clock.monotonic() >= pending.deadline:
-            del self._pending[key]
+        if self._clock.monotonic() >= self._deadline:
+            self._names = set()
             return set()
         still = set()
-        for name in pending.names:
+        for name in self._names:
             runner = lookup(name)
             if runner is not None and not runner.deleting:
                 still.add(name)
-        pending.names = still
-        if not still:
-            del self._pending[key]
+        self._names = still
         return still
-
-    def forget(self, key: str) -> None:
-        self._pending.pop(key, None)

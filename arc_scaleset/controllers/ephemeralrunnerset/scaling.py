@@ -139,6 +139,17 @@ def plan_scaling(
 ) -> ScalingPlan:
     """The decision of one pass of the main path (after any revision cleanup); see the module docstring."""
     phase = set_phase(states)
+    held = _outdated_plan(states, phase=phase)
+    if held is not None:
+        return held
+    reapable, waiting = _failed_by_age(states.failed, now=now, min_age=failed_runner_min_age)
+    if reapable:
+        return ScalingPlan(step=Step.REAP_FAILED, phase=phase, cleanup=CleanupPlan(delete=reapable))
+    return _replicas_plan(spec, states, phase=phase, requeue_after=waiting)
+
+
+def _outdated_plan(states: RunnerStates, *, phase: EphemeralRunnerSetPhase) -> ScalingPlan | None:
+    """Rules 1 and 2: the outdated hold, and the deletion of stale Outdated runners (``None``: neither)."""
     if states.outdated:
         evidence = {runner.name for runner in states.outdated}
         done = [runner for runner in states.terminated if runner.name not in evidence]
@@ -151,12 +162,13 @@ def plan_scaling(
         return ScalingPlan(
             step=Step.DELETE_STALE_OUTDATED, phase=phase, cleanup=CleanupPlan(delete=states.stale_outdated)
         )
+    return None
 
-    reapable, waiting = _failed_by_age(states.failed, now=now, min_age=failed_runner_min_age)
-    if reapable:
-        return ScalingPlan(step=Step.REAP_FAILED, phase=phase, cleanup=CleanupPlan(delete=reapable))
-    requeue_after = waiting
 
+def _replicas_plan(
+    spec: SetSpec, states: RunnerStates, *, phase: EphemeralRunnerSetPhase, requeue_after: float | None
+) -> ScalingPlan:
+    """Rules 4 to 7: the patch gate, finished-runner reaping, scale-up, scale-down, or nothing to do."""
     if spec.patch_id != 0 and spec.patch_id == states.latest_patch_id:
         return ScalingPlan(step=Step.GATE_CLOSED, phase=phase, requeue_after=requeue_after)
 

@@ -9,11 +9,11 @@ server-side dry run (``dryRun=All``: defaulting, admission and validation, nothi
 the set's ``Degraded`` condition with reason ``InvalidRunnerTemplate`` and a Warning Event quoting the API
 server, and no runner is created; nothing is registered on GitHub.
 
-Verdicts are remembered per set, for the runner spec they were given for (:class:`TemplateChecks`): a
-refusal is tried again after ``recheck_rejected`` seconds (the cause may lie outside the spec: a missing
-ServiceAccount or PriorityClass, a namespace policy, all fixable without touching the set), an acceptance
-after ``recheck_accepted`` seconds (a policy added later is found within that time). A new runner spec (a
-revision) is always tried before its first runner.
+Verdicts are remembered per set (in its slot of the controller's memory), for the runner spec they were
+given for (:class:`TemplateChecks`): a refusal is tried again after ``recheck_rejected`` seconds (the cause
+may lie outside the spec: a missing ServiceAccount or PriorityClass, a namespace policy, all fixable without
+touching the set), an acceptance after ``recheck_accepted`` seconds (a policy added later is found within
+that time). A new runner spec (a revision) is always tried before its first runner.
 
 What the dry run cannot judge is not held against the template: a quota that is full now (the runner
 controller waits for room) and a webhook that does not support dry runs (the API server refuses the dry
@@ -105,7 +105,8 @@ class TemplateVerdict:
 
 
 class TemplateChecks:
-    """The last dry-run verdict per set (key ``namespace/name``), for the runner spec it was given for."""
+    """The last dry-run verdict of one set, for the runner spec it was given for; one per set, in its slot of
+    the controller's memory (:mod:`.scope`)."""
 
     def __init__(
         self,
@@ -117,11 +118,11 @@ class TemplateChecks:
         self._clock = clock
         self._recheck_rejected = recheck_rejected
         self._recheck_accepted = recheck_accepted
-        self._verdicts: dict[str, TemplateVerdict] = {}
+        self._verdict: TemplateVerdict | None = None
 
-    def known(self, key: str, ers: Mapping[str, Any]) -> TemplateVerdict | None:
+    def known(self, ers: Mapping[str, Any]) -> TemplateVerdict | None:
         """The verdict for the set's current runner spec, however old (``None``: never tried)."""
-        verdict = self._verdicts.get(key)
+        verdict = self._verdict
         view = EphemeralRunnerSetView(ers)
         if verdict is None or verdict.uid != view.uid:
             return None
@@ -136,7 +137,7 @@ class TemplateChecks:
         interval = self._recheck_rejected if verdict.rejected else self._recheck_accepted
         return max(0.0, verdict.checked_at + interval - self._clock.monotonic())
 
-    def record(self, key: str, ers: Mapping[str, Any], rejection: str | None) -> TemplateVerdict:
+    def record(self, ers: Mapping[str, Any], rejection: str | None) -> TemplateVerdict:
         view = EphemeralRunnerSetView(ers)
         verdict = TemplateVerdict(
             uid=view.uid,
@@ -145,8 +146,5 @@ class TemplateChecks:
             rejection=rejection,
             checked_at=self._clock.monotonic(),
         )
-        self._verdicts[key] = verdict
+        self._verdict = verdict
         return verdict
-
-    def forget(self, key: str) -> None:
-        self._verdicts.pop(key, None)

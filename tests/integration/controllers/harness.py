@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime as dt
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -93,10 +93,17 @@ class ControllerHarness:
 
     # -- controllers ------------------------------------------------------------------------------------
 
-    async def start(self, *kinds: Kind, more_namespaces: tuple[str, ...] = (), **settings: Any) -> None:
+    async def start(
+        self,
+        *kinds: Kind,
+        more_namespaces: tuple[str, ...] = (),
+        ers_options: Mapping[str, Any] | None = None,
+        **settings: Any,
+    ) -> None:
         """Run the controllers of ``kinds`` (default: the harness's) until :meth:`stop`, once their caches
         have synced. ``settings``: :class:`ControllerSettings` fields over the harness's; ``more_namespaces``:
-        other namespaces the manager caches too (another team's, for the tenancy tests)."""
+        other namespaces the manager caches too (another team's, for the tenancy tests); ``ers_options``:
+        further arguments of the :class:`EphemeralRunnerSetReconciler` (collaborators a test injects)."""
         assert self.task is None, "already running"
         controller_settings = ControllerSettings(
             **{"controller_namespace": self.controller_namespace, **self.defaults, **settings}
@@ -117,7 +124,7 @@ class ControllerHarness:
         ctx = ControllerContext.create(self.kube, manager, controller_settings, pool=pool, environ={})
         self.pools.append(ctx.github.pool)
         self.ctx = ctx
-        for reconciler in self._reconcilers(ctx, kinds or self.kinds):
+        for reconciler in self._reconcilers(ctx, kinds or self.kinds, ers_options or {}):
             manager.add(reconciler.controller())
         self.manager = manager
         task = self.task = asyncio.create_task(manager.run())
@@ -129,13 +136,17 @@ class ControllerHarness:
 
         await eventually(ready, "the manager's caches to sync", timeout=30)
 
-    def _reconcilers(self, ctx: ControllerContext, kinds: tuple[Kind, ...]) -> list[Any]:
+    def _reconcilers(
+        self, ctx: ControllerContext, kinds: tuple[Kind, ...], ers_options: Mapping[str, Any]
+    ) -> list[Any]:
         """New reconcilers of ``kinds``, in that order, each kept in its attribute for the tests that look
         inside one. The harness's own kinds are built even when a test runs only some of them: their caches
         (informers the manager runs) stay those the tests were written against."""
         min_age = self.failed_runner_min_age
         builders: dict[Kind, Callable[[], Any]] = {
-            "EphemeralRunnerSet": lambda: EphemeralRunnerSetReconciler(ctx, failed_runner_min_age=min_age),
+            "EphemeralRunnerSet": lambda: EphemeralRunnerSetReconciler(
+                ctx, failed_runner_min_age=min_age, **ers_options
+            ),
             "EphemeralRunner": lambda: EphemeralRunnerReconciler(ctx),
             "AutoscalingRunnerSet": lambda: AutoscalingRunnerSetReconciler(ctx),
             "AutoscalingListener": lambda: AutoscalingListenerReconciler(ctx),

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 import arc_scaleset.controllers.ephemeralrunnerset.reconciler as ers_module
+import arc_scaleset.controllers.ephemeralrunnerset.runner_writes as runner_writes_module
 from arc_scaleset.api.ephemeralrunner import EPHEMERAL_RUNNERS
 from arc_scaleset.api.ephemeralrunnerset import EPHEMERAL_RUNNER_SETS
 from arc_scaleset.controllers.ephemeralrunnerset.cleanup import execute_cleanup
@@ -140,7 +141,7 @@ async def test_restart_at_any_step_of_an_update_converges_without_double_creatio
     async with Observer(h) as obs:
         await h.patch_ers(actionableRevision=1, ephemeralRunnerSpec={"metadata": {"labels": {"rev": "1"}}})
         if crash_at == "mid-cleanup":
-            monkeypatch.setattr(ers_module, "execute_cleanup", crash(execute_cleanup))
+            monkeypatch.setattr(runner_writes_module, "execute_cleanup", crash(execute_cleanup))
         elif crash_at == "after-cleanup-before-status-write":
             monkeypatch.setattr(ers_module, "patch_applied_actionable_revision", crash())
         if crash_at != "before-cleanup":

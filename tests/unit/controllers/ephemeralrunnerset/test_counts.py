@@ -55,15 +55,14 @@ def test_values_left_by_arc_are_overwritten_and_unchanged_ones_are_not_sent() ->
 
 async def test_a_counts_only_write_goes_out_at_most_once_per_interval_per_set() -> None:
     clock = FakeClock()
-    pacer = StatusPacer(clock=clock, interval=2.0)
-    assert pacer.wait("ns/a") == 0.0
-    pacer.wrote("ns/a")
-    assert pacer.wait("ns/a") == 2.0
-    assert pacer.wait("ns/b") == 0.0
+    pacer, other = StatusPacer(clock=clock, interval=2.0), StatusPacer(clock=clock, interval=2.0)
+    assert pacer.wait() == 0.0
+    pacer.wrote()
+    assert pacer.wait() == 2.0
+    assert other.wait() == 0.0, "another set's pacer is its own"
     await clock.advance(1.5)
-    assert pacer.wait("ns/a") == 0.5
+    assert pacer.wait() == 0.5
     await clock.advance(0.5)
-    assert pacer.wait("ns/a") == 0.0
-    pacer.wrote("ns/a")
-    pacer.forget("ns/a")
-    assert pacer.wait("ns/a") == 0.0
+    assert pacer.wait() == 0.0
+    pacer.wrote()
+    assert StatusPacer(clock=clock, interval=2.0).wait() == 0.0, "a set's memory after it was forgotten"

@@ -95,12 +95,12 @@ def test_the_index_classifies_the_runners_as_a_fresh_classification_of_the_cache
         index.refresh(cache)
         deletions = DeletionExpectations()
         for name in deleted:
-            deletions.expect("ns/arc", name)
+            deletions.expect(name)
         fresh = [RunnerView.of(obj) for obj in children_of(cache, SET)]
-        expected = classify(deletions.mark("ns/arc", fresh), applied_revision=applied)
+        expected = classify(deletions.mark(fresh), applied_revision=applied)
         for name in deleted:
-            deletions.expect("ns/arc", name)
-        got = index.states(applied_revision=applied, deleting=deletions.unseen("ns/arc", index.view))
+            deletions.expect(name)
+        got = index.states(applied_revision=applied, deleting=deletions.unseen(index.view))
         assert got == expected
         for name, namespace, kind, *fields in batch:
             version += 1

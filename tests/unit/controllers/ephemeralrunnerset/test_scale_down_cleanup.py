@@ -137,30 +137,30 @@ def test_runners_the_set_deleted_count_as_deleting_until_the_cache_shows_it() ->
     clock = FakeClock()
     deletions = DeletionExpectations(clock=clock)
     runners = idle_runners(4)
-    deletions.expect("ns/arc", "r-000")
-    deletions.expect("ns/arc", "r-001")
+    deletions.expect("r-000")
+    deletions.expect("r-001")
 
-    marked = deletions.mark("ns/arc", runners)
+    marked = deletions.mark(runners)
     states = classify(marked, applied_revision=0)
     assert [r.name for r in states.deleting] == ["r-000", "r-001"]
     assert scale_down_candidates(states) == runners[2:]
-    assert deletions.mark("ns/other", runners) == runners
+    assert DeletionExpectations(clock=clock).mark(runners) == runners, "another set's deletions are its own"
 
     # The cache caught up: r-000 shows its deletion, r-001 is gone; nothing is remembered any more.
     caught_up = [dataclasses.replace(runners[0], deleting=True), *runners[2:]]
-    assert deletions.mark("ns/arc", caught_up) == caught_up
-    assert deletions.mark("ns/arc", runners) == runners
+    assert deletions.mark(caught_up) == caught_up
+    assert deletions.mark(runners) == runners
 
 
 async def test_a_deletion_the_cache_never_shows_is_forgotten_after_the_timeout() -> None:
     clock = FakeClock()
     deletions = DeletionExpectations(clock=clock, timeout=30)
     runners = idle_runners(2)
-    deletions.expect("ns/arc", "r-000")
+    deletions.expect("r-000")
     await clock.advance(29)
-    assert deletions.mark("ns/arc", runners)[0].deleting
+    assert deletions.mark(runners)[0].deleting
     await clock.advance(1)
-    assert deletions.mark("ns/arc", runners) == runners
+    assert deletions.mark(runners) == runners
 
 
 async def test_every_deleted_runner_is_reported_even_when_the_pass_fails() -> None:

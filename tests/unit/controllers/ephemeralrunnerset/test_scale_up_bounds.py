@@ -114,22 +114,23 @@ def test_an_error_that_says_nothing_about_the_template_propagates() -> None:
 async def test_a_verdict_holds_for_its_runner_spec_only_and_is_tried_again_when_due() -> None:
     clock = FakeClock()
     checks = TemplateChecks(clock=clock, recheck_rejected=60, recheck_accepted=600)
-    assert checks.known("team/arc", ers()) is None
+    assert checks.known(ers()) is None
     assert checks.due_in(None) == 0, "a runner spec never tried is tried before its first runner"
 
-    rejected = checks.record("team/arc", ers(), "spec.containers[0].volumeMounts[0].name: Not found")
-    assert checks.known("team/arc", ers(replicas=9)) == rejected, "replicas are not the template"
-    assert checks.known("team/arc", ers(image="runner:2")) is None, "a new runner spec is tried again"
-    assert checks.known("team/arc", ers(uid="u2")) is None, "a set of the same name made anew is tried again"
+    rejected = checks.record(ers(), "spec.containers[0].volumeMounts[0].name: Not found")
+    assert checks.known(ers(replicas=9)) == rejected, "replicas are not the template"
+    assert checks.known(ers(image="runner:2")) is None, "a new runner spec is tried again"
+    assert checks.known(ers(uid="u2")) is None, "a set of the same name made anew is tried again"
     assert checks.due_in(rejected) == 60
     await clock.advance(60)
     assert checks.due_in(rejected) == 0
 
-    accepted = checks.record("team/arc", ers(image="runner:2"), None)
+    accepted = checks.record(ers(image="runner:2"), None)
     await clock.advance(599)
     assert checks.due_in(accepted) == 1
-    checks.forget("team/arc")
-    assert checks.known("team/arc", ers(image="runner:2")) is None
+    assert checks.known(ers(image="runner:2")) == accepted
+    forgotten = TemplateChecks(clock=clock)  # a set's memory after it was forgotten: nothing tried
+    assert forgotten.known(ers(image="runner:2")) is None
 
 
 # -- the Degraded condition -----------------------------------------------------------------------------
