@@ -80,12 +80,33 @@ async def delete_children(
             continue
         try:
             await kube.delete(
-                resource, name, namespace=namespace, preconditions=Preconditions(uid=ObjectView(live).uid)
+                resource,
+                name,
+                namespace=namespace,
+                preconditions=Preconditions(uid=ObjectView(live).uid),
+                missing_ok=True,  # gone meanwhile: the next pass finds nothing
             )
-        except (NotFound, Conflict):
-            continue  # gone, or replaced by a newer object of that name (not this listener's)
+        except Conflict:
+            continue  # replaced by a newer object of that name (not this listener's)
         remaining += 1
     return remaining
+
+
+async def delete_owned(
+    kube: KubeClient, resource: Resource, namespace: str, name: str, *, uid: str, force: bool = False
+) -> None:
+    """Delete the child ``namespace/name`` of UID ``uid`` (any object of that name when ``uid`` is empty); a
+    no-op when it is gone, or when the name now holds a newer object, which must be left alone. ``force``: no
+    grace period (the kubelet is gone and will never confirm a graceful deletion)."""
+    with contextlib.suppress(Conflict):
+        await kube.delete(
+            resource,
+            name,
+            namespace=namespace,
+            preconditions=Preconditions(uid=uid) if uid else None,
+            grace_period_seconds=0 if force else None,
+            missing_ok=True,
+        )
 
 
 async def get_or_none(kube: KubeClient, resource: Resource, namespace: str, name: str) -> dict[str, Any] | None:

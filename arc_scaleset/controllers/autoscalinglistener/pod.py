@@ -1,7 +1,8 @@
 """The listener pod: built from the AutoscalingListener, merged with ``listenerTemplate``, and compared with
 the live pod by derivation, not equality (ARC #4635; docs/controllers.md).
 
-- :func:`desired_listener_pod`: the pod the listener should run as (pure).
+- :func:`desired_listener_pod`: the pod the listener should run as (pure); :func:`configured_listener_pod`: the
+  same with the controller's settings.
 - :func:`merge_listener_template`: ARC's merge rules for a user-supplied pod template, except for the security
   contexts: the template's keys override the defaults below key by key instead of replacing them (a template
   that sets ``resources`` does not silently drop the hardening; one that must relax a setting says so). The
@@ -39,6 +40,7 @@ from arc_scaleset.api.naming import (
     listener_proxy_secret_name,
     listener_service_account_name,
 )
+from arc_scaleset.controllers.settings import ControllerSettings
 from arc_scaleset.kube.ownerrefs import controller_ref
 from arc_scaleset.kube.semantic import deep_derivative
 from arc_scaleset.kube.views import PodView
@@ -177,27 +179,7 @@ def desired_listener_pod(
     ``probe_port``: serve the probes on this port of their own (:func:`dedicated_probe_port`); ``None``: on the
     metrics port (no probe when that is ``None`` too).
     """
-    container: dict[str, Any] = {
-        "name": LISTENER_CONTAINER_NAME,
-        "image": listener.spec.image,
-        "command": list(command),
-        "env": [{"name": CONFIG_PATH_ENV, "value": f"{CONFIG_MOUNT_PATH}/config.json"}, *_proxy_env(listener)],
-        "volumeMounts": [{"name": CONFIG_VOLUME, "mountPath": CONFIG_MOUNT_PATH, "readOnly": True}],
-        "securityContext": copy.deepcopy(dict(LISTENER_SECURITY_CONTEXT)),
-    }
-    if metrics_port is not None:
-        container["ports"] = [{"name": METRICS_PORT_NAME, "containerPort": metrics_port, "protocol": "TCP"}]
-    if probe_port is not None:
-        container["env"].append({"name": PROBE_ADDR_ENV, "value": f":{probe_port}"})
-        container.setdefault("ports", []).append(
-            {"name": PROBE_PORT_NAME, "containerPort": probe_port, "protocol": "TCP"}
-        )
-    probe_port_name = PROBE_PORT_NAME if probe_port is not None else METRICS_PORT_NAME if metrics_port else None
-    if probe_port_name is not None:
-        container["livenessProbe"] = {
-            "httpGet": {"path": "/healthz", "port": probe_port_name, "scheme": "HTTP"},
-            **LIVENESS_PROBE,
-        }
+    container = _listener_container(listener, command=command, metrics_port=metrics_port, probe_port=probe_port)
     spec: dict[str, Any] = {
         "serviceAccountName": listener_service_account_name(listener.name),
         "containers": [container],
@@ -229,6 +211,52 @@ def desired_listener_pod(
     if listener.spec.template:
         pod = merge_listener_template(pod, listener.spec.template)
     return pod
+
+
+def configured_listener_pod(
+    listener_object: Mapping[str, Any],
+    listener: AutoscalingListener,
+    settings: ControllerSettings,
+    *,
+    config_version: str,
+) -> dict[str, Any]:
+    """:func:`desired_listener_pod` with the controller's settings (entrypoint, metrics and probe ports)."""
+    return desired_listener_pod(
+        listener_object,
+        listener,
+        command=settings.listener_entrypoint,
+        metrics_port=settings.listener_metrics_port,
+        config_resource_version=config_version,
+        probe_port=dedicated_probe_port(settings.listener_metrics_addr if settings.listener_metrics_enabled else ""),
+    )
+
+
+def _listener_container(
+    listener: AutoscalingListener, *, command: Iterable[str], metrics_port: int | None, probe_port: int | None
+) -> dict[str, Any]:
+    """The listener container of :func:`desired_listener_pod`: its config, ports and liveness probe."""
+    container: dict[str, Any] = {
+        "name": LISTENER_CONTAINER_NAME,
+        "image": listener.spec.image,
+        "command": list(command),
+        "env": [{"name": CONFIG_PATH_ENV, "value": f"{CONFIG_MOUNT_PATH}/config.json"}, *_proxy_env(listener)],
+        "volumeMounts": [{"name": CONFIG_VOLUME, "mountPath": CONFIG_MOUNT_PATH, "readOnly": True}],
+        "securityContext": copy.deepcopy(dict(LISTENER_SECURITY_CONTEXT)),
+    }
+    if metrics_port is not None:
+        container["ports"] = [{"name": METRICS_PORT_NAME, "containerPort": metrics_port, "protocol": "TCP"}]
+    if probe_port is not None:
+        container["env"].append({"name": PROBE_ADDR_ENV, "value": f":{probe_port}"})
+        container.setdefault("ports", []).append(
+            {"name": PROBE_PORT_NAME, "containerPort": probe_port, "protocol": "TCP"}
+        )
+    probe_port_name = PROBE_PORT_NAME if probe_port is not None else METRICS_PORT_NAME if metrics_port else None
+    if probe_port_name is not None:
+        container["livenessProbe"] = {
+            "httpGet": {"path": "/healthz", "port": probe_port_name, "scheme": "HTTP"},
+            **LIVENESS_PROBE,
+        }
+    return container
 
 
 def merge_listener_template(pod: Mapping[str, Any], template: Mapping[str, Any]) -> dict[str, Any]:

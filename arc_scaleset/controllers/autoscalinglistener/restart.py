@@ -6,7 +6,7 @@ tight crash loop), and misses pods that were evicted or lost their node (ARC #43
 - :func:`listener_pod_failure` reads the live pod: Failed, evicted, the listener container terminated,
   a disruption (``DisruptionTarget``, e.g. taint eviction of a lost node), or a deletion that cannot finish
   because the kubelet is gone (still terminating well past its grace period). Each has a reason.
-- :class:`RestartBackoff` spaces recreations per listener: ``base * 2**(n-1)`` seconds up to ``cap`` after
+- :class:`RestartBackoff` spaces one listener's recreations: ``base * 2**(n-1)`` seconds up to ``cap`` after
   the n-th consecutive failure; a listener that ran longer than ``cap`` before failing starts over.
   :meth:`RestartBackoff.state` is what the listener's ``Degraded`` condition is derived from.
 
@@ -103,74 +103,63 @@ class BackoffState:
     """What the latest failure was (a :attr:`PodFailure.message`), when known."""
 
 
-@dataclass
-class _Track:
-    failures: int
-    not_before: float
-    last_pod_uid: str = ""
-    delay: float = 0.0
-    last_failure: str = ""
-
-
 class RestartBackoff:
-    """Per-listener spacing of recreations after failures (monotonic seconds in, seconds out)."""
+    """One listener's spacing of recreations after failures (monotonic seconds in, seconds out).
+
+    Held in the listener's memory slot (:class:`.scope.ListenerMemory`), so it is forgotten with the listener
+    and a listener made again under the same name starts with no failure on record.
+    """
 
     def __init__(self, *, base: float, cap: float) -> None:
         if not 0 < base <= cap:
             raise ValueError("restart backoff needs 0 < base <= cap")
         self.base = base
         self.cap = cap
-        self._tracks: dict[str, _Track] = {}
+        self._failures = 0
+        self._not_before = 0.0
+        self._last_pod_uid = ""
+        self._delay = 0.0
+        self._last_failure = ""
 
-    def record_failure(
-        self, key: str, *, pod_uid: str, now: float, ran_for: float | None = None, message: str = ""
-    ) -> float:
+    def record_failure(self, *, pod_uid: str, now: float, ran_for: float | None = None, message: str = "") -> float:
         """Count the failure of pod ``pod_uid``; returns the delay before the listener may be recreated.
 
         The same pod is counted once, however many reconciles see it before it is gone. ``message`` says
         what the failure was (kept for :meth:`state`).
         """
-        track = self._tracks.get(key)
-        if track is not None and pod_uid and track.last_pod_uid == pod_uid:
-            return self.remaining(key, now=now)
-        if track is None or (ran_for is not None and ran_for >= self.cap):
+        if self.is_recorded(pod_uid=pod_uid):
+            return self.remaining(now=now)
+        if ran_for is not None and ran_for >= self.cap:
             # A listener that ran for a while before failing is not crash-looping: start over.
-            track = _Track(failures=0, not_before=now)
-        track.failures += 1
-        delay = float(min(self.cap, self.base * 2.0 ** (track.failures - 1)))
-        track.not_before = now + delay
-        track.last_pod_uid = pod_uid
-        track.delay = delay
-        track.last_failure = message
-        self._tracks[key] = track
-        return delay
+            self._failures = 0
+        self._failures += 1
+        self._delay = float(min(self.cap, self.base * 2.0 ** (self._failures - 1)))
+        self._not_before = now + self._delay
+        self._last_pod_uid = pod_uid
+        self._last_failure = message
+        return self._delay
 
-    def is_recorded(self, key: str, *, pod_uid: str) -> bool:
+    def is_recorded(self, *, pod_uid: str) -> bool:
         """Whether the failure of pod ``pod_uid`` was already counted."""
-        track = self._tracks.get(key)
-        return track is not None and bool(pod_uid) and track.last_pod_uid == pod_uid
+        return self._failures > 0 and bool(pod_uid) and self._last_pod_uid == pod_uid
 
-    def remaining(self, key: str, *, now: float) -> float:
+    def remaining(self, *, now: float) -> float:
         """Seconds until the listener may be recreated (0 when it may now)."""
-        track = self._tracks.get(key)
-        return 0.0 if track is None else max(0.0, track.not_before - now)
+        return 0.0 if self._failures == 0 else max(0.0, self._not_before - now)
 
-    def state(self, key: str, *, now: float) -> BackoffState | None:
+    def state(self, *, now: float) -> BackoffState | None:
         """The listener's backoff at ``now``, or ``None`` when it has no failure on record."""
-        track = self._tracks.get(key)
-        if track is None:
+        if self._failures == 0:
             return None
         return BackoffState(
-            failures=track.failures,
-            delay=track.delay,
-            remaining=max(0.0, track.not_before - now),
+            failures=self._failures,
+            delay=self._delay,
+            remaining=self.remaining(now=now),
             cap=self.cap,
-            last_failure=track.last_failure,
+            last_failure=self._last_failure,
         )
 
-    def failures(self, key: str) -> int:
-        track = self._tracks.get(key)
-        return 0 if track is None else track.failures
-
-    def forget(self, key: str) -> None:
-        self._tracks.pop(key, None)
+    @property
+    def failures(self) -> int:
+        """Consecutive failures on record (0: none)."""
+        return self._failures

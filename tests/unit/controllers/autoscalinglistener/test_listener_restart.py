@@ -67,17 +67,17 @@ def test_a_pod_stuck_terminating_past_its_grace_period_is_force_deleted_as_node_
 
 def test_backoff_doubles_per_consecutive_failure_up_to_the_cap_and_counts_a_pod_once() -> None:
     backoff = RestartBackoff(base=5, cap=60)
-    delays = [backoff.record_failure("ns/l", pod_uid=f"p{i}", now=100.0 * i) for i in range(6)]
+    delays = [backoff.record_failure(pod_uid=f"p{i}", now=100.0 * i) for i in range(6)]
     assert delays == [5, 10, 20, 40, 60, 60]
-    assert backoff.record_failure("ns/l", pod_uid="p5", now=500.0) == pytest.approx(60 - 0)  # same pod: not counted
-    assert backoff.failures("ns/l") == 6
-    assert backoff.remaining("ns/l", now=530.0) == pytest.approx(30.0)
-    assert backoff.remaining("other/l", now=0.0) == 0.0
+    assert backoff.record_failure(pod_uid="p5", now=500.0) == pytest.approx(60 - 0)  # same pod: not counted
+    assert backoff.failures == 6
+    assert backoff.remaining(now=530.0) == pytest.approx(30.0)
+    assert RestartBackoff(base=5, cap=60).remaining(now=0.0) == 0.0  # another listener's
 
 
 def test_a_listener_that_ran_longer_than_the_cap_starts_the_backoff_over() -> None:
     backoff = RestartBackoff(base=5, cap=60)
     for i in range(4):
-        backoff.record_failure("k", pod_uid=f"p{i}", now=float(i))
-    assert backoff.record_failure("k", pod_uid="long", now=10.0, ran_for=3600.0) == 5
-    assert backoff.failures("k") == 1
+        backoff.record_failure(pod_uid=f"p{i}", now=float(i))
+    assert backoff.record_failure(pod_uid="long", now=10.0, ran_for=3600.0) == 5
+    assert backoff.failures == 1

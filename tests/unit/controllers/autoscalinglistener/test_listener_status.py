@@ -179,12 +179,12 @@ def test_conditions_of_other_types_are_kept() -> None:
 
 def test_the_backoff_state_follows_the_failures() -> None:
     backoff = RestartBackoff(base=1.0, cap=8.0)
-    assert backoff.state("ns/l", now=0.0) is None
-    backoff.record_failure("ns/l", pod_uid="a", now=0.0, message="evicted")
-    backoff.record_failure("ns/l", pod_uid="b", now=10.0, message="exited with code 1")
-    state = backoff.state("ns/l", now=11.0)
+    assert backoff.state(now=0.0) is None
+    backoff.record_failure(pod_uid="a", now=0.0, message="evicted")
+    backoff.record_failure(pod_uid="b", now=10.0, message="exited with code 1")
+    state = backoff.state(now=11.0)
     assert state == BackoffState(failures=2, delay=2.0, remaining=1.0, cap=8.0, last_failure="exited with code 1")
-    later_state = backoff.state("ns/l", now=20.0)
+    later_state = backoff.state(now=20.0)
     assert later_state is not None
     assert later_state.remaining == 0.0
 

@@ -1,0 +1,176 @@
+"""The pod step of an AutoscalingListener pass: asks :func:`.pod_plan.plan_pod` for the step and executes it
+(docs/controllers.md, step 6). Every step records in the pass's report what it found (for ``Ready``) and keeps
+``gha_controller_running_listeners`` in line.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Final
+
+from arc_scaleset.controllers.autoscalinglistener.child_objects import ChildObjects
+from arc_scaleset.controllers.autoscalinglistener.deletion import delete_owned, get_or_none
+from arc_scaleset.controllers.autoscalinglistener.errors import InvalidListenerTemplate, ObjectInTheWay
+from arc_scaleset.controllers.autoscalinglistener.events import ListenerEvents
+from arc_scaleset.controllers.autoscalinglistener.health import ListenerHealth
+from arc_scaleset.controllers.autoscalinglistener.ownership import foreign_reason
+from arc_scaleset.controllers.autoscalinglistener.pod import configured_listener_pod
+from arc_scaleset.controllers.autoscalinglistener.pod_plan import PodAction, PodStep, plan_pod
+from arc_scaleset.controllers.autoscalinglistener.restart import listener_pod_failure
+from arc_scaleset.controllers.autoscalinglistener.scope import ListenerPass
+from arc_scaleset.controllers.autoscalinglistener.status import ListenerReport, backoff_readiness
+from arc_scaleset.controllers.context import ControllerContext
+from arc_scaleset.controllers.metrics import scale_set_labels
+from arc_scaleset.kube.controller import Result
+from arc_scaleset.kube.errors import AlreadyExists, BadRequest, Invalid
+from arc_scaleset.kube.informer import Object
+from arc_scaleset.kube.manager import Cache
+from arc_scaleset.kube.resources import PODS
+from arc_scaleset.kube.views import ObjectView
+
+CONFLICT_REQUEUE_SECONDS: Final = 0.5
+"""How soon to look again after a write lost a race (a conflict, a pod of that name the cache does not show)."""
+
+
+class ListenerPod:
+    """Executes the steps of the listener pod."""
+
+    def __init__(
+        self,
+        ctx: ControllerContext,
+        *,
+        pods: Cache,
+        children: ChildObjects,
+        health: ListenerHealth,
+        events: ListenerEvents,
+    ) -> None:
+        self.ctx = ctx
+        self.pods = pods
+        self.children = children
+        self.health = health
+        self.events = events
+
+    async def step(self, scope: ListenerPass) -> Result:
+        """The phase: one step of the pod, planned from the live pod, the desired one and the restart backoff."""
+        desired = configured_listener_pod(scope.obj, scope.listener, self.ctx.settings, config_version=scope.stamp)
+        live = self.pods.get(scope.listener.namespace, ObjectView(desired).name)
+        restarts = scope.memory.restarts
+        step = plan_pod(
+            live,
+            desired,
+            owner=scope.obj,
+            failure=None if live is None else listener_pod_failure(live, now=self.ctx.clock.now()),
+            restarts=restarts.state(now=self.ctx.clock.monotonic()),
+            counted=live is not None and restarts.is_recorded(pod_uid=ObjectView(live).uid),
+        )
+        execute = {
+            PodAction.IN_THE_WAY: self._in_the_way,
+            PodAction.WAIT_BACKOFF: self._wait_backoff,
+            PodAction.CREATE: self._create,
+            PodAction.REPLACE_FAILED: self._replace_failed,
+            PodAction.WAIT_TERMINATING: self._wait_terminating,
+            PodAction.RECREATE: self._recreate,
+            PodAction.KEEP: self._keep,
+        }[step.action]
+        return await execute(scope, step, _Pods(desired, live))
+
+    async def _in_the_way(self, scope: ListenerPass, step: PodStep, pods: _Pods) -> Result:
+        # Not ours: never deleted, recreated or merged into (it may be anybody's pod of that name).
+        raise ObjectInTheWay(step.why)
+
+    async def _wait_backoff(self, scope: ListenerPass, step: PodStep, pods: _Pods) -> Result:
+        self._set_running(scope, False)
+        _report(scope).pod = step.readiness
+        return Result(requeue_after=step.requeue_after)
+
+    async def _create(self, scope: ListenerPass, step: PodStep, pods: _Pods) -> Result:
+        self._set_running(scope, False)
+        self.health.remember_predecessor(scope)
+        namespace = scope.listener.namespace
+        try:
+            await self.ctx.kube.create(PODS, pods.desired, namespace=namespace)
+        except AlreadyExists:
+            # The cache holds only pods with the children's label (cmd/controller_setup.py): a pod under this
+            # name that the cache does not show may be nobody's of ours. Look before trying again.
+            existing = await get_or_none(self.ctx.kube, PODS, namespace, pods.name)
+            foreign = None if existing is None else foreign_reason("Pod", existing, scope.obj)
+            if foreign is not None:
+                raise ObjectInTheWay(foreign) from None
+            return Result(requeue_after=CONFLICT_REQUEUE_SECONDS)
+        except (Invalid, BadRequest) as exc:
+            raise InvalidListenerTemplate(
+                f"the API server rejected the listener pod built from listenerTemplate: {exc.message}"
+            ) from None
+        _report(scope).pod = step.readiness
+        await self.events.normal(scope.obj, "ListenerPodCreated", f"created listener pod {pods.name}", action="Create")
+        return Result()
+
+    async def _replace_failed(self, scope: ListenerPass, step: PodStep, pods: _Pods) -> Result:
+        """Count the failure (once per pod), delete the pod, and come back when the backoff lets it be recreated."""
+        failure, live = step.failure, pods.live_view
+        assert failure is not None
+        restarts, now = scope.memory.restarts, self.ctx.clock.monotonic()
+        first_sighting = not restarts.is_recorded(pod_uid=live.uid)
+        delay = restarts.record_failure(pod_uid=live.uid, now=now, ran_for=failure.ran_for, message=failure.message)
+        _report(scope).pod = backoff_readiness(restarts.state(now=now))
+        await delete_owned(self.ctx.kube, PODS, live.namespace, live.name, uid=live.uid, force=failure.force_delete)
+        self._set_running(scope, False)
+        if first_sighting:
+            self.ctx.metrics.count_listener_restart(_metric_labels(scope))
+            note = f"{failure.message}; recreating it in {delay:.0f}s (failure {restarts.failures} in a row)"
+            await self.events.warning(scope.obj, failure.reason, note, action="Recreate")
+        return Result(requeue_after=max(delay, CONFLICT_REQUEUE_SECONDS))
+
+    async def _wait_terminating(self, scope: ListenerPass, step: PodStep, pods: _Pods) -> Result:
+        # Deleted by a previous pass (a failure's backoff keeps its own Ready reason) or by someone else.
+        _report(scope).pod = step.readiness
+        return Result(requeue_after=step.requeue_after)
+
+    async def _recreate(self, scope: ListenerPass, step: PodStep, pods: _Pods) -> Result:
+        live = pods.live_view
+        _report(scope).pod = step.readiness
+        await delete_owned(self.ctx.kube, PODS, live.namespace, live.name, uid=live.uid)
+        self._set_running(scope, False)
+        note = f"recreating listener pod {pods.name}: {step.why}"
+        await self.events.normal(scope.obj, "ListenerPodRecreating", note, action="Recreate")
+        return Result()
+
+    async def _keep(self, scope: ListenerPass, step: PodStep, pods: _Pods) -> Result:
+        assert pods.live is not None
+        await self.children.ensure(PODS, pods.desired, pods.live, owner=scope.obj)
+        running = step.running
+        _report(scope).pod = self.health.running_readiness(scope, pods.live) if running else step.readiness
+        self._set_running(scope, running)
+        # The referenced Secrets and ConfigMaps are watched (controllers/referenced_objects.py); this pass every
+        # interval is the fallback where that watch is not allowed (RBAC) or not running yet.
+        return Result(requeue_after=self.ctx.settings.scale_set_verify_interval)
+
+    def _set_running(self, scope: ListenerPass, running: bool) -> None:
+        self.ctx.metrics.set_listener_running(_metric_labels(scope), running)
+
+
+@dataclass(frozen=True)
+class _Pods:
+    """The desired listener pod and the live one (``None``: there is none) of one step."""
+
+    desired: dict[str, Any]
+    live: Object | None
+
+    @property
+    def name(self) -> str:
+        return ObjectView(self.desired).name
+
+    @property
+    def live_view(self) -> ObjectView:
+        assert self.live is not None
+        return ObjectView(self.live)
+
+
+def _report(scope: ListenerPass) -> ListenerReport:
+    assert scope.report is not None, "the pod step runs only in a pass that serves the listener"
+    return scope.report
+
+
+def _metric_labels(scope: ListenerPass) -> dict[str, str]:
+    listener = scope.listener
+    return scale_set_labels(listener.name, listener.namespace, listener.metadata.labels)
