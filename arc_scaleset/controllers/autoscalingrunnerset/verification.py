@@ -10,8 +10,18 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
+from typing import Protocol
 
-from arc_scaleset.controllers.autoscalingrunnerset.scope import ScaleSetMemory
+
+class VerifiedMemory(Protocol):
+    """What the decision reads of the scale set's memory (:class:`.scope.ScaleSetMemory` is one)."""
+
+    @property
+    def verified_at(self) -> float | None: ...
+    @property
+    def verified_id(self) -> int: ...
+    @property
+    def gone_report(self) -> dt.datetime | None: ...
 
 
 @dataclass(frozen=True)
@@ -36,7 +46,7 @@ class VerificationInputs:
 
 
 def plan_verification(
-    memory: ScaleSetMemory, inputs: VerificationInputs, *, now: float, interval: float
+    memory: VerifiedMemory, inputs: VerificationInputs, *, now: float, interval: float
 ) -> Verification:
     """Whether the scale set is verified on this pass (``now``: the monotonic clock; see the module docstring).
 
@@ -52,7 +62,7 @@ def plan_verification(
     return Verification(due=now - memory.verified_at >= interval)
 
 
-def seconds_until_verification(memory: ScaleSetMemory, *, now: float, interval: float) -> float:
+def seconds_until_verification(memory: VerifiedMemory, *, now: float, interval: float) -> float:
     """How long until the periodic verification is due (the requeue of a pass that found everything in line)."""
     if memory.verified_at is None:
         return interval
