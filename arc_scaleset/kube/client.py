@@ -247,6 +247,9 @@ class KubeClient:
         self.server: str = config.server
         self.namespace: str = config.namespace
         self.request_counts: collections.Counter[tuple[str, str]] = collections.Counter()
+        """Requests sent (retries included), by verb and resource (``plural`` or ``plural/subresource``)."""
+        self.namespace_request_counts: collections.Counter[tuple[str, str, str]] = collections.Counter()
+        """The same by verb, resource and namespace (``""``: cluster-wide): what one tenant's objects cost."""
         self._base_url = yarl.URL(config.server)
         self._host = self._base_url.authority
         self._ssl = config.ssl_context()  # raises KubeconfigError now rather than on the first request
@@ -694,6 +697,7 @@ class KubeClient:
             if self._limiter is not None:
                 await self._limiter.acquire(resource, verb)
             self.request_counts[(verb, counted)] += 1
+            self.namespace_request_counts[(verb, counted, namespace_of_path(path))] += 1
             try:
                 async with self._http().request(
                     method,
@@ -754,6 +758,7 @@ class KubeClient:
             if self._limiter is not None:
                 await self._limiter.acquire(resource, "watch")
             self.request_counts[("watch", resource.plural)] += 1
+            self.namespace_request_counts[("watch", resource.plural, namespace_of_path(path))] += 1
             try:
                 response = await self._http("watches").request(
                     "GET",
@@ -828,6 +833,17 @@ class KubeClient:
         if isinstance(exc, aiohttp.ClientConnectorError):
             return ConnectionFailed(f"cannot reach {self.server}: {detail}")
         return ConnectionFailed(f"{method} {path} on {self.server}: {detail}")
+
+
+def namespace_of_path(path: str) -> str:
+    """The namespace an API path is in, ``""`` for a cluster-wide one (pure):
+    ``/api/v1/namespaces/team-a/secrets/gh`` is in ``team-a``; ``/api/v1/namespaces/team-a`` (the namespace
+    itself) and ``/api/v1/secrets`` in none."""
+    parts = path.split("/")
+    for index, part in enumerate(parts[:-2]):
+        if part == "namespaces":
+            return parts[index + 1]
+    return ""
 
 
 def _counted(resource: Resource, subresource: str | None) -> str:

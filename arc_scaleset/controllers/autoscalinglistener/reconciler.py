@@ -117,7 +117,7 @@ from arc_scaleset.controllers.errors import ConfigurationError, InvalidSpec
 from arc_scaleset.controllers.failure_report import ReconcileFailureReporter
 from arc_scaleset.controllers.metrics import scale_set_labels
 from arc_scaleset.controllers.proxy_secret import proxy_secret_data
-from arc_scaleset.controllers.referenced_objects import ReferencedObjectWatch, listener_references
+from arc_scaleset.controllers.referenced_objects import listener_references
 from arc_scaleset.kube.client import Preconditions
 from arc_scaleset.kube.controller import Controller, Request, Result, Watch
 from arc_scaleset.kube.errors import AlreadyExists, BadRequest, Conflict, Forbidden, Invalid, NotFound
@@ -193,7 +193,7 @@ class AutoscalingListenerReconciler:
         )
         # The credentials Secret, CA ConfigMap and proxy Secrets each listener is built from, watched (metadata
         # only) so that a rotation reaches the listener within seconds.
-        self.references = ReferencedObjectWatch(ctx.kube, clock=ctx.clock)
+        self.references = ctx.references
         # Per listener: the state annotation its set carried when this process created the listener's pod (a
         # predecessor's: not the new listener's word), and the status this process last wrote, with the
         # resourceVersion it was computed from (the cache may not show it yet).
