@@ -157,7 +157,11 @@ class Scaler:
             return decision
         try:
             patched = await self._kube.patch(
-                EPHEMERAL_RUNNER_SETS, self.ephemeral_runner_set, patch, namespace=self.namespace
+                EPHEMERAL_RUNNER_SETS,
+                self.ephemeral_runner_set,
+                patch,
+                namespace=self.namespace,
+                patch_type=PatchType.MERGE,
             )
         except BaseException:
             if was_dirty:
