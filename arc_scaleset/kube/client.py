@@ -296,7 +296,7 @@ class KubeClient:
 
     def with_rate_limit(self, qps: float, burst: int | None = None) -> KubeClient:
         """A client for the same server, on this one's connections and request counts, whose requests draw on a
-        rate budget of their own (``qps``/``burst``, as the constructor's).
+        rate budget of their own: one bucket of ``qps``/``burst`` for all of them, whatever their resource.
 
         For background work that must never queue ahead of this client's requests, nor they ahead of it: a
         watch of many namespaces relisting after a failover waits for its own tokens only. The two share their
