@@ -2,8 +2,7 @@
 
 :class:`Scaler` owns a :class:`~arc_scaleset.listener.desired_state.DesiredState` and writes two things:
 
-- ``publish(assigned_jobs)``: the next decision as a JSON merge patch of the ERS (not sent when it is the very
-  patch that landed last, for up to a minute: :func:`patch_due`),
+- ``publish(assigned_jobs)``: the next decision as a JSON merge patch of the ERS,
   ``{"spec": {"patchID": <id>, "replicas": <target>}}``, where a target of 0 is sent as ``null`` (the
   field is removed and reads back as 0, exactly as ARC's ``omitempty`` serialisation does); the set the
   API server answers with carries the capacity the controller published (:mod:`.capacity`);
@@ -17,7 +16,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from typing import Any, Final, Protocol
+from typing import Any, Protocol
 
 from arc_scaleset.api import EPHEMERAL_RUNNER_SETS, EPHEMERAL_RUNNERS
 from arc_scaleset.api.keys import ANNOTATION_LISTENER_CURSOR
@@ -69,24 +68,6 @@ class StartedJob(Protocol):
     def job_display_name(self) -> str: ...
 
 
-RESEND_AFTER: Final = 60.0
-"""Seconds after which a patch identical to the last one that landed is sent again: its answer is how the
-listener learns the set's advertised capacity (:mod:`.capacity`), and it restores a ``spec.replicas`` someone
-else changed."""
-
-
-def patch_due(patch: Mapping[str, Any], last: tuple[Mapping[str, Any], float] | None, now: float) -> bool:
-    """Whether ``patch`` must be sent at monotonic time ``now``, ``last`` being the last patch that landed and when
-    (pure). An identical patch changes nothing the runner-set controller reads (the API server does not even
-    store it): a set at rest gets the same force-state patch (patch ID 0, same replicas) after every empty poll,
-    so it is skipped until :data:`RESEND_AFTER` has passed. Any other patch (a new patch ID, a new target) is due.
-    """
-    if last is None:
-        return True
-    last_patch, landed_at = last
-    return patch != last_patch or now - landed_at >= RESEND_AFTER
-
-
 def ers_patch(decision: ScaleDecision) -> dict[str, Any]:
     """The ERS merge patch for ``decision``; ``replicas`` is ``None`` (removed) when the target is 0."""
     return {"spec": {"patchID": decision.patch_id, "replicas": decision.target or None}}
@@ -129,9 +110,6 @@ class Scaler:
         self.min_runners = min_runners
         self.cluster_capacity: int | None = None
         """The set's ``status.advertisedCapacity`` as the last patch returned it (:mod:`.capacity`)."""
-        self._landed: tuple[dict[str, Any], float] | None = None
-        self.patches_skipped = 0
-        """Decisions not sent because the set already had them (:func:`patch_due`)."""
 
     def note_job_event(self) -> None:
         """A job started or completed: the next decision is not a "force state" one."""
@@ -152,9 +130,6 @@ class Scaler:
         patch = ers_patch(decision)
         if cursor is not None:
             patch["metadata"] = {"annotations": {ANNOTATION_LISTENER_CURSOR: cursor.to_annotation()}}
-        if not patch_due(patch, self._landed, self._clock.monotonic()):
-            self.patches_skipped += 1
-            return decision
         try:
             patched = await self._kube.patch(
                 EPHEMERAL_RUNNER_SETS,
@@ -167,7 +142,6 @@ class Scaler:
             if was_dirty:
                 self.state.mark_dirty()
             raise
-        self._landed = (patch, self._clock.monotonic())
         self.cluster_capacity = cluster_capacity(patched)
         log.debug(
             "published desired runners",
