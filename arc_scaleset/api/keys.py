@@ -85,6 +85,12 @@ set's UID (docs/controllers.md, "AutoscalingListener")."""
 ANNOTATION_LISTENER_STATE: Final = "listener.arc-scaleset.dev/state"
 """On the EphemeralRunnerSet, written by its listener (not in ARC): the listener's state as JSON, including the
 message session a successor must end (docs/listener.md, "The listener's state"; api/listener_state.py)."""
+ANNOTATION_LISTENER_CURSOR: Final = "listener.arc-scaleset.dev/cursor"
+"""On the EphemeralRunnerSet, written by its listener with every decision it publishes (not in ARC): the session,
+the last message acted on and the acquisitions not confirmed, where a successor resumes (docs/listener.md,
+"Leaving no gap"; api/listener_cursor.py)."""
+LISTENER_ANNOTATIONS: Final = (ANNOTATION_LISTENER_STATE, ANNOTATION_LISTENER_CURSOR)
+"""What the listener writes about itself on the EphemeralRunnerSet: never copied onto runners."""
 
 # Written by the Helm chart on the AutoscalingRunnerSet: objects whose cleanup-protection finalizer the
 # controller removes when the scale set is deleted.

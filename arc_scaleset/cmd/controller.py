@@ -347,7 +347,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "k8s-client-rate-limiter-qps",
         default=DEFAULT_QPS,
         type=_number,
-        help="Kubernetes API requests per second (client-side limit); as in client-go, 0 means its default of "
+        help="Kubernetes API requests per second per resource type (client-side limit, a token bucket per "
+        "resource type as controller-runtime's client has); as in client-go, 0 means its default of "
         f"{CLIENT_GO_QPS:g} and a negative value no limit (default: {DEFAULT_QPS:g})",
     )
     add_go_flag(

@@ -2,7 +2,8 @@
 
 Reconcilers read watched objects through :meth:`ControllerContext.cache` (shared informers, never
 mutate what they return), write through :attr:`ControllerContext.kube`, and read Secrets and ConfigMaps
-uncached through :attr:`ControllerContext.github` (or :mod:`arc_scaleset.controllers.secrets`).
+through :attr:`ControllerContext.github` (once per change of what :attr:`ControllerContext.references`
+watches) or :mod:`arc_scaleset.controllers.secrets`.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from arc_scaleset.clock import Clock
 from arc_scaleset.controllers.github_access import GitHubAccess
 from arc_scaleset.controllers.handoff import DeletedChildren, RemovedRegistrations
 from arc_scaleset.controllers.metrics import ControllerMetrics
+from arc_scaleset.controllers.referenced_objects import ReferencedObjectWatch
 from arc_scaleset.controllers.settings import ControllerSettings
 from arc_scaleset.controllers.vault_policy import VaultAllowListSource
 from arc_scaleset.github import ActionsClientPool, SystemInfo, TransportOptions
@@ -48,6 +50,9 @@ class ControllerContext:
     events: EventRecorder
     metrics: ControllerMetrics
     clock: Clock
+    references: ReferencedObjectWatch
+    """The metadata watch of the Secrets and ConfigMaps listeners are built from: the AutoscalingListener
+    controller runs it, and :attr:`github` reads a watched object's data once per change."""
     removed_registrations: RemovedRegistrations = field(default_factory=RemovedRegistrations)
     """Runner registrations the EphemeralRunnerSet removed, so a runner's deletion path need not again."""
     deleted_children: DeletedChildren = field(default_factory=DeletedChildren)
@@ -89,6 +94,7 @@ class ControllerContext:
             if settings.vault_allow_list
             else None
         )
+        references = ReferencedObjectWatch(kube, clock=clock)
         return cls(
             kube=kube,
             manager=manager,
@@ -99,8 +105,10 @@ class ControllerContext:
                 environ=environ,
                 vault_secrets=KeyVaultSecrets(ttl=vault_ttl, environ=environ),
                 vault_allow_list=allow_list,
+                versions=references,
             ),
             events=events or EventRecorder(kube, component=EVENT_COMPONENT, clock=clock),
             metrics=ControllerMetrics(manager.registry, enabled=settings.metrics_enabled),
             clock=clock,
+            references=references,
         )

@@ -2,9 +2,11 @@
 
 :class:`GitHubAccess` turns the fields every scale-set object carries (``githubConfigUrl``,
 ``githubConfigSecret``, ``proxy``, ``githubServerTLS``, ``vaultConfig``) into a pooled
-:class:`~arc_scaleset.github.ActionsClient`. Credentials are resolved on every call from the Secret as the
-API server has it now (uncached), so a rotated Secret takes effect on the next reconcile: the pool keys
-clients by a fingerprint of the credentials, so new credentials give a new client.
+:class:`~arc_scaleset.github.ActionsClient`. Credentials are resolved on every call from the Secret's data
+for the version the referenced-object watch shows (fetched once per change,
+:mod:`arc_scaleset.controllers.referenced_data`; from the API server on every call while nothing watches it),
+so a rotated Secret takes effect on the first reconcile after the watch saw it: the pool keys clients by a
+fingerprint of the credentials, so new credentials give a new client.
 
 With ``vaultConfig`` (type ``azure_key_vault``), ``githubConfigSecret`` names a secret in Azure Key Vault
 whose value is a JSON object with the Secret's keys, and the GitHub proxy's ``credentialSecretRef`` names a
@@ -54,6 +56,7 @@ from arc_scaleset.controllers.proxy_secret import (
     proxy_secret_data,
     with_user_info,
 )
+from arc_scaleset.controllers.referenced_data import ReferencedData, VersionSource
 from arc_scaleset.controllers.secrets import read_config_map_value, read_secret_data
 from arc_scaleset.controllers.vault_policy import VaultAllowListSource, VaultRead
 from arc_scaleset.github import (
@@ -86,7 +89,9 @@ class GitHubAccess:
     ``environ`` is consulted for ``GITHUB_ACTIONS_FORCE_GHES`` when parsing config URLs (and by the vault
     client, for ``AZURE_AUTHORITY_HOST``). ``vault_secrets`` reads Azure Key Vault (a private one by default);
     ``vault_allow_list`` is what a cluster admin allows each namespace to read there and where it may be sent
-    (``None``: everything, as ARC; :mod:`arc_scaleset.controllers.vault_policy`).
+    (``None``: everything, as ARC; :mod:`arc_scaleset.controllers.vault_policy`). ``versions`` (the
+    referenced-object watch) lets the credentials Secret, CA ConfigMap and proxy Secrets be fetched once per
+    change rather than on every call (:mod:`arc_scaleset.controllers.referenced_data`).
     """
 
     def __init__(
@@ -97,8 +102,9 @@ class GitHubAccess:
         environ: Mapping[str, str] = os.environ,
         vault_secrets: KeyVaultSecrets | None = None,
         vault_allow_list: VaultAllowListSource | None = None,
+        versions: VersionSource | None = None,
     ) -> None:
-        self._kube = kube
+        self.reads = ReferencedData(kube, versions)
         self.pool = pool
         self._environ = environ
         self.vault_secrets = vault_secrets if vault_secrets is not None else KeyVaultSecrets(environ=environ)
@@ -177,7 +183,7 @@ class GitHubAccess:
             return await self._vault_app_config(
                 namespace=namespace, secret_name=secret_name, vault=vault, config_url=config_url
             )
-        data = await read_secret_data(self._kube, namespace, secret_name, purpose="githubConfigSecret")
+        data = await read_secret_data(self.reads, namespace, secret_name, purpose="githubConfigSecret")
         # Nothing logs credentials on purpose; redaction catches an accident, also for a Secret the rule
         # refuses. A handful of values per scale set, so the registry stays small (JIT configs, one per
         # runner, are not registered).
@@ -244,7 +250,7 @@ class GitHubAccess:
         """``vaultConfig.proxy`` resolved (credentials from Kubernetes Secrets in ``namespace``, as ARC)."""
         if vault.proxy is None:
             return None
-        data = await proxy_secret_data(self._kube, namespace, vault.proxy)
+        data = await proxy_secret_data(self.reads, namespace, vault.proxy)
         if not data[HTTP_PROXY_KEY] and not data[HTTPS_PROXY_KEY] and not data[NO_PROXY_KEY]:
             raise InvalidVaultConfig("vaultConfig.proxy is empty: set http, https or noProxy, or remove it")
         return ProxySettings(
@@ -260,7 +266,7 @@ class GitHubAccess:
             raise TLSConfigError(
                 "githubServerTLS is set but names no certificate: set certificateFrom.configMapKeyRef {name, key}"
             )
-        value = await read_config_map_value(self._kube, namespace, source.name, source.key)
+        value = await read_config_map_value(self.reads, namespace, source.name, source.key)
         if value is None:
             raise TLSConfigError(
                 f"githubServerTLS: ConfigMap {namespace}/{source.name} does not exist or has no key {source.key!r}"
@@ -298,7 +304,7 @@ class GitHubAccess:
                 NO_PROXY_KEY: ",".join(proxy.no_proxy or []),
             }
         else:
-            data = await proxy_secret_data(self._kube, namespace, proxy)
+            data = await proxy_secret_data(self.reads, namespace, proxy)
         if not data[HTTP_PROXY_KEY] and not data[HTTPS_PROXY_KEY]:
             return None
         return ProxySettings(

@@ -12,9 +12,8 @@ from urllib.parse import quote, urlsplit, urlunsplit
 
 from arc_scaleset.api.common import ProxyConfig, ProxyServerConfig
 from arc_scaleset.controllers.errors import InvalidSecret
-from arc_scaleset.controllers.secrets import read_secret_data
+from arc_scaleset.controllers.secrets import ObjectGetter, read_secret_data
 from arc_scaleset.github.proxy import proxy_url_secrets
-from arc_scaleset.kube.client import KubeClient
 from arc_scaleset.observability.logging import register_secret
 
 HTTP_PROXY_KEY = "http_proxy"
@@ -24,7 +23,7 @@ USERNAME_KEY = "username"
 PASSWORD_KEY = "password"
 
 
-async def proxy_secret_data(kube: KubeClient, namespace: str, proxy: ProxyConfig) -> dict[str, str]:
+async def proxy_secret_data(kube: ObjectGetter, namespace: str, proxy: ProxyConfig) -> dict[str, str]:
     """``{"http_proxy", "https_proxy", "no_proxy"}`` (always all three keys, possibly empty strings).
 
     Raises :class:`~arc_scaleset.controllers.errors.SecretNotFound` when a credential Secret is missing,
@@ -38,7 +37,7 @@ async def proxy_secret_data(kube: KubeClient, namespace: str, proxy: ProxyConfig
     }
 
 
-async def _server_url(kube: KubeClient, namespace: str, server: ProxyServerConfig | None, field: str) -> str:
+async def _server_url(kube: ObjectGetter, namespace: str, server: ProxyServerConfig | None, field: str) -> str:
     if server is None or not server.url:
         return ""
     if not server.credential_secret_ref:

@@ -183,6 +183,24 @@ class ReferencedObjectWatch:
         """Every namespace watched now has been listed once (changes from now on queue their listeners)."""
         return all(watch.informer.has_synced for watch in self._watches.values())
 
+    def resource_version(self, reference: Reference) -> str | None:
+        """``reference``'s ``resourceVersion`` as its namespace's watch shows it now; ``None`` when the watch does
+        not know it: not referenced by a listener, not listed yet, not running (stopped, or refused and waiting
+        to retry), or not in the namespace as far as the watch has seen
+        (:class:`~arc_scaleset.controllers.referenced_data.ReferencedData` relies on this)."""
+        watch = self._watches.get((reference.kind, reference.namespace))
+        if watch is None or reference.name not in watch.referrers or not self._running(watch):
+            return None
+        obj = watch.informer.store.get(reference.namespace, reference.name)
+        if obj is None:
+            return None
+        return resource_version(obj) or None
+
+    def _running(self, watch: _NamespaceWatch) -> bool:
+        task = watch.task
+        informer = watch.informer
+        return task is not None and not task.done() and informer.has_synced and informer.gave_up is None
+
     # -- Source -------------------------------------------------------------------------------------
 
     def start(self, enqueue: Callable[[Request], None]) -> None:

@@ -1,21 +1,31 @@
-"""Reading Secret and ConfigMap data straight from the API, never from the cache.
+"""Reading Secret and ConfigMap data by GET, never from the manager's informer cache.
 
-The controller does not cache Secrets: it would need list/watch on every Secret of every namespace, and a
-stale credential is worse than one extra GET per reconcile.
+The manager does not cache Secrets: it would need list/watch on every Secret of every namespace. The readers
+here take any :class:`ObjectGetter`: the client itself, or
+:class:`~arc_scaleset.controllers.referenced_data.ReferencedData`, which fetches a watched object's data once
+per change.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+from typing import Any, Protocol
 
 from arc_scaleset.controllers.errors import InvalidSecret, SecretNotFound
-from arc_scaleset.kube.client import KubeClient
 from arc_scaleset.kube.errors import Forbidden, NotFound
-from arc_scaleset.kube.resources import CONFIG_MAPS, SECRETS
+from arc_scaleset.kube.resources import CONFIG_MAPS, SECRETS, Resource
 
 
-async def read_secret_data(kube: KubeClient, namespace: str, name: str, *, purpose: str) -> dict[str, str]:
+class ObjectGetter(Protocol):
+    """What reads one object by name (:meth:`arc_scaleset.kube.client.KubeClient.get` is one)."""
+
+    async def get(self, resource: Resource, name: str, *, namespace: str | None = None) -> dict[str, Any]:
+        """The object; :class:`~arc_scaleset.kube.errors.NotFound` when it does not exist."""
+        ...
+
+
+async def read_secret_data(kube: ObjectGetter, namespace: str, name: str, *, purpose: str) -> dict[str, str]:
     """The decoded ``data`` of Secret ``namespace/name`` (values as UTF-8 text).
 
     ``purpose`` names the field that refers to the Secret, for the error message. Raises
@@ -43,7 +53,7 @@ async def read_secret_data(kube: KubeClient, namespace: str, name: str, *, purpo
     return decoded
 
 
-async def read_config_map_value(kube: KubeClient, namespace: str, name: str, key: str) -> str | None:
+async def read_config_map_value(kube: ObjectGetter, namespace: str, name: str, key: str) -> str | None:
     """The value of ``key`` in ConfigMap ``namespace/name``; ``None`` when the ConfigMap or the key is missing.
 
     Other API errors (including Forbidden) propagate.

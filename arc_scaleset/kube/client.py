@@ -20,7 +20,7 @@ import logging
 import os
 import ssl
 import weakref
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Final, Literal, Self
@@ -122,6 +122,57 @@ class _TokenBucket:
             await self._clock.sleep(-self._tokens / self._qps)
 
 
+RateLimitKey = tuple[str, ...]
+"""Which token bucket a request draws on (:func:`rate_limit_key`)."""
+
+
+def rate_limit_key(resource: Resource | None, verb: str) -> RateLimitKey:
+    """The bucket of a request for ``verb`` on ``resource`` (``None``: a raw path), as controller-runtime gives
+    ARC one bucket per REST client built from the same QPS and burst (pure).
+
+    controller-runtime's client builds one ``rest.RESTClient`` per resource type, each with its own token
+    bucket, and its status and other subresource requests go through the object's client; every informer
+    lists and watches through a REST client of its own. So: one bucket per resource for gets and writes, one
+    more per resource for lists and watches (an informer's requests, never queued behind the writes), and one
+    for raw paths (discovery and the like).
+    """
+    if resource is None:
+        return ("raw",)
+    role = "watch" if verb in ("list", "watch") else "write"
+    return (role, resource.group, resource.plural)
+
+
+def _one_bucket(resource: Resource | None, verb: str) -> RateLimitKey:
+    """Every request on one bucket (:meth:`KubeClient.with_rate_limit`)."""
+    return ()
+
+
+class _RateLimits:
+    """Client-side rate limits: one :class:`_TokenBucket` of ``qps``/``burst`` per key ``key`` gives a request,
+    each created on its first request."""
+
+    def __init__(
+        self,
+        qps: float,
+        burst: int,
+        clock: Clock,
+        key: Callable[[Resource | None, str], RateLimitKey] = rate_limit_key,
+    ) -> None:
+        self._qps = qps
+        self._burst = burst
+        self._clock = clock
+        self._key = key
+        self._buckets: dict[RateLimitKey, _TokenBucket] = {}
+
+    async def acquire(self, resource: Resource | None, verb: str) -> None:
+        """Wait for a token of the request's bucket."""
+        key = self._key(resource, verb)
+        bucket = self._buckets.get(key)
+        if bucket is None:
+            bucket = self._buckets[key] = _TokenBucket(self._qps, self._burst, self._clock)
+        await bucket.acquire()
+
+
 _COUNTERS: weakref.WeakKeyDictionary[CollectorRegistry, Counter] = weakref.WeakKeyDictionary()
 
 
@@ -156,8 +207,9 @@ class KubeClient:
 
     Options (keyword-only, accepted by every constructor):
 
-    - ``qps``/``burst``: client-side rate limit; off unless ``qps`` is given (``burst`` defaults to
-      ``max(1, 2*qps)``).
+    - ``qps``/``burst``: client-side rate limit, one token bucket of that size per resource for gets and
+      writes and one per resource for lists and watches (:func:`rate_limit_key`, as controller-runtime's REST
+      clients per type); off unless ``qps`` is given (``burst`` defaults to ``max(1, 2*qps)``).
     - ``request_timeout``: seconds for a whole non-watch request (default 30).
     - ``watch_idle_timeout``: seconds a watch may stay silent before it fails with
       :class:`RequestTimeout` (default 330; with bookmarks on, the server speaks about once a minute).
@@ -195,6 +247,9 @@ class KubeClient:
         self.server: str = config.server
         self.namespace: str = config.namespace
         self.request_counts: collections.Counter[tuple[str, str]] = collections.Counter()
+        """Requests sent (retries included), by verb and resource (``plural`` or ``plural/subresource``)."""
+        self.namespace_request_counts: collections.Counter[tuple[str, str, str]] = collections.Counter()
+        """The same by verb, resource and namespace (``""``: cluster-wide): what one tenant's objects cost."""
         self._base_url = yarl.URL(config.server)
         self._host = self._base_url.authority
         self._ssl = config.ssl_context()  # raises KubeconfigError now rather than on the first request
@@ -203,7 +258,7 @@ class KubeClient:
         self._retries = max(0, retries)
         self._clock = clock
         self._limiter = (
-            _TokenBucket(qps, burst if burst is not None else max(1, int(2 * qps)), clock) if qps is not None else None
+            _RateLimits(qps, burst if burst is not None else max(1, int(2 * qps)), clock) if qps is not None else None
         )
         self._requests_total = _requests_counter(registry if registry is not None else CollectorRegistry())
         self._user_agent = user_agent or DEFAULT_USER_AGENT
@@ -241,7 +296,7 @@ class KubeClient:
 
     def with_rate_limit(self, qps: float, burst: int | None = None) -> KubeClient:
         """A client for the same server, on this one's connections and request counts, whose requests draw on a
-        rate budget of their own (``qps``/``burst``, as the constructor's).
+        rate budget of their own: one bucket of ``qps``/``burst`` for all of them, whatever their resource.
 
         For background work that must never queue ahead of this client's requests, nor they ahead of it: a
         watch of many namespaces relisting after a failover waits for its own tokens only. The two share their
@@ -250,7 +305,9 @@ class KubeClient:
         if qps <= 0:
             raise ValueError("qps must be positive")
         limited = copy.copy(self)
-        limited._limiter = _TokenBucket(qps, burst if burst is not None else max(1, int(2 * qps)), self._clock)
+        limited._limiter = _RateLimits(
+            qps, burst if burst is not None else max(1, int(2 * qps)), self._clock, key=_one_bucket
+        )
         return limited
 
     def __repr__(self) -> str:
@@ -295,7 +352,7 @@ class KubeClient:
     ) -> dict[str, Any]:
         """The object ``name`` (or its ``subresource``); :class:`NotFound` when it does not exist."""
         path = resource.path(namespace=self._ns(resource, namespace), name=name, subresource=subresource)
-        result = await self._call("GET", path, verb="get", counted=_counted(resource, subresource))
+        result = await self._call("GET", path, resource=resource, verb="get", counted=_counted(resource, subresource))
         return _as_object(result)
 
     async def list(
@@ -337,6 +394,7 @@ class KubeClient:
                     await self._call(
                         "GET",
                         path,
+                        resource=resource,
                         params=params,
                         verb="list",
                         counted=resource.plural,
@@ -385,6 +443,7 @@ class KubeClient:
         result = await self._call(
             "POST",
             resource.path(namespace=ns),
+            resource=resource,
             body=body,
             params=params or None,
             verb="create",
@@ -411,6 +470,7 @@ class KubeClient:
         result = await self._call(
             "PUT",
             path,
+            resource=resource,
             body=_with_type(obj, resource),
             params=params,
             verb="update",
@@ -452,6 +512,7 @@ class KubeClient:
         result = await self._call(
             "PATCH",
             path,
+            resource=resource,
             body=patch,
             content_type=str(patch_type),
             params=params,
@@ -492,7 +553,9 @@ class KubeClient:
             body["preconditions"] = pre
         path = resource.path(namespace=self._ns(resource, namespace), name=name)
         try:
-            result = await self._call("DELETE", path, body=body, verb="delete", counted=resource.plural)
+            result = await self._call(
+                "DELETE", path, resource=resource, body=body, verb="delete", counted=resource.plural
+            )
         except NotFound:
             if missing_ok:
                 return None
@@ -520,6 +583,7 @@ class KubeClient:
         result = await self._call(
             "DELETE",
             path,
+            resource=resource,
             body=body,
             params={"labelSelector": label_selector},
             verb="deletecollection",
@@ -546,7 +610,7 @@ class KubeClient:
             raise ValueError(f"request_raw needs an absolute API path, got {path!r}")
         method = method.upper()
         return await self._call(
-            method, path, body=body, params=params, verb=method.lower(), counted=path, accept=accept
+            method, path, resource=None, body=body, params=params, verb=method.lower(), counted=path, accept=accept
         )
 
     def watch(
@@ -611,6 +675,7 @@ class KubeClient:
         method: str,
         path: str,
         *,
+        resource: Resource | None,
         verb: str,
         counted: str,
         body: Any = None,
@@ -630,8 +695,9 @@ class KubeClient:
         timeout = aiohttp.ClientTimeout(total=self._request_timeout)
         while True:
             if self._limiter is not None:
-                await self._limiter.acquire()
+                await self._limiter.acquire(resource, verb)
             self.request_counts[(verb, counted)] += 1
+            self.namespace_request_counts[(verb, counted, namespace_of_path(path))] += 1
             try:
                 async with self._http().request(
                     method,
@@ -690,8 +756,9 @@ class KubeClient:
         refreshed = False
         while True:
             if self._limiter is not None:
-                await self._limiter.acquire()
+                await self._limiter.acquire(resource, "watch")
             self.request_counts[("watch", resource.plural)] += 1
+            self.namespace_request_counts[("watch", resource.plural, namespace_of_path(path))] += 1
             try:
                 response = await self._http("watches").request(
                     "GET",
@@ -766,6 +833,17 @@ class KubeClient:
         if isinstance(exc, aiohttp.ClientConnectorError):
             return ConnectionFailed(f"cannot reach {self.server}: {detail}")
         return ConnectionFailed(f"{method} {path} on {self.server}: {detail}")
+
+
+def namespace_of_path(path: str) -> str:
+    """The namespace an API path is in, ``""`` for a cluster-wide one (pure):
+    ``/api/v1/namespaces/team-a/secrets/gh`` is in ``team-a``; ``/api/v1/namespaces/team-a`` (the namespace
+    itself) and ``/api/v1/secrets`` in none."""
+    parts = path.split("/")
+    for index, part in enumerate(parts[:-2]):
+        if part == "namespaces":
+            return parts[index + 1]
+    return ""
 
 
 def _counted(resource: Resource, subresource: str | None) -> str:

@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from arc_scaleset.api.listener_config import ListenerConfig
+from arc_scaleset.api.listener_cursor import resumable
 from arc_scaleset.clock import REAL_CLOCK, Clock
 from arc_scaleset.github import (
     ActionsClient,
@@ -106,12 +107,13 @@ class ListenerApp:
         return 0
 
     async def take_over_from_predecessor(self) -> None:
-        """Note the session the set's previous listener recorded, so a 409 ends it (docs/listener.md).
+        """Note the session the set's previous listener recorded, so a 409 ends it (docs/listener.md), and where
+        it had got to in it, so that session is resumed while it is alive.
 
         Only a session recorded for this scale set is taken: a set re-registered on GitHub has a new ID,
         and a session of the old one is none of this listener's business.
         """
-        recorded = await self.reporter.read_recorded(within=self.timing.state_write_timeout)
+        recorded, cursor = await self.reporter.read_record(within=self.timing.state_write_timeout)
         if recorded is None or recorded.session_id is None:
             return
         if recorded.scale_set_id != self.config.runner_scale_set_id:
@@ -122,6 +124,8 @@ class ListenerApp:
             return
         self.sessions.predecessor = recorded.session_id
         self.health.recorded_session_id = recorded.session_id
+        if resumable(cursor, recorded, scale_set_id=self.config.runner_scale_set_id):
+            self.sessions.resume_from = cursor  # docs/listener.md, "Leaving no gap"
 
     async def aclose(self) -> None:
         await self.actions.aclose()

@@ -43,6 +43,7 @@ from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
+from arc_scaleset.api.listener_cursor import MAX_RECORDED_REQUESTS, ListenerCursor
 from arc_scaleset.backoff import Backoff
 from arc_scaleset.clock import Clock
 from arc_scaleset.github.errors import RateLimited, UnreadableMessage
@@ -241,9 +242,14 @@ class Listener:
 
     async def _start_session(self, session: MessageSession) -> None:
         # A new session may number its messages afresh: start from 0, forget which IDs were handled. Jobs
-        # already acquired stay remembered, so a redelivered JobAvailable is not acquired again.
-        self.last_message_id = 0
+        # already acquired stay remembered, so a redelivered JobAvailable is not acquired again. A resumed
+        # session (the predecessor's) goes on from the last message the predecessor acted on, and asks again
+        # for the jobs whose acquisition it had not seen confirmed: the service offers a job once per session.
+        resumed = self.sessions.take_resumed()
+        self.last_message_id = resumed.last_message_id if resumed is not None else 0
         self._handled.clear()
+        if resumed is not None and resumed.acquiring:
+            self.side_calls.acquire(resumed.acquiring)
         if session.statistics is None:
             log.warning("the new session carries no statistics; assuming no assigned jobs until the first message")
         self._record_statistics(session.statistics or Statistics())
@@ -280,12 +286,15 @@ class Listener:
         if message.statistics is not None:
             self._record_statistics(message.statistics)
         redelivered = message.message_id in self._handled
-        self.side_calls.acknowledge(self.sessions.current(), message.message_id)
         if not redelivered:
             self.side_calls.acquire(job.runner_request_id for job in message.jobs_available)
             if message.jobs_started or message.jobs_completed:
                 self.scaler.note_job_event()
+        # The decision records this message as acted on (the cursor); acknowledged only after it, so a listener
+        # killed in between leaves the message to be delivered again to its successor (docs/listener.md).
+        session = self.sessions.current()
         decision = await self.publish(self.statistics.total_assigned_jobs)
+        self.side_calls.acknowledge(session, message.message_id)
         log.info(
             "message handled",
             extra={
@@ -353,7 +362,7 @@ class Listener:
         while True:
             try:
                 async with asyncio.timeout(self.settings.call_timeout):
-                    decision = await self.scaler.publish(assigned_jobs)
+                    decision = await self.scaler.publish(assigned_jobs, cursor=self._cursor())
             except Exception as exc:
                 if not is_retryable(exc):
                     raise
@@ -373,6 +382,19 @@ class Listener:
                         min_runners=self.scaler.min_runners, max_runners=self.settings.max_runners
                     )
             return decision
+
+    def _cursor(self) -> ListenerCursor | None:
+        """Where a successor resumes (api/listener_cursor.py): this session, the last message acted on (the one
+        whose decision is being published) and the acquisitions not confirmed; ``None`` without a session."""
+        session = self.sessions.session
+        if session is None:
+            return None
+        return ListenerCursor(
+            scale_set_id=self.settings.scale_set_id,
+            session_id=session.session_id,
+            last_message_id=self.last_message_id,
+            acquiring=self.side_calls.unconfirmed(MAX_RECORDED_REQUESTS),
+        )
 
     # ---- bookkeeping, after the decision -------------------------------------------------------------------
 

@@ -19,6 +19,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from arc_scaleset.api.constants import EPHEMERAL_RUNNER_SETS, EPHEMERAL_RUNNERS
+from arc_scaleset.api.keys import ANNOTATION_LISTENER_CURSOR
+from arc_scaleset.api.listener_cursor import ListenerCursor
 from arc_scaleset.api.windows import Window
 from arc_scaleset.clock import REAL_CLOCK, Clock
 from arc_scaleset.kube.client import PatchType
@@ -113,8 +115,10 @@ class Scaler:
         """A job started or completed: the next decision is not a "force state" one."""
         self.state.mark_dirty()
 
-    async def publish(self, assigned_jobs: int) -> ScaleDecision:
-        """Decide for ``assigned_jobs`` and patch the ERS; returns the decision that reached the API.
+    async def publish(self, assigned_jobs: int, *, cursor: ListenerCursor | None = None) -> ScaleDecision:
+        """Decide for ``assigned_jobs`` and patch the ERS; returns the decision that reached the API. ``cursor``,
+        when given, is recorded in the same patch (api/listener_cursor.py): the record names the last message
+        whose decision reached the set.
 
         If the patch fails, the dirty flag the decision consumed is put back, so that a retry cannot turn
         into a "force state" patch the failed one would not have been.
@@ -123,11 +127,14 @@ class Scaler:
         now = self._clock.now()
         decision = self.state.decide(assigned_jobs, now=now)
         self.min_runners = self.state.min_runners_at(now)
+        patch = ers_patch(decision)
+        if cursor is not None:
+            patch["metadata"] = {"annotations": {ANNOTATION_LISTENER_CURSOR: cursor.to_annotation()}}
         try:
             patched = await self._kube.patch(
                 EPHEMERAL_RUNNER_SETS,
                 self.ephemeral_runner_set,
-                ers_patch(decision),
+                patch,
                 namespace=self.namespace,
                 patch_type=PatchType.MERGE,
             )

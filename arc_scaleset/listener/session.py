@@ -27,6 +27,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from typing import Protocol, TypeVar
 
+from arc_scaleset.api.listener_cursor import ListenerCursor
 from arc_scaleset.api.listener_state import SCALE_SET_NOT_FOUND
 from arc_scaleset.backoff import Backoff
 from arc_scaleset.github.errors import (
@@ -96,6 +97,11 @@ class SessionKeeper:
     keeper deletes that session and creates its own at once, instead of waiting about two minutes for the
     service to expire it. It is tried only while this process has not yet held a session of its own: a
     listener that lost its session later must not take it back from a successor that replaced it.
+
+    ``resume_from`` is where the predecessor had got to in that session (api/listener_cursor.py, docs/listener.md
+    "Leaving no gap"): the first :meth:`open` refreshes that session instead of creating one, so the service
+    delivers again what the predecessor did not act on; :meth:`take_resumed` then hands the cursor to the loop.
+    A session that cannot be refreshed (gone, refused) is left to the usual path: create, taking over on 409.
     """
 
     def __init__(
@@ -120,6 +126,8 @@ class SessionKeeper:
         self.backoff = backoff
         self._health = health
         self.predecessor = predecessor
+        self.resume_from: ListenerCursor | None = None
+        self._resumed: ListenerCursor | None = None
         self.session: MessageSession | None = None
         self.sessions_created = 0
 
@@ -140,7 +148,14 @@ class SessionKeeper:
         await self._stop.sleep(self.backoff.next_delay() if delay is None else delay)
 
     async def open(self) -> MessageSession:
-        """Create a session, waiting out a held one and passing failures; raises Stopping or FatalListenerError."""
+        """Create a session, waiting out a held one and passing failures; raises Stopping or FatalListenerError.
+
+        The first call resumes the predecessor's session instead when ``resume_from`` names one that is alive."""
+        cursor, self.resume_from = self.resume_from, None
+        if cursor is not None and not self.sessions_created:
+            resumed = await self._resume(cursor)
+            if resumed is not None:
+                return resumed
         waiting_since_conflict = False
         while True:
             self._stop.check()
@@ -206,6 +221,38 @@ class SessionKeeper:
                 extra={"scale_set_id": self.scale_set_id, "owner": self.owner, "session_id": session.session_id},
             )
             return session
+
+    async def _resume(self, cursor: ListenerCursor) -> MessageSession | None:
+        """The predecessor's session, refreshed (a new queue URL and token, the statistics now); ``None`` when the
+        service no longer has it or the refresh failed otherwise (never fatal: a session is created instead)."""
+        try:
+            session = await self._call(lambda: self._api.refresh_message_session(self.scale_set_id, cursor.session_id))
+        except Stopping:
+            raise
+        except Exception as exc:
+            if not is_retryable(exc):
+                raise
+            log.info(
+                "the session an earlier listener recorded cannot be resumed; starting one",
+                extra={"session_id": cursor.session_id, "error": str(exc) or error_class(exc)},
+            )
+            return None
+        self.session = session
+        self.sessions_created += 1  # held: never taken over again, as after a create
+        self.predecessor = None
+        self._resumed = cursor
+        self._health.session_created(session.session_id)
+        log.info(
+            "message session resumed",
+            extra={"scale_set_id": self.scale_set_id, "session_id": session.session_id,
+                   "last_message_id": cursor.last_message_id, "acquiring": len(cursor.acquiring)},
+        )  # fmt: skip
+        return session
+
+    def take_resumed(self) -> ListenerCursor | None:
+        """The cursor of the session :meth:`open` resumed, once (``None`` for a session it created)."""
+        cursor, self._resumed = self._resumed, None
+        return cursor
 
     async def _take_over(self) -> bool:
         """Delete the predecessor's session, if there is one to try; True when it is gone (create again now)."""

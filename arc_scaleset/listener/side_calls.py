@@ -156,6 +156,12 @@ class SideCalls:
             log.info("no job is available any more: not acquiring again", extra={"request_ids": list(self._deferred)})
             self._deferred.clear()
 
+    def unconfirmed(self, limit: int) -> tuple[int, ...]:
+        """Up to ``limit`` runner requests asked for and not seen acquired (waiting, in flight or to be tried
+        again), oldest first: what a successor resuming the session must ask for again (api/listener_cursor.py)."""
+        pending = dict.fromkeys([*self._deferred, *sorted(self._acquiring), *self._wanted])
+        return tuple(pending)[:limit]
+
     @property
     def idle(self) -> bool:
         """Nothing waiting and nothing in flight (acquisitions to try again later do not count)."""

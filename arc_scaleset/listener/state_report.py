@@ -16,7 +16,8 @@ import logging
 from typing import Any
 
 from arc_scaleset.api.constants import EPHEMERAL_RUNNER_SETS
-from arc_scaleset.api.keys import ANNOTATION_LISTENER_STATE
+from arc_scaleset.api.keys import ANNOTATION_LISTENER_CURSOR, ANNOTATION_LISTENER_STATE
+from arc_scaleset.api.listener_cursor import ListenerCursor
 from arc_scaleset.api.listener_state import ListenerState
 from arc_scaleset.backoff import Backoff
 from arc_scaleset.clock import Clock
@@ -57,6 +58,11 @@ class StateReporter:
 
     async def read_recorded(self, *, within: float = 10.0) -> ListenerState | None:
         """The state the set's previous listener recorded; None when there is none or it cannot be read."""
+        return (await self.read_record(within=within))[0]
+
+    async def read_record(self, *, within: float = 10.0) -> tuple[ListenerState | None, ListenerCursor | None]:
+        """The state and the message cursor (api/listener_cursor.py) the set's previous listener recorded, each
+        None when there is none or it cannot be read."""
         try:
             async with asyncio.timeout(within):
                 obj = await self._kube.patch(
@@ -73,8 +79,12 @@ class StateReporter:
                 "cannot read the state the previous listener recorded; not taking over its session",
                 extra={"error": str(exc) or error_class(exc)},
             )
-            return None
-        return ListenerState.from_annotation(ObjectView(obj).annotation(ANNOTATION_LISTENER_STATE))
+            return None, None
+        view = ObjectView(obj)
+        return (
+            ListenerState.from_annotation(view.annotation(ANNOTATION_LISTENER_STATE)),
+            ListenerCursor.from_annotation(view.annotation(ANNOTATION_LISTENER_CURSOR)),
+        )
 
     def report(self, state: ListenerState) -> None:
         """Record ``state`` as the one to write; returns at once (callable from synchronous code)."""

@@ -27,7 +27,9 @@ runners for), ``totalRegisteredRunners = busy + idle``.
 Messages: job events for a scale set accumulate as items; a queue read packs every pending item into one
 ``RunnerScaleSetJobMessages`` message (with the statistics at that moment) that stays in the outbox until it
 is deleted (acked) or a later read passes ``lastMessageId`` >= its id. A new session gets a fresh
-JobAvailable for every job still waiting to be acquired, so a listener restart loses no job.
+JobAvailable for every job still waiting to be acquired, so a listener restart loses no job, but not the
+messages the session before it was delivered and did not acknowledge (they were that session's); a session
+refreshed by its ID (a successor resuming it) keeps its queue.
 """
 
 from __future__ import annotations
@@ -787,6 +789,10 @@ class SimState:
 
     def _reoffer_available_jobs(self, scale_set_id: int) -> None:
         queue = self._queues.setdefault(scale_set_id, _Queue())
+        # A message queue belongs to its session: what the old session was delivered and did not acknowledge
+        # goes with it (a successor that resumes the old session instead gets it again). Events not delivered
+        # yet stay, and every job still waiting to be acquired is offered to the new session.
+        queue.outbox = []
         queue.pending = [item for item in queue.pending if item["messageType"] != "JobAvailable"]
         for job in sorted(self.jobs.values(), key=lambda j: j.request_id):
             if job.scale_set_id == scale_set_id and job.state == JobState.AVAILABLE:

@@ -75,6 +75,8 @@ async def test_a_killed_listener_is_recreated_by_the_controller_and_no_job_is_lo
     assert ready.listener_name is not None
     first = system.listener_pids().get(ready.listener_name)
     assert first is not None, f"no listener process for pod {ready.listener_name}: {system.listener_pids()}"
+    session = await session_of(system, ready.scale_set_id)
+    assert session is not None
 
     await runners.enqueue(3, duration=3.0)
     os.kill(first, signal.SIGKILL)
@@ -86,7 +88,16 @@ async def test_a_killed_listener_is_recreated_by_the_controller_and_no_job_is_lo
 
     await runners.wait(new_listener_holds_the_session, timeout=90, what="a new listener process holding the session")
     await runners.assert_every_job_ran_once(timeout=90)
+    # The jobs queued while no listener ran were taken by the replacement, on the session its predecessor recorded:
+    # resumed from its cursor (docs/listener.md, "Leaving no gap"), not replaced by one of its own.
+    assert await session_of(system, ready.scale_set_id) == session
     await runners.wait_settled()
+
+
+async def session_of(system: System, scale_set_id: int | None) -> str | None:
+    """The ID of the session the simulated service holds for the scale set, if any."""
+    sessions = await system.sim.sessions()
+    return next((s["sessionId"] for s in sessions if s["scaleSetId"] == scale_set_id), None)
 
 
 async def test_the_system_recovers_after_the_actions_service_fails_for_a_while(

@@ -66,7 +66,7 @@ from arc_scaleset.controllers.errors import ConfigurationError, InvalidSpec
 from arc_scaleset.controllers.failure_report import ReconcileFailureReporter
 from arc_scaleset.controllers.metrics import scale_set_labels
 from arc_scaleset.controllers.reconcile_pass import ObjectMemory, Phase, gather, run_phases
-from arc_scaleset.controllers.referenced_objects import ReferencedObjectWatch, listener_references
+from arc_scaleset.controllers.referenced_objects import listener_references
 from arc_scaleset.kube.controller import Controller, Request, Result, Watch
 from arc_scaleset.kube.errors import Conflict
 from arc_scaleset.kube.failures import pass_failure
@@ -109,9 +109,9 @@ class AutoscalingListenerReconciler:
         )
         # The credentials Secret, CA ConfigMap and proxy Secrets each listener is built from, watched (metadata
         # only) so that a rotation reaches the listener within seconds. Not memory of a pass: the index the
-        # watch's informers are filtered by, shared by every listener, so it keeps its own (forgotten with the
-        # listener's memory when the listener is gone).
-        self.references = ReferencedObjectWatch(ctx.kube, clock=ctx.clock)
+        # watch's informers are filtered by, shared by every controller (the context's; it also tells which
+        # fetched data is still current, controllers/referenced_data.py).
+        self.references = ctx.references
         scale_sets = ctx.cache(AUTOSCALING_RUNNER_SETS)
         self.events = events = ListenerEvents(ctx.events, scale_sets)
         self.claim = ScaleSetClaim(ctx.kube, scale_sets)

@@ -15,13 +15,13 @@ from arc_scaleset.api.common import API_VERSION
 from arc_scaleset.api.ephemeralrunner import EPHEMERAL_RUNNERS
 from arc_scaleset.api.keys import (
     ANNOTATION_ACTIONABLE_REVISION,
-    ANNOTATION_LISTENER_STATE,
     ANNOTATION_PATCH_ID,
     COMPONENT_RUNNER,
     EPHEMERAL_RUNNER_FINALIZER,
     EPHEMERAL_RUNNER_REGISTRATION_FINALIZER,
     LABEL_COMPONENT,
     LABEL_RUNNER_INSTANCE,
+    LISTENER_ANNOTATIONS,
 )
 from arc_scaleset.api.labels import filter_and_merge_labels, merge_annotations
 from arc_scaleset.api.naming import ephemeral_runner_generate_name, runner_proxy_secret_name
@@ -40,9 +40,10 @@ def desired_ephemeral_runner(ers: Mapping[str, Any], *, exclude_label_prefixes: 
     prefixes = tuple(exclude_label_prefixes)
     computed_labels = {**view.labels, LABEL_COMPONENT: COMPONENT_RUNNER}
     labels = filter_and_merge_labels(runner_metadata.get("labels"), computed_labels, prefixes) or {}
-    # The set's annotations, as ARC copies them, but the listener's report about itself: it describes the
-    # listener, not the runner, and would sit frozen (with the listener's session ID) on every runner pod.
-    inherited = {key: value for key, value in view.annotations.items() if key != ANNOTATION_LISTENER_STATE}
+    # The set's annotations, as ARC copies them, but the listener's report about itself and its message cursor:
+    # they describe the listener, not the runner, and would sit frozen (with the listener's session ID) on every
+    # runner pod.
+    inherited = {key: value for key, value in view.annotations.items() if key not in LISTENER_ANNOTATIONS}
     computed_annotations = {
         **inherited,
         ANNOTATION_PATCH_ID: str(view.patch_id),

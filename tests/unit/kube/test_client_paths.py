@@ -49,3 +49,15 @@ def test_names_that_would_escape_their_segment_are_refused(name: str) -> None:
 def test_subresource_needs_a_name() -> None:
     with pytest.raises(ValueError, match="needs an object name"):
         resources.PODS.path(namespace="ns", subresource="status")
+
+
+def test_namespace_of_path() -> None:
+    from arc_scaleset.kube.client import namespace_of_path
+
+    assert namespace_of_path("/api/v1/namespaces/team-a/secrets/gh") == "team-a"
+    assert namespace_of_path("/apis/actions.github.com/v1alpha1/namespaces/team-a/ephemeralrunners") == "team-a"
+    assert namespace_of_path("/api/v1/namespaces/team-a/pods/p/status") == "team-a"
+    assert namespace_of_path("/api/v1/namespaces/team-a") == ""  # the namespace object itself
+    assert namespace_of_path("/api/v1/namespaces") == ""
+    assert namespace_of_path("/api/v1/secrets") == ""
+    assert namespace_of_path("/version") == ""

@@ -7,7 +7,8 @@ import asyncio
 import pytest
 
 from arc_scaleset.clock import FakeClock
-from arc_scaleset.kube.client import _TokenBucket
+from arc_scaleset.kube.client import _RateLimits, _TokenBucket, rate_limit_key
+from arc_scaleset.kube.resources import CONFIG_MAPS, PODS, SECRETS, Resource
 
 
 async def test_burst_passes_at_once_then_requests_are_spaced_by_one_over_qps() -> None:
@@ -52,3 +53,47 @@ def test_qps_must_be_positive() -> None:
 
     with pytest.raises(ValueError, match="qps must be positive"):
         KubeClient(ConnectionConfig(server="http://127.0.0.1:1"), qps=0)
+
+
+def test_each_resource_has_its_own_bucket_for_writes_and_one_for_lists_and_watches() -> None:
+    assert rate_limit_key(PODS, "create") == rate_limit_key(PODS, "patch") == rate_limit_key(PODS, "get")
+    assert rate_limit_key(PODS, "list") == rate_limit_key(PODS, "watch")
+    keys = {rate_limit_key(resource, verb) for resource in (PODS, SECRETS, CONFIG_MAPS) for verb in ("get", "list")}
+    assert len(keys) == 6
+    assert rate_limit_key(None, "get") == rate_limit_key(None, "post")  # raw paths: one bucket
+
+
+def test_same_plural_in_another_group_is_another_bucket() -> None:
+    core_events = Resource("", "v1", "events", "Event")
+    events_api = Resource("events.k8s.io", "v1", "events", "Event")
+    assert rate_limit_key(core_events, "create") != rate_limit_key(events_api, "create")
+
+
+async def test_a_resource_whose_bucket_is_empty_does_not_delay_another() -> None:
+    clock = FakeClock()
+    limits = _RateLimits(qps=1.0, burst=1, clock=clock)
+    await limits.acquire(PODS, "create")
+    pods = asyncio.ensure_future(limits.acquire(PODS, "create"))
+    await asyncio.sleep(0)
+    assert clock.sleepers == 1  # the second pod waits for its token
+    await asyncio.wait_for(limits.acquire(SECRETS, "create"), timeout=1)  # Secrets: a bucket of their own
+    await asyncio.wait_for(limits.acquire(PODS, "watch"), timeout=1)  # the pods' watch: one of its own too
+    assert not pods.done()
+    await clock.advance(1)
+    await pods
+
+
+async def test_with_rate_limit_draws_every_request_from_one_bucket() -> None:
+    from arc_scaleset.kube.client import KubeClient
+    from arc_scaleset.kube.credentials import ConnectionConfig
+
+    clock = FakeClock()
+    limited = KubeClient(ConnectionConfig(server="http://127.0.0.1:1"), clock=clock).with_rate_limit(1.0, 1)
+    limits = limited._limiter
+    assert limits is not None
+    await limits.acquire(SECRETS, "list")
+    blocked = asyncio.ensure_future(limits.acquire(CONFIG_MAPS, "list"))
+    await asyncio.sleep(0)
+    assert clock.sleepers == 1
+    await clock.advance(1)
+    await blocked

@@ -110,7 +110,7 @@ class FakePatcher:
         if resource.plural == "ephemeralrunners" and name in self.missing_runners:
             raise kube_errors.NotFound(404, "NotFound", f"ephemeralrunners {name} not found")
         if resource.plural == "ephemeralrunnersets":
-            if "metadata" in patch:
+            if ANNOTATION_LISTENER_STATE in ((patch.get("metadata") or {}).get("annotations") or {}):
                 phase = orjson.loads(patch["metadata"]["annotations"][ANNOTATION_LISTENER_STATE])["state"]
                 if self.refused_state_writes.get(phase):
                     self.refused_state_writes[phase] -= 1
@@ -144,8 +144,9 @@ class FakePatcher:
         """Every listener state written to the ERS annotation, in order."""
         writes = []
         for entry in self.log:
-            if entry[0] == "ers" and "metadata" in entry[3]:
-                value = entry[3]["metadata"]["annotations"][ANNOTATION_LISTENER_STATE]
+            annotations = (entry[3].get("metadata") or {}).get("annotations") or {} if entry[0] == "ers" else {}
+            if ANNOTATION_LISTENER_STATE in annotations:
+                value = annotations[ANNOTATION_LISTENER_STATE]
                 state = ListenerState.from_annotation(value)
                 assert state is not None, value
                 writes.append(state)

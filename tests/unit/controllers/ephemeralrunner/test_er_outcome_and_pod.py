@@ -204,6 +204,16 @@ def test_the_listeners_report_on_the_set_reaches_neither_runner_nor_pod() -> Non
     assert er["metadata"]["annotations"]["note"] == "n", "the set's other annotations are copied, as ARC does"
 
 
+def test_the_listeners_message_cursor_on_the_set_reaches_neither_runner_nor_pod() -> None:
+    ers = copy.deepcopy(ERS)
+    ers["metadata"].setdefault("annotations", {})["listener.arc-scaleset.dev/cursor"] = '{"lastMessageId":4}'
+    er = desired_ephemeral_runner(ers)
+    er["metadata"].update(name="arc-runner-abcde", uid="er-uid")
+    the_pod = desired_runner_pod(er, runner_id=42, version="1.2.3")
+    assert "listener.arc-scaleset.dev/cursor" not in er["metadata"]["annotations"]
+    assert "listener.arc-scaleset.dev/cursor" not in the_pod["metadata"].get("annotations", {})
+
+
 def test_runner_pod_gets_the_injected_env_on_the_runner_container_only() -> None:
     er = desired_ephemeral_runner(ERS)
     er["metadata"].update(name="arc-runner-abcde", uid="er-uid")

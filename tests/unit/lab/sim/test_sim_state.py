@@ -318,3 +318,22 @@ async def test_message_times_are_rfc3339_utc_and_zero_when_unset() -> None:
     assert item["scaleSetAssignTime"] == "0001-01-01T00:00:00Z"
     assert item["queueTime"].endswith("Z")
     assert dt.datetime.fromisoformat(item["queueTime"]).tzinfo is not None
+
+
+async def test_a_resumed_session_gets_its_unacked_messages_again_and_a_new_session_gets_only_fresh_offers() -> None:
+    state, _, tenant, ss = make_state()
+    session = state.create_session(tenant, ss, owner="l")
+    job = state.enqueue_job("arc")
+    delivered = state.next_message(ss, last_message_id=0)
+    assert types(delivered) == ["JobAvailable"]
+    # The listener is killed before it acts: a successor refreshing the same session is delivered it again.
+    state.refresh_session(tenant, ss, session.id)
+    assert state.next_message(ss, last_message_id=0) is delivered
+    # A new session instead: the old session's queue goes with it; the waiting job is offered afresh.
+    state.delete_session(tenant, ss, session.id)
+    state.create_session(tenant, ss, owner="l")
+    fresh = state.next_message(ss, last_message_id=0)
+    assert fresh is not None
+    assert delivered is not None
+    assert fresh.id > delivered.id
+    assert [item["runnerRequestId"] for item in items(fresh)] == [job.request_id]
