@@ -8,9 +8,9 @@ import pytest
 from arc_scaleset.controllers.referenced_objects import Reference
 from arc_scaleset.kube import resources
 from arc_scaleset_lab.harness.waiting import eventually
+from tests.integration.controllers.harness import ControllerHarness
 from tests.integration.controllers.scale_set_env import (  # noqa: F401 - fixtures
     EnvFactory,
-    ScaleSetEnv,
     controller_namespace_fixture,
     sim_fixture,
     start_env_fixture,
@@ -22,12 +22,12 @@ PASSES = 8
 ROTATED = "ghp_controller_integration_token_rotated"
 
 
-def secret_gets(env: ScaleSetEnv) -> int:
+def secret_gets(env: ControllerHarness) -> int:
     """GETs of Secrets in the scale set's namespace (the listener's own config Secret is in the controller's)."""
     return env.kube.namespace_request_counts[("get", resources.SECRETS.plural, env.namespace)]
 
 
-async def resolutions(env: ScaleSetEnv, count: int) -> None:
+async def resolutions(env: ControllerHarness, count: int) -> None:
     """Until the controllers have resolved the scale set's credentials ``count`` more times from memory."""
     reads = env.ctx.github.reads
     target = reads.reuses + count
