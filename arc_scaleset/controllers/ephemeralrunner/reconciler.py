@@ -40,7 +40,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import logging
 from datetime import timedelta
 from typing import Any, Final
 
@@ -77,8 +76,6 @@ from arc_scaleset.kube.resources import PODS, SECRETS
 from arc_scaleset.kube.retry import update_with_retry
 from arc_scaleset.kube.views import ObjectView
 from arc_scaleset.kube.workqueue import RateLimiter
-
-log = logging.getLogger(__name__)
 
 CONTROLLER_NAME: Final = "ephemeralrunner"
 QUOTA_GIVE_UP_AFTER: Final = timedelta(minutes=10)
