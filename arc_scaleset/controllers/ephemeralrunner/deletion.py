@@ -147,9 +147,12 @@ async def _unregister(ctx: ControllerContext, er: Object, *, clients: RunnerClie
         # Bad input, or GitHub refused the authentication step (no word on the runner): the runner and
         # its finalizers stay until GitHub answers for it.
         await ctx.events.event(
-            er, type="Warning", reason=exc.reason, action="RemoveRunner",
+            er,
+            type="Warning",
+            reason=exc.reason,
+            action="RemoveRunner",
             note=f"cannot remove runner {runner_id} from GitHub: {exc.message}",
-        )  # fmt: skip
+        )
         raise
 
 

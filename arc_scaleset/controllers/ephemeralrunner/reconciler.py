@@ -174,9 +174,13 @@ class EphemeralRunnerReconciler:
     async def _finalizers(self, scope: RunnerPass) -> Result | None:
         if not all(scope.runner.has_finalizer(f) for f in _FINALIZERS):
             await update_with_retry(
-                self._kube, EPHEMERAL_RUNNERS, scope.name, namespace=scope.namespace, mutate=_add_finalizers,
+                self._kube,
+                EPHEMERAL_RUNNERS,
+                scope.name,
+                namespace=scope.namespace,
+                mutate=_add_finalizers,
                 clock=self._ctx.clock,
-            )  # fmt: skip
+            )
         return None
 
     async def _awaiting_pod(self, scope: RunnerPass) -> Result | None:
@@ -332,8 +336,9 @@ class EphemeralRunnerReconciler:
             )
         # Pending again: the next pod is not running yet, and a missing pod then means "recreate" rather
         # than "lost".
-        scope.changes.update(ready=False, reason=outcome.reason, message=outcome.message,
-                             phase=EphemeralRunnerPhase.PENDING)  # fmt: skip
+        scope.changes.update(
+            ready=False, reason=outcome.reason, message=outcome.message, phase=EphemeralRunnerPhase.PENDING
+        )
         # Status first, then the pod: after a crash in between, the runner reads Pending with the failure
         # recorded, and the failed pod is still there to be retried again.
         scope.then.append(functools.partial(self._delete_retried_pod, scope, pod))
