@@ -12,15 +12,11 @@ import ast
 from dataclasses import dataclass
 from pathlib import Path
 
-import pytest
-
 import arc_scaleset.controllers
 
 CONTROLLERS = Path(arc_scaleset.controllers.__file__).parent
 MAX_RECONCILER_LINES = 450
 MAX_FUNCTION_LINES = 50
-
-RESTRUCTURING = pytest.mark.xfail(strict=False, reason="issue 28: reconcilers being restructured")
 
 
 @dataclass(frozen=True)
@@ -101,7 +97,6 @@ class Shell:
     ]
 
 
-@RESTRUCTURING
 def test_no_reconciler_module_is_over_450_lines() -> None:
     sizes = {
         _where(path): len(path.read_text(encoding="utf-8").splitlines())
@@ -114,7 +109,6 @@ def test_no_reconciler_module_is_over_450_lines() -> None:
     assert not over, f"over {MAX_RECONCILER_LINES} lines: " + ", ".join(f"{where} ({n})" for n, where in over)
 
 
-@RESTRUCTURING
 def test_no_function_in_the_controllers_is_over_50_lines() -> None:
     over = sorted(
         (

@@ -107,54 +107,60 @@ async def finalize_runner(ctx: ControllerContext, er: Object, *, clients: Runner
     name, namespace = view.name, view.namespace
     if any(ctx.deleted_children.pending(view.uid, resource.plural) for resource in (PODS, SECRETS)):
         return Result(requeue_after=BATCH_WAIT)  # the set's batch is deleting them: nothing to do meanwhile
-    if EPHEMERAL_RUNNER_REGISTRATION_FINALIZER in finalizers:
-        runner_id = await _registered_runner_id(ctx.kube, er)
-        # The set removes an idle runner from GitHub before it deletes it, and records the removals GitHub
-        # confirmed. Asking again could only answer "not found": a removed registration takes no job and
-        # its ID is never handed out again. Only that exact registration is skipped: a runner the set found
-        # busy, whose removal failed, or that registered again (another ID) is removed here as before.
-        if runner_id and not ctx.removed_registrations.take(view.uid, runner_id):
-            try:
-                if clients is not None:
-                    client = await clients.client_for(namespace=namespace, spec=view.spec)
-                else:
-                    client = await client_for_runner_spec(ctx.github, namespace=namespace, spec=view.spec)
-                removal = await remove_registration(client, runner_id)
-            except ConfigurationError as exc:
-                # Bad input, or GitHub refused the authentication step (no word on the runner): the runner and
-                # its finalizers stay until GitHub answers for it.
-                await ctx.events.event(
-                    er,
-                    type="Warning",
-                    reason=exc.reason,
-                    action="RemoveRunner",
-                    note=f"cannot remove runner {runner_id} from GitHub: {exc.message}",
-                )
-                raise
-            if removal is Removal.BUSY:
-                return Result(requeue_after=JOB_STILL_RUNNING_REQUEUE)
+    registered = EPHEMERAL_RUNNER_REGISTRATION_FINALIZER in finalizers
+    if registered and await _unregister(ctx, er, clients=clients) is Removal.BUSY:
+        return Result(requeue_after=JOB_STILL_RUNNING_REQUEUE)
     pod_batched, secret_batched = (
         ctx.deleted_children.state(view.uid, resource.plural) is BatchDeletion.DELETED for resource in (PODS, SECRETS)
     )
     await cleanup_runner_resources(
         ctx.kube, er, pod=ctx.cache(PODS).get(namespace, name), pod_batched=pod_batched, secret_batched=secret_batched
     )
-
-    def drop(current: dict[str, Any]) -> dict[str, Any] | None:
-        current_meta = current.setdefault("metadata", {})
-        present = list(current_meta.get("finalizers") or [])
-        kept = [f for f in present if f not in _FINALIZERS]
-        if kept == present:
-            return None
-        current_meta["finalizers"] = kept
-        return current
-
     try:
         await patch_out_finalizers(ctx.kube, EPHEMERAL_RUNNERS, er, _FINALIZERS)
     except Invalid:
         # The cached finalizer list is behind the stored one (the test operation failed): read, then write.
         with contextlib.suppress(NotFound):
             await update_with_retry(
-                ctx.kube, EPHEMERAL_RUNNERS, name, namespace=namespace, mutate=drop, clock=ctx.clock
+                ctx.kube, EPHEMERAL_RUNNERS, name, namespace=namespace, mutate=_drop_finalizers, clock=ctx.clock
             )
     return Result()
+
+
+async def _unregister(ctx: ControllerContext, er: Object, *, clients: RunnerClients | None) -> Removal | None:
+    """Remove the runner's registration from GitHub (step 1); ``None`` when there was none to remove."""
+    view = EphemeralRunnerView(er)
+    runner_id = await _registered_runner_id(ctx.kube, er)
+    # The set removes an idle runner from GitHub before it deletes it, and records the removals GitHub
+    # confirmed. Asking again could only answer "not found": a removed registration takes no job and
+    # its ID is never handed out again. Only that exact registration is skipped: a runner the set found
+    # busy, whose removal failed, or that registered again (another ID) is removed here as before.
+    if not runner_id or ctx.removed_registrations.take(view.uid, runner_id):
+        return None
+    try:
+        if clients is not None:
+            client = await clients.client_for(namespace=view.namespace, spec=view.spec)
+        else:
+            client = await client_for_runner_spec(ctx.github, namespace=view.namespace, spec=view.spec)
+        return await remove_registration(client, runner_id)
+    except ConfigurationError as exc:
+        # Bad input, or GitHub refused the authentication step (no word on the runner): the runner and
+        # its finalizers stay until GitHub answers for it.
+        await ctx.events.event(
+            er,
+            type="Warning",
+            reason=exc.reason,
+            action="RemoveRunner",
+            note=f"cannot remove runner {runner_id} from GitHub: {exc.message}",
+        )
+        raise
+
+
+def _drop_finalizers(current: dict[str, Any]) -> dict[str, Any] | None:
+    current_meta = current.setdefault("metadata", {})
+    present = list(current_meta.get("finalizers") or [])
+    kept = [f for f in present if f not in _FINALIZERS]
+    if kept == present:
+        return None
+    current_meta["finalizers"] = kept
+    return current

@@ -1,11 +1,11 @@
-"""Read-your-own-writes for the EphemeralRunner controller: what this process did that its caches may not
-show yet.
+"""What the EphemeralRunner controller remembers about one runner: its slot in the controller's
+:class:`~arc_scaleset.controllers.reconcile_pass.ObjectMemory` (docs/controllers.md, "The shape of a pass").
 
-A runner's status write and its pod creation reach the informer caches through two different watch
-streams, in either order and a moment later. A pass woken by the first of the two events would otherwise
-see half of its predecessor's work and redo the other half: read the JIT Secret again, write the same
-status again, or try to create a pod that exists (AlreadyExists, then a 5 s requeue). :class:`RunnerMemory`
-remembers, per runner:
+Mostly read-your-own-writes: what this process did that its caches may not show yet. A runner's status write
+and its pod creation reach the informer caches through two different watch streams, in either order and a
+moment later. A pass woken by the first of the two events would otherwise see half of its predecessor's work
+and redo the other half: read the JIT Secret again, write the same status again, or try to create a pod that
+exists (AlreadyExists, then a 5 s requeue). :class:`RunnerMemory` remembers:
 
 - the **status changes** this process wrote (merge patches) and the ``resourceVersion`` of the runner they
   were based on: while the cache still holds exactly that version, it cannot show them, and they are
@@ -20,11 +20,18 @@ remembers, per runner:
 - **deferred status changes**: changes decided but held back until the runner's next status write or a
   deadline, whichever comes first (a new runner's ID is written together with its pod's first state
   instead of in a write of its own). They are overlaid on the status like written ones, and kept until a
-  write carrying them succeeds.
+  write carrying them succeeds;
+- the **pod it deleted to retry** the runner (``retrying_pod``): our caches may show the pod gone before
+  they show our own status write (two watch streams), so "the pod vanished while Running" must not be
+  mistaken for a lost pod when we deleted it ourselves;
+- that it **completed the deletion path** (``finalized``: our finalizers removed). The pod's and Secret's
+  deletion events arrive before the cache shows the runner gone; without this, each of them ran the whole
+  path again: a GitHub call, two deletes and a read per event (issue 20).
 
-In memory only, on purpose: after a restart the caches are listed fresh and nothing is remembered, which
-costs at most one extra read per runner, never correctness. Keys are ``namespace/name`` with the runner's
-UID, so a recreated runner of the same name starts with nothing remembered.
+The controller forgets the slot when the runner is gone, done, or being deleted (then the slot keeps only
+``finalized``). In memory only, on purpose: after a restart nothing is remembered, which costs at most one
+extra read per runner, never correctness; the store binds a slot to the runner's UID, so a recreated runner
+of the same name starts with nothing remembered.
 """
 
 from __future__ import annotations
@@ -52,128 +59,89 @@ def apply_merge_patch(target: Mapping[str, Any], patch: Mapping[str, Any]) -> di
     return merged
 
 
-@dataclass
-class _Runner:
-    uid: str
+@dataclass(slots=True)
+class RunnerMemory:
+    """One runner's slot; see the module docstring. ``clock`` and ``pod_wait`` are the controller's, bound by
+    the store's slot factory. Used by one reconcile at a time (the workqueue guarantees it): no locking."""
+
+    clock: Clock = field(default=REAL_CLOCK, repr=False)
+    pod_wait: float = DEFAULT_POD_WAIT
     registration_tried: bool = False
     secret_unconfirmed: bool = False
     status_based_on: str = ""
     unseen_status: dict[str, Any] = field(default_factory=dict)
     pod_deadline: float | None = None
-    deferred_status: dict[str, Any] = field(default_factory=dict)
+    deferred: dict[str, Any] = field(default_factory=dict)
     deferred_until: float = 0.0
-
-
-class RunnerMemory:
-    """Per-runner recollection of this process's own writes; see the module docstring.
-
-    Used by one reconcile at a time per key (the workqueue guarantees it), so no locking is needed.
-    """
-
-    def __init__(self, *, clock: Clock = REAL_CLOCK, pod_wait: float = DEFAULT_POD_WAIT) -> None:
-        self._clock = clock
-        self._pod_wait = pod_wait
-        self._runners: dict[str, _Runner] = {}
-
-    def __len__(self) -> int:
-        return len(self._runners)
-
-    def _entry(self, key: str, uid: str) -> _Runner:
-        entry = self._runners.get(key)
-        if entry is None or entry.uid != uid:
-            entry = _Runner(uid)
-            self._runners[key] = entry
-        return entry
-
-    def forget(self, key: str) -> None:
-        """Drop everything about ``key`` (the runner is gone, being deleted, or done)."""
-        self._runners.pop(key, None)
+    retrying_pod: str | None = None
+    finalized: bool = False
 
     # -- status -------------------------------------------------------------------------------------------
 
-    def status(self, key: str, uid: str, resource_version: str, cached: Mapping[str, Any]) -> Mapping[str, Any]:
+    def status(self, resource_version: str, cached: Mapping[str, Any]) -> Mapping[str, Any]:
         """The runner's status as this process last made it: ``cached`` (of the cached runner at
         ``resource_version``) plus our writes that version cannot show."""
-        entry = self._runners.get(key)
-        if entry is None or entry.uid != uid:
-            return cached
         status: Mapping[str, Any] = cached
-        if entry.unseen_status:
-            if entry.status_based_on == resource_version:
-                status = apply_merge_patch(status, entry.unseen_status)
+        if self.unseen_status:
+            if self.status_based_on == resource_version:
+                status = apply_merge_patch(status, self.unseen_status)
             else:
-                entry.unseen_status = {}
-        if entry.deferred_status:
-            status = apply_merge_patch(status, entry.deferred_status)
+                self.unseen_status = {}
+        if self.deferred:
+            status = apply_merge_patch(status, self.deferred)
         return status
 
-    def wrote_status(self, key: str, uid: str, based_on: str, changes: Mapping[str, Any]) -> None:
+    def wrote_status(self, based_on: str, changes: Mapping[str, Any]) -> None:
         """Record a status merge patch that the API server accepted, written after reading the runner at
         resourceVersion ``based_on``."""
-        entry = self._entry(key, uid)
-        if entry.unseen_status and entry.status_based_on == based_on:
-            entry.unseen_status = apply_merge_patch(entry.unseen_status, changes)
+        if self.unseen_status and self.status_based_on == based_on:
+            self.unseen_status = apply_merge_patch(self.unseen_status, changes)
         else:
-            entry.unseen_status = dict(changes)
-        entry.status_based_on = based_on
+            self.unseen_status = dict(changes)
+        self.status_based_on = based_on
 
-    def defer_status(self, key: str, uid: str, changes: Mapping[str, Any], *, for_seconds: float) -> None:
+    def defer_status(self, changes: Mapping[str, Any], *, for_seconds: float) -> None:
         """Hold ``changes`` back: they go out with the runner's next status write, or on their own once
         ``for_seconds`` have passed (an earlier deadline of changes already held stays)."""
         if not changes:
             return
-        entry = self._entry(key, uid)
-        if not entry.deferred_status:
-            entry.deferred_until = self._clock.monotonic() + for_seconds
-        entry.deferred_status = apply_merge_patch(entry.deferred_status, changes)
+        if not self.deferred:
+            self.deferred_until = self.clock.monotonic() + for_seconds
+        self.deferred = apply_merge_patch(self.deferred, changes)
 
-    def deferred_status(self, key: str, uid: str) -> tuple[dict[str, Any], float]:
-        """The changes held back for the runner and the seconds until they are due (0: due now, or none)."""
-        entry = self._runners.get(key)
-        if entry is None or entry.uid != uid or not entry.deferred_status:
+    def deferred_status(self) -> tuple[dict[str, Any], float]:
+        """The changes held back and the seconds until they are due (0: due now, or none)."""
+        if not self.deferred:
             return {}, 0.0
-        return dict(entry.deferred_status), max(0.0, entry.deferred_until - self._clock.monotonic())
+        return dict(self.deferred), max(0.0, self.deferred_until - self.clock.monotonic())
 
-    def deferred_written(self, key: str, uid: str) -> None:
+    def deferred_written(self) -> None:
         """A status write carrying the deferred changes succeeded."""
-        entry = self._runners.get(key)
-        if entry is not None and entry.uid == uid:
-            entry.deferred_status = {}
+        self.deferred = {}
 
     # -- the pod ----------------------------------------------------------------------------------------
 
-    def created_pod(self, key: str, uid: str) -> None:
+    def created_pod(self) -> None:
         """Record that this process created the runner's pod just now."""
-        self._entry(key, uid).pod_deadline = self._clock.monotonic() + self._pod_wait
+        self.pod_deadline = self.clock.monotonic() + self.pod_wait
 
-    def awaiting_pod(self, key: str, uid: str, *, cached: bool) -> float:
+    def awaiting_pod(self, *, cached: bool) -> float:
         """Seconds to wait for the pod cache to show the pod we created (0: not waiting).
 
         ``cached``: whether the pod cache shows the runner's pod now (that ends the wait).
         """
-        entry = self._runners.get(key)
-        if entry is None or entry.uid != uid or entry.pod_deadline is None:
+        if self.pod_deadline is None:
             return 0.0
-        remaining = entry.pod_deadline - self._clock.monotonic()
+        remaining = self.pod_deadline - self.clock.monotonic()
         if cached or remaining <= 0:
-            entry.pod_deadline = None
+            self.pod_deadline = None
             return 0.0
         return remaining
 
     # -- registration -----------------------------------------------------------------------------------
 
-    def set_secret_unconfirmed(self, key: str, uid: str, unconfirmed: bool) -> None:
-        """Mark that the runner's JIT Secret may be missing although its status names a runner ID (a Secret
-        create that was sent together with the pod and the status write, and has not succeeded)."""
-        self._entry(key, uid).secret_unconfirmed = unconfirmed
-
-    def secret_unconfirmed(self, key: str, uid: str) -> bool:
-        entry = self._runners.get(key)
-        return entry is not None and entry.uid == uid and entry.secret_unconfirmed
-
-    def first_registration(self, key: str, uid: str) -> bool:
+    def first_registration(self) -> bool:
         """True the first time this process is about to register the runner (and records the attempt)."""
-        entry = self._entry(key, uid)
-        first = not entry.registration_tried
-        entry.registration_tried = True
+        first = not self.registration_tried
+        self.registration_tried = True
         return first

@@ -113,46 +113,74 @@ def pod_outcome(
     """See the module docstring. ``runner_phase`` is the EphemeralRunner's ``status.phase``; the pending
     timeout applies when both ``now`` and ``pending_timeout`` (seconds) are given."""
     view = PodView(pod)
-    phase = view.phase
     runner = view.container_status(RUNNER_CONTAINER_NAME)
+    decided = (
+        _runner_exited(runner, has_job)  # rule 1
+        or _pod_ended(view, has_job=has_job, runner_phase=runner_phase)  # rule 2
+        or _init_failed(view, has_job)  # rule 3
+        or _deleted_under_running_runner(view, runner_phase)  # rule 4
+        or _never_starts(view)  # rule 5
+    )
+    if decided is not None:
+        return decided
+    recheck_after: float | None = None
+    if now is not None and pending_timeout is not None and not _started(runner):  # rule 6
+        created = view.creation_timestamp
+        if created is not None:
+            remaining = (created + dt.timedelta(seconds=pending_timeout) - now).total_seconds()
+            if remaining <= 0:
+                return _failure(
+                    has_job,
+                    PENDING_TIMEOUT_REASON,
+                    f"the runner did not start within {pending_timeout:g}s of its pod's creation ({_why_pending(pod)})",
+                )
+            recheck_after = remaining
+    return _wait_or_mirror(view, runner, runner_phase=runner_phase, recheck_after=recheck_after)  # rule 7
+
+
+def _runner_exited(runner: Mapping[str, Any] | None, has_job: bool) -> Outcome | None:
     terminated = (runner or {}).get("state", {}).get("terminated") if runner else None
+    if terminated is None:
+        return None
+    code = terminated.get("exitCode")
+    reason = str(terminated.get("reason") or "")
+    if code == EXIT_SUCCESS:
+        return Outcome(Verdict.SUCCEEDED, reason="Succeeded", message="the runner finished its job")
+    if code == EXIT_RUNNER_OUTDATED:
+        return Outcome(Verdict.OUTDATED, reason="Outdated", message="Runner is deprecated")
+    if reason == OOM_KILLED:
+        return Outcome(Verdict.LOST, reason=OOM_KILLED, message="the runner container was OOM-killed")
+    return _failure(has_job, reason or "Error", f"the runner container exited with code {code}")
 
-    if terminated is not None:
-        code = terminated.get("exitCode")
-        reason = str(terminated.get("reason") or "")
-        if code == EXIT_SUCCESS:
-            return Outcome(Verdict.SUCCEEDED, reason="Succeeded", message="the runner finished its job")
-        if code == EXIT_RUNNER_OUTDATED:
-            return Outcome(Verdict.OUTDATED, reason="Outdated", message="Runner is deprecated")
-        if reason == OOM_KILLED:
-            return Outcome(Verdict.LOST, reason=OOM_KILLED, message="the runner container was OOM-killed")
-        return _failure(has_job, reason or "Error", f"the runner container exited with code {code}")
 
-    if phase == "Failed":
-        pod_reason = view.reason
-        message = view.message
-        if pod_reason in LOST_POD_REASONS or view.has_condition("DisruptionTarget"):
-            return Outcome(
-                Verdict.LOST, reason=pod_reason or "DisruptionTarget", message=message or "the pod was taken away"
-            )
-        if runner_phase == EphemeralRunnerPhase.RUNNING:
-            # The runner ran and its pod ended without its exit being reported: whatever it was doing is
-            # lost with the pod, and its one-shot registration must not be started again on a new pod.
-            return Outcome(
-                Verdict.LOST,
-                reason=pod_reason or "PodFailed",
-                message="the runner pod failed while the runner ran, and the runner's exit was never reported"
-                + (f": {message}" if message else ""),
-            )
-        return _failure(has_job, pod_reason or "PodFailed", message or "the runner pod failed")
-
-    if phase == "Succeeded":
+def _pod_ended(view: PodView, *, has_job: bool, runner_phase: str) -> Outcome | None:
+    if view.phase == "Succeeded":
         return Outcome(
             Verdict.SUCCEEDED,
             reason="Succeeded",
             message="the runner pod succeeded (every container exited 0; the runner's exit was not reported)",
         )
+    if view.phase != "Failed":
+        return None
+    pod_reason = view.reason
+    message = view.message
+    if pod_reason in LOST_POD_REASONS or view.has_condition("DisruptionTarget"):
+        return Outcome(
+            Verdict.LOST, reason=pod_reason or "DisruptionTarget", message=message or "the pod was taken away"
+        )
+    if runner_phase == EphemeralRunnerPhase.RUNNING:
+        # The runner ran and its pod ended without its exit being reported: whatever it was doing is
+        # lost with the pod, and its one-shot registration must not be started again on a new pod.
+        return Outcome(
+            Verdict.LOST,
+            reason=pod_reason or "PodFailed",
+            message="the runner pod failed while the runner ran, and the runner's exit was never reported"
+            + (f": {message}" if message else ""),
+        )
+    return _failure(has_job, pod_reason or "PodFailed", message or "the runner pod failed")
 
+
+def _init_failed(view: PodView, has_job: bool) -> Outcome | None:
     for init in view.init_container_statuses:
         init_terminated = (init.get("state") or {}).get("terminated")
         if init_terminated is not None and init_terminated.get("exitCode") not in (None, 0):
@@ -161,10 +189,16 @@ def pod_outcome(
                 "InitContainerFailed",
                 f"init container {init.get('name')} exited with code {init_terminated.get('exitCode')}",
             )
+    return None
 
+
+def _deleted_under_running_runner(view: PodView, runner_phase: str) -> Outcome | None:
     if view.is_deleting and runner_phase == EphemeralRunnerPhase.RUNNING:
         return Outcome(Verdict.LOST, reason="PodDeleted", message="the runner pod was deleted while the runner ran")
+    return None
 
+
+def _never_starts(view: PodView) -> Outcome | None:
     for waiting_status in (*view.init_container_statuses, *view.container_statuses):
         waiting = (waiting_status.get("state") or {}).get("waiting") or {}
         if waiting.get("reason") in NEVER_STARTS:
@@ -177,22 +211,15 @@ def pod_outcome(
                     f"{': ' + detail if detail else ''}); fix the runner template"
                 ),
             )
+    return None
 
-    recheck_after: float | None = None
-    if now is not None and pending_timeout is not None and not _started(runner):
-        created = view.creation_timestamp
-        if created is not None:
-            remaining = (created + dt.timedelta(seconds=pending_timeout) - now).total_seconds()
-            if remaining <= 0:
-                return _failure(
-                    has_job,
-                    PENDING_TIMEOUT_REASON,
-                    f"the runner did not start within {pending_timeout:g}s of its pod's creation ({_why_pending(pod)})",
-                )
-            recheck_after = remaining
 
+def _wait_or_mirror(
+    view: PodView, runner: Mapping[str, Any] | None, *, runner_phase: str, recheck_after: float | None
+) -> Outcome:
     if runner is None:
         return Outcome(Verdict.WAIT, recheck_after=recheck_after)
+    phase = view.phase
     if phase in (EphemeralRunnerPhase.PENDING, EphemeralRunnerPhase.RUNNING):
         mirrored = phase
     elif runner_phase == EphemeralRunnerPhase.RUNNING:
@@ -202,7 +229,7 @@ def pod_outcome(
     return Outcome(
         Verdict.MIRROR,
         phase=mirrored,
-        ready=pod_ready(pod),
+        ready=pod_ready(view.raw),
         reason=view.reason,
         message=view.message,
         recheck_after=recheck_after,

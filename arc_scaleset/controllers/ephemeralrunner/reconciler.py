@@ -1,44 +1,45 @@
 """The EphemeralRunner controller: one JIT registration, its Secret and its pod, until the runner is done.
 
-A pass (docs/controllers.md; the pod verdicts are :mod:`~arc_scaleset.controllers.ephemeralrunner.outcome`):
+A pass has the shape of docs/controllers.md ("The shape of a pass"); the scope is
+:class:`~arc_scaleset.controllers.ephemeralrunner.scope.RunnerPass`, the memory slot
+:class:`~arc_scaleset.controllers.ephemeralrunner.memory.RunnerMemory`. Its phases, in order:
 
-1. being deleted -> :mod:`~arc_scaleset.controllers.ephemeralrunner.deletion` (remove the registration, delete
-   pod and Secret, drop the finalizers);
-2. done (Succeeded, Failed, Outdated) -> delete pod and Secret; the EphemeralRunnerSet deletes the runner;
-3. ensure both finalizers (runners the set creates already carry them: no write);
-4. no pod yet, or no runner ID in the status -> ensure the JIT Secret: register the runner with GitHub
-   under the runner's name (name collisions: docs/controllers.md) and store the one-shot config. A
-   runner's first pass in this process registers without reading the Secret first (see
-   :mod:`~arc_scaleset.controllers.ephemeralrunner.memory`; RunnerExists makes it read the Secret);
-5. more than 5 failures -> delete the runner; inside the failure backoff (0/5/10/20/40/80 s) -> wait;
-6. no pod -> create it; for a new runner's fresh registration the JIT Secret is created in the same round
-   (the pod only names the Secret; the kubelet waits for it). A pod whose Secret could not be created is
-   deleted again, and the runner's next pass in this process reads the Secret before it trusts the status.
-   The status changes of this step (runner ID and name, phase ``Pending``) are held back: they go out with
-   the write of the pod's first state, or on their own after ``REGISTRATION_STATUS_DELAY`` seconds. A pod
-   that starts at once then costs one status write instead of two -- the API server's most expensive
-   request of a scale-up -- and the Secret stays the record of the runner ID meanwhile (a restart reads
-   it). A pod rejected by the API server marks the runner Failed with ARC's reason ``InvalidPod`` and message
-   ``Failed to create the pod: <the API server's message>``; a quota rejection waits, for at most 10 minutes
-   of the runner's life; a pod that vanished after the runner ran is a lost runner; a pod this process
-   created and its cache does not show yet is waited for, not created again;
-7. a pod -> act on its verdict: mirror phase/readiness; Succeeded then delete; Outdated and unregister;
-   retry (delete the pod, record the failure); delete the runner (a job was lost, or the pod was
-   OOM-killed, evicted or lost with its node); or fail fast when it can never start. A pod whose runner
-   has not started within ``runner_pending_timeout`` is retried like a failed pod; until then the pass
-   comes back when the timeout would pass (nothing else may wake it).
+1. ``deleting`` -> :mod:`~arc_scaleset.controllers.ephemeralrunner.deletion` (remove the registration, delete
+   pod and Secret, drop the finalizers), once per runner in this process;
+2. ``own_writes``: the status as this process last made it (a write of the previous pass that the cache does
+   not show yet is neither repeated nor undone);
+3. ``done`` (Succeeded, Failed, Outdated) -> delete pod and Secret; the EphemeralRunnerSet deletes the runner;
+4. ``finalizers``: ensure both (runners the set creates already carry them: no write);
+5. ``awaiting_pod``: a pod this process created and its cache does not show yet is waited for;
+6. ``register`` (:mod:`~arc_scaleset.controllers.ephemeralrunner.registration`): no pod yet, or no runner ID
+   in the status -> the runner ID from the JIT Secret, or a new registration;
+7. ``failures``: more than 5 failures -> delete the runner;
+8. ``create_pod`` (the outcome is :mod:`~arc_scaleset.controllers.ephemeralrunner.creation`): inside the
+   failure backoff (0/5/10/20/40/80 s) -> wait; a runner seen running whose pod vanished is lost; else create
+   the pod, and for a new runner's fresh registration its JIT Secret in the same round (the pod only names the
+   Secret; the kubelet waits for it). A pod whose Secret could not be created is deleted again, and the
+   runner's next pass in this process reads the Secret before it trusts the status. The status changes of
+   this step (runner ID and name, phase ``Pending``) are held back: they go out with the write of the pod's
+   first state, or on their own after ``REGISTRATION_STATUS_DELAY`` seconds. A pod that starts at once then
+   costs one status write instead of two -- the API server's most expensive request of a scale-up -- and the
+   Secret stays the record of the runner ID meanwhile (a restart reads it). A pod rejected by the API server
+   marks the runner Failed with ARC's reason ``InvalidPod``; a quota rejection waits, for at most 10 minutes
+   of the runner's life;
+9. ``follow_pod`` (the verdict is :mod:`~arc_scaleset.controllers.ephemeralrunner.outcome`): mirror
+   phase/readiness; Succeeded then delete; Outdated and unregister; retry (delete the pod, record the
+   failure); delete the runner (a job was lost, or the pod was OOM-killed, evicted or lost with its node);
+   or fail fast when it can never start. A pod whose runner has not started within ``runner_pending_timeout``
+   is retried like a failed pod; until then the pass comes back when the timeout would pass.
 
-Status is written at most once per pass, as a merge patch of the fields this pass changes (the listener
-writes the job fields of the same status concurrently; neither write can drop the other's fields). A pass
-reads the status through :class:`~arc_scaleset.controllers.ephemeralrunner.memory.RunnerMemory`, so a write of the
-previous pass that the cache does not show yet is neither repeated nor undone.
+The status is written once, at the end of the pass (:meth:`RunnerPass.write_status`); what must follow it
+(delete the runner, unregister, delete the pod to retry) runs after it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
+import functools
 from datetime import timedelta
 from typing import Any, Final
 
@@ -50,16 +51,9 @@ from arc_scaleset.api.keys import (
 )
 from arc_scaleset.api.views import EphemeralRunnerView
 from arc_scaleset.controllers.context import ControllerContext
-from arc_scaleset.controllers.ephemeralrunner.builders import (
-    desired_jit_secret,
-    desired_runner_pod,
-    runner_work_folder,
-    secret_runner_id,
-)
-from arc_scaleset.controllers.ephemeralrunner.deletion import (
-    cleanup_runner_resources,
-    finalize_runner,
-)
+from arc_scaleset.controllers.ephemeralrunner.builders import desired_runner_pod
+from arc_scaleset.controllers.ephemeralrunner.creation import Created, Creation, creation_outcome
+from arc_scaleset.controllers.ephemeralrunner.deletion import cleanup_runner_resources, finalize_runner
 from arc_scaleset.controllers.ephemeralrunner.memory import RunnerMemory
 from arc_scaleset.controllers.ephemeralrunner.outcome import (
     MAX_FAILURES,
@@ -69,31 +63,26 @@ from arc_scaleset.controllers.ephemeralrunner.outcome import (
     failure_count,
     pod_outcome,
 )
-from arc_scaleset.controllers.errors import ConfigurationError
+from arc_scaleset.controllers.ephemeralrunner.registration import NAME_COLLISION_REQUEUE, register
+from arc_scaleset.controllers.ephemeralrunner.scope import RunnerPass
 from arc_scaleset.controllers.failure_report import ReconcileFailureReporter
-from arc_scaleset.controllers.metrics import DeletedReason, runner_set_labels
+from arc_scaleset.controllers.metrics import DeletedReason
+from arc_scaleset.controllers.reconcile_pass import ObjectMemory, Phase, gather, run_phases
 from arc_scaleset.controllers.runner_github import RunnerClients, remove_registration
-from arc_scaleset.github import ActionsClient, GitHubError, RunnerExists
-from arc_scaleset.kube.client import PatchType
 from arc_scaleset.kube.conditions import format_time
 from arc_scaleset.kube.controller import Controller, Request, Result
-from arc_scaleset.kube.errors import AlreadyExists, Forbidden, Invalid, NotFound
 from arc_scaleset.kube.informer import Object
 from arc_scaleset.kube.resources import PODS, SECRETS
 from arc_scaleset.kube.retry import update_with_retry
 from arc_scaleset.kube.views import ObjectView
 from arc_scaleset.kube.workqueue import RateLimiter
 
-log = logging.getLogger(__name__)
-
 CONTROLLER_NAME: Final = "ephemeralrunner"
-QUOTA_EXCEEDED_MARKER: Final = "exceeded quota:"
 QUOTA_GIVE_UP_AFTER: Final = timedelta(minutes=10)
 POD_EXISTS_REQUEUE: Final = 5.0
 QUOTA_REQUEUE: Final = 30.0
-NAME_COLLISION_REQUEUE: Final = 1.0
 REGISTRATION_STATUS_DELAY: Final = 5.0
-"""Seconds a new runner's ID waits to be written together with its pod's first state (step 6). A runner
+"""Seconds a new runner's ID waits to be written together with its pod's first state (step 8). A runner
 without a recorded ID is not yet a candidate for scale-down, so this is also how long that can wait."""
 _FINALIZERS: Final = (EPHEMERAL_RUNNER_FINALIZER, EPHEMERAL_RUNNER_REGISTRATION_FINALIZER)
 
@@ -107,15 +96,19 @@ class EphemeralRunnerReconciler:
         self._runners = ctx.cache(EPHEMERAL_RUNNERS)
         self._pods = ctx.cache(PODS)
         self.clients = RunnerClients(ctx.github, clock=ctx.clock)
-        self.memory = RunnerMemory(clock=ctx.clock, pod_wait=POD_EXISTS_REQUEUE)
-        self.retrying: dict[str, str] = {}
-        """Runner UID -> UID of the pod this process deleted to retry it. Our caches may show the pod gone
-        before they show our own status write (two watch streams), so "the pod vanished while Running" must
-        not be mistaken for a lost pod when we deleted it ourselves."""
-        self.finalized: dict[str, str] = {}
-        """Key -> UID of a runner whose deletion path this process completed (our finalizers removed). Its pod's
-        and Secret's deletion events arrive before the cache shows the runner gone; without this, each of them
-        ran the whole path again: a GitHub call, two deletes and a read per event (issue 20)."""
+        self._new_slot = functools.partial(RunnerMemory, clock=ctx.clock, pod_wait=POD_EXISTS_REQUEUE)
+        self.memory = ObjectMemory(self._new_slot)
+        self._phases: tuple[Phase[RunnerPass], ...] = (
+            self._deleting,
+            self._own_writes,
+            self._done,
+            self._finalizers,
+            self._awaiting_pod,
+            register,
+            self._failures,
+            self._create_pod,
+            self._follow_pod,
+        )
 
     def controller(self, *, rate_limiter: RateLimiter | None = None) -> Controller:
         return Controller(
@@ -131,396 +124,252 @@ class EphemeralRunnerReconciler:
         )
 
     async def reconcile(self, request: Request) -> Result:
-        er = self._runners.get(request.namespace, request.name)
-        key = str(request)
+        er = gather(self._runners, self.memory, request)
         if er is None:
-            self.memory.forget(key)
-            self.finalized.pop(key, None)
             return Result()
         view = EphemeralRunnerView(er)
-        if view.is_deleting:
-            self.retrying.pop(view.uid, None)
-            self.memory.forget(key)
-            if self.finalized.get(key) == view.uid:
-                return Result()
-            result = await finalize_runner(self._ctx, er, clients=self.clients)
-            if result.requeue_after is None:
-                self.finalized[key] = view.uid
-            return result
-        status = self.memory.status(key, view.uid, view.resource_version, view.status)
-        if status.get("phase") in DONE_PHASES:
-            self.memory.forget(key)
-            await cleanup_runner_resources(self._kube, er, pod=self._pods.get(request.namespace, request.name))
+        pod = self._pods.get(request.namespace, request.name)
+        scope = RunnerPass(request, view, pod, self.memory.slot(request, view.uid), self._ctx, self.clients)
+        try:
+            result = await run_phases(scope, self._phases)
+        finally:
+            await scope.write_status()
+        for action in scope.then:
+            await action()
+        return scope.requeue_for_deferred(result)
+
+    def _forget(self, scope: RunnerPass) -> None:
+        """Forget the runner (being deleted, or done); what the rest of this pass notes is not kept."""
+        self.memory.forget(scope.request)
+        scope.slot = self._new_slot()
+
+    # -- phases -----------------------------------------------------------------------------------------
+
+    async def _deleting(self, scope: RunnerPass) -> Result | None:
+        if not scope.runner.is_deleting:
+            return None
+        if scope.slot.finalized:
             return Result()
-        if status is not view.status:
-            er = {**er, "status": status}
-        if not all(view.has_finalizer(f) for f in _FINALIZERS):
-            await self._add_finalizers(er)
-        return await _RunnerPass(self, er).run()
-
-    async def _add_finalizers(self, er: Object) -> None:
-        def add(current: dict[str, Any]) -> dict[str, Any] | None:
-            meta = current.setdefault("metadata", {})
-            present = list(meta.get("finalizers") or [])
-            missing = [f for f in _FINALIZERS if f not in present]
-            if not missing:
-                return None
-            meta["finalizers"] = present + missing
-            return current
-
-        view = ObjectView(er)
-        await update_with_retry(
-            self._kube, EPHEMERAL_RUNNERS, view.name, namespace=view.namespace, mutate=add, clock=self._ctx.clock
-        )
-
-
-class _RunnerPass:
-    """One reconcile of a live, not-done EphemeralRunner: gathers status changes, writes them once."""
-
-    def __init__(self, owner: EphemeralRunnerReconciler, er: Object) -> None:
-        self._ctx = owner._ctx
-        self._kube = owner._kube
-        self._er = er
-        # The runner as this pass knows it: the cached object, with the status as this process last made it.
-        self._view = EphemeralRunnerView(er)
-        self._name = self._view.name
-        self._namespace = self._view.namespace
-        self._key = f"{self._namespace}/{self._name}"
-        self._pod = owner._pods.get(self._namespace, self._name)
-        self._retrying = owner.retrying
-        self._memory = owner.memory
-        self._clients = owner.clients
-        self._uid = self._view.uid
-        self._resource_version = self._view.resource_version
-        self._changes: dict[str, Any] = {}
-        self._client: ActionsClient | None = None
-
-    # -- the pass ---------------------------------------------------------------------------------------
-
-    async def run(self) -> Result:
-        result = await self._run()
-        deferred, remaining = self._memory.deferred_status(self._key, self._uid)
-        if not deferred:
-            return result
-        if remaining <= 0:
-            await self._flush()
-            return result
-        if result.requeue_after is None or result.requeue_after > remaining:
-            return Result(requeue_after=remaining)
+        self._forget(scope)
+        result = await finalize_runner(self._ctx, scope.runner.raw, clients=self.clients)
+        if result.requeue_after is None:
+            self.memory.slot(scope.request, scope.runner.uid).finalized = True
         return result
 
-    async def _run(self) -> Result:
-        runner_id = self._view.runner_id
-        pod_wait = self._memory.awaiting_pod(self._key, self._uid, cached=self._pod is not None)
-        if pod_wait > 0 and runner_id:
+    async def _own_writes(self, scope: RunnerPass) -> Result | None:
+        cached = scope.runner
+        status = scope.slot.status(cached.resource_version, cached.status)
+        if status is not cached.status:
+            scope.runner = EphemeralRunnerView({**cached.raw, "status": status})
+        scope.runner_id = scope.runner.runner_id
+        return None
+
+    async def _done(self, scope: RunnerPass) -> Result | None:
+        if scope.runner.phase not in DONE_PHASES:
+            return None
+        self._forget(scope)
+        await cleanup_runner_resources(self._kube, scope.runner.raw, pod=scope.pod)
+        return Result()
+
+    async def _finalizers(self, scope: RunnerPass) -> Result | None:
+        if not all(scope.runner.has_finalizer(f) for f in _FINALIZERS):
+            await update_with_retry(
+                self._kube,
+                EPHEMERAL_RUNNERS,
+                scope.name,
+                namespace=scope.namespace,
+                mutate=_add_finalizers,
+                clock=self._ctx.clock,
+            )
+        return None
+
+    async def _awaiting_pod(self, scope: RunnerPass) -> Result | None:
+        pod_wait = scope.slot.awaiting_pod(cached=scope.pod is not None)
+        if pod_wait > 0 and scope.runner_id:
             # We created the pod a moment ago and our cache has not shown it yet: its event wakes us.
             return Result(requeue_after=pod_wait)
-        new_secret: dict[str, Any] | None = None
-        if self._pod is None or runner_id == 0 or self._memory.secret_unconfirmed(self._key, self._uid):
-            ensured = await self._ensure_jit_secret()
-            if isinstance(ensured, Result):
-                return ensured
-            if isinstance(ensured, tuple):
-                ensured, new_secret = ensured
-            if runner_id != ensured:
-                runner_id = ensured
-                self._changes.update(runnerId=ensured, runnerName=self._name)
+        return None
 
-        if failure_count(self._er) > MAX_FAILURES:
-            await self._event("Warning", "TooManyFailures", f"the runner pod failed {failure_count(self._er)} times")
-            await self._delete_runner(DeletedReason.FAILED)
-            return Result()
+    async def _failures(self, scope: RunnerPass) -> Result | None:
+        failures = failure_count(scope.runner.raw)
+        if failures <= MAX_FAILURES:
+            return None
+        await scope.event("Warning", "TooManyFailures", f"the runner pod failed {failures} times")
+        await scope.delete_runner(DeletedReason.FAILED)
+        return Result()
 
-        if self._pod is None:
-            return await self._without_pod(runner_id, new_secret=new_secret)
-        return await self._with_pod(runner_id, self._pod)
-
-    async def _without_pod(self, runner_id: int, *, new_secret: dict[str, Any] | None = None) -> Result:
-        """Create the pod (and ``new_secret``, the JIT Secret of a fresh registration, when given)."""
-        if self._view.phase == EphemeralRunnerPhase.RUNNING and self._uid not in self._retrying:
+    async def _create_pod(self, scope: RunnerPass) -> Result | None:
+        """No pod: create it (and the JIT Secret of a fresh registration, when the registration gave one)."""
+        if scope.pod is not None:
+            return None
+        if scope.runner.phase == EphemeralRunnerPhase.RUNNING and scope.slot.retrying_pod is None:
             # The runner had been seen running and the pod is gone without us deleting it (we set the
             # phase back to Pending whenever we delete a pod to retry): node lost and pod garbage-collected,
             # or deleted by hand. The registration may be mid-job on a dead runner: terminal.
-            await self._lost(Outcome(Verdict.LOST, reason="PodDeleted", message="the runner pod disappeared"))
+            await self._lost(scope, Outcome(Verdict.LOST, reason="PodDeleted", message="the runner pod disappeared"))
             return Result()
-        wait = backoff_remaining(self._er, now=self._ctx.clock.now())
+        wait = backoff_remaining(scope.runner.raw, now=self._ctx.clock.now())
         if wait > 0:
-            await self._flush()
             return Result(requeue_after=wait)
-        pod = desired_runner_pod(self._er, runner_id=runner_id, version=self._ctx.settings.build_version)
-        if not self._view.phase:
-            self._changes["phase"] = EphemeralRunnerPhase.PENDING
+        pod = desired_runner_pod(scope.runner.raw, runner_id=scope.runner_id, version=self._ctx.settings.build_version)
+        if not scope.runner.phase:
+            scope.changes["phase"] = EphemeralRunnerPhase.PENDING
         # The pod and its JIT Secret do not depend on each other at the API server: send both at once.
         created, secret_error = await asyncio.gather(
-            self._kube.create(PODS, pod), self._create_new_secret(new_secret), return_exceptions=True
+            self._kube.create(PODS, pod), self._create_new_secret(scope), return_exceptions=True
         )
-        if secret_error is not None:
-            return await self._secret_failed(secret_error, created, runner_id)
-        if isinstance(created, Invalid | Forbidden):
-            # ARC's wording (reason InvalidPod, "Failed to create the pod: " + the API server's message), which
-            # tooling matches; the API server's message alone, never our request line.
-            if isinstance(created, Forbidden) and QUOTA_EXCEEDED_MARKER in created.message:
-                return await self._quota_exceeded(created.message)
-            message = f"Failed to create the pod: {created.message}"
-            await self._event("Warning", "InvalidPod", message)
-            await self._mark_done(EphemeralRunnerPhase.FAILED, "InvalidPod", message, runner_id)
-            return Result()
-        # Step 6: the status changes wait for the pod's first state (see REGISTRATION_STATUS_DELAY).
-        changes, self._changes = self._changes, {}
-        self._memory.defer_status(self._key, self._uid, changes, for_seconds=REGISTRATION_STATUS_DELAY)
-        if isinstance(created, AlreadyExists):
-            # Our cache has not seen the pod yet (or someone else holds the name): look again shortly.
-            return Result(requeue_after=POD_EXISTS_REQUEUE)
-        if isinstance(created, BaseException):
-            raise created
-        self._retrying.pop(self._uid, None)
-        self._memory.created_pod(self._key, self._uid)
-        return Result()
+        return await self._created(scope, creation_outcome(created, secret_error))
 
-    async def _with_pod(self, runner_id: int, pod: Object) -> Result:
-        if self._retrying.get(self._uid) == ObjectView(pod).uid:
-            await self._flush()  # the pod we deleted to retry, still on its way out
-            return Result()
+    async def _follow_pod(self, scope: RunnerPass) -> Result | None:
+        """A pod: act on its verdict."""
+        pod = scope.pod
+        if pod is None:
+            return None
+        if scope.slot.retrying_pod == ObjectView(pod).uid:
+            return Result()  # the pod we deleted to retry, still on its way out
         outcome = pod_outcome(
             pod,
-            has_job=self._view.has_job,
-            runner_phase=self._view.phase,
+            has_job=scope.runner.has_job,
+            runner_phase=scope.runner.phase,
             now=self._ctx.clock.now(),
             pending_timeout=self._ctx.settings.runner_pending_timeout,
         )
+        return await self._act(scope, pod, outcome)
+
+    # -- executing the outcomes -------------------------------------------------------------------------
+
+    async def _created(self, scope: RunnerPass, creation: Creation) -> Result:
+        match creation.outcome:
+            case Created.SECRET_EXISTS | Created.SECRET_FAILED:
+                return await self._secret_failed(scope, creation)
+            case Created.QUOTA_EXCEEDED:
+                return await self._quota_exceeded(scope, creation.message)
+            case Created.INVALID:
+                await scope.event("Warning", "InvalidPod", creation.message)
+                await self._mark_done(scope, EphemeralRunnerPhase.FAILED, "InvalidPod", creation.message)
+                return Result()
+        # Step 8: the status changes wait for the pod's first state (see REGISTRATION_STATUS_DELAY).
+        changes, scope.changes = scope.changes, {}
+        scope.slot.defer_status(changes, for_seconds=REGISTRATION_STATUS_DELAY)
+        if creation.outcome is Created.POD_EXISTS:
+            # Our cache has not seen the pod yet (or someone else holds the name): look again shortly.
+            return Result(requeue_after=POD_EXISTS_REQUEUE)
+        if creation.error is not None:
+            raise creation.error
+        scope.slot.retrying_pod = None
+        scope.slot.created_pod()
+        return Result()
+
+    async def _act(self, scope: RunnerPass, pod: Object, outcome: Outcome) -> Result:
+        runner = scope.runner
         match outcome.verdict:
             case Verdict.WAIT:
-                await self._flush()
                 return Result(requeue_after=outcome.recheck_after)
             case Verdict.MIRROR:
-                if outcome.phase != self._view.phase or outcome.ready != self._view.ready:
-                    self._changes.update(
+                if outcome.phase != runner.phase or outcome.ready != runner.ready:
+                    scope.changes.update(
                         phase=outcome.phase, ready=outcome.ready, reason=outcome.reason, message=outcome.message
                     )
-                await self._flush()
                 return Result(requeue_after=outcome.recheck_after)
             case Verdict.SUCCEEDED:
-                self._changes.update(
+                scope.changes.update(
                     phase=EphemeralRunnerPhase.SUCCEEDED, ready=False, reason=outcome.reason, message=outcome.message
                 )
-                await self._flush()
-                await self._delete_runner(DeletedReason.SUCCEEDED)
+                scope.then.append(functools.partial(scope.delete_runner, DeletedReason.SUCCEEDED))
             case Verdict.OUTDATED:
-                await self._mark_done(EphemeralRunnerPhase.OUTDATED, "Outdated", outcome.message, runner_id)
+                await self._mark_done(scope, EphemeralRunnerPhase.OUTDATED, "Outdated", outcome.message)
             case Verdict.CANNOT_START:
-                await self._event("Warning", outcome.reason, outcome.message)
-                await self._mark_done(EphemeralRunnerPhase.FAILED, outcome.reason, outcome.message, runner_id)
+                await scope.event("Warning", outcome.reason, outcome.message)
+                await self._mark_done(scope, EphemeralRunnerPhase.FAILED, outcome.reason, outcome.message)
             case Verdict.RETRY:
-                await self._retry_pod(pod, outcome)
+                await self._retry_pod(scope, ObjectView(pod), outcome)
             case Verdict.DELETE_RUNNER:
-                await self._event("Warning", "RunnerPodFailed", f"{outcome.message}; the job it ran is lost")
-                await self._delete_runner(DeletedReason.POD_FAILED)
-                await self._best_effort_remove(runner_id)
+                await scope.event("Warning", "RunnerPodFailed", f"{outcome.message}; the job it ran is lost")
+                await scope.delete_runner(DeletedReason.POD_FAILED)
+                await scope.best_effort_remove(scope.runner_id)
             case Verdict.LOST:
-                await self._lost(outcome)
+                await self._lost(scope, outcome)
         return Result()
 
-    # -- JIT registration -------------------------------------------------------------------------------
-
-    async def _ensure_jit_secret(self) -> int | tuple[int, dict[str, Any]] | Result:
-        """The runner ID from the JIT Secret, registering the runner first when there is no Secret.
-
-        The first attempt in this process registers without reading the Secret: a Secret can only exist if
-        the runner was registered before, and then the service answers RunnerExists and we read it.
-        For a fresh runner without a pod (no phase, no failures), the new Secret is returned with the ID,
-        not created: the pod step creates it together with the pod.
-        """
-        first = self._memory.first_registration(self._key, self._uid)
-        if not first:
-            existing = await self._secret_runner_id()
-            if existing is not None:
-                return existing
-
-        client = await self._github()
-        scale_set_id = self._view.runner_scale_set_id
-        try:
-            jit = await client.generate_jit_runner_config(
-                scale_set_id, name=self._name, work_folder=runner_work_folder(self._er)
-            )
-        except RunnerExists:
-            if first:
-                # Registered by an earlier process, which may have stored the config before it stopped.
-                existing = await self._secret_runner_id()
-                if existing is not None:
-                    return existing
-            return await self._name_collision(client, scale_set_id)
-        secret_body = desired_jit_secret(
-            self._er,
-            encoded_jit_config=jit.encoded_jit_config,
-            runner_id=jit.runner.id,
-            runner_name=jit.runner.name or self._name,
-            scale_set_id=scale_set_id,
-        )
-        fresh = not self._view.phase and not self._view.failures
-        if self._pod is None and fresh:
-            return jit.runner.id, secret_body
-        try:
-            await self._kube.create(SECRETS, secret_body)
-        except AlreadyExists:
-            # Only this runner's reconcile writes this name, one at a time: a leftover from an earlier
-            # registration. Use what it holds next time, and give back the registration made just now.
-            await self._best_effort_remove(jit.runner.id)
-            return Result(requeue_after=NAME_COLLISION_REQUEUE)
-        return jit.runner.id
-
-    async def _create_new_secret(self, body: dict[str, Any] | None) -> BaseException | None:
-        """Create the JIT Secret ``body`` (if any); the error instead of raising it."""
-        if body is None:
+    async def _create_new_secret(self, scope: RunnerPass) -> BaseException | None:
+        """Create the JIT Secret of a fresh registration (if any); the error instead of raising it."""
+        if scope.new_secret is None:
             return None
-        self._memory.set_secret_unconfirmed(self._key, self._uid, True)
+        scope.slot.secret_unconfirmed = True
         try:
-            await self._kube.create(SECRETS, body)
+            await self._kube.create(SECRETS, scope.new_secret)
         except Exception as exc:  # every failure is _secret_failed's to judge, after the other writes
             return exc
-        self._memory.set_secret_unconfirmed(self._key, self._uid, False)
+        scope.slot.secret_unconfirmed = False
         return None
 
-    async def _secret_failed(self, error: BaseException, created: object, runner_id: int) -> Result:
-        """The JIT Secret of a fresh registration was not created, while the pod and status writes may
-        have landed. The runner's next pass reads the Secret before it trusts the status's runner ID."""
-        if isinstance(error, AlreadyExists):
+    async def _secret_failed(self, scope: RunnerPass, creation: Creation) -> Result:
+        """The JIT Secret of a fresh registration was not created, while the pod may have been. The step's
+        status changes are dropped: the runner's next pass reads the Secret before it trusts the status."""
+        scope.changes = {}
+        if creation.outcome is Created.SECRET_EXISTS:
             # A leftover of an earlier registration: the pod names it, so it may stay; the next pass reads
             # the Secret and records its runner ID. Give back the registration made just now.
-            if not isinstance(created, BaseException):
-                self._memory.created_pod(self._key, self._uid)
-            await self._best_effort_remove(runner_id)
+            if creation.pod_created:
+                scope.slot.created_pod()
+            await scope.best_effort_remove(scope.runner_id)
             return Result(requeue_after=NAME_COLLISION_REQUEUE)
-        if not isinstance(created, BaseException):
+        if creation.pod_created:
             # A pod must never wait for a Secret nobody will create: take it back.
             with contextlib.suppress(Exception):
-                await self._kube.delete(PODS, self._name, namespace=self._namespace, missing_ok=True)
-        raise error
+                await self._kube.delete(PODS, scope.name, namespace=scope.namespace, missing_ok=True)
+        assert creation.error is not None  # SECRET_FAILED carries it
+        raise creation.error
 
-    async def _secret_runner_id(self) -> int | Result | None:
-        """The runner ID the JIT Secret records; ``None`` without a Secret; a requeue after deleting an
-        unusable one."""
-        try:
-            secret = await self._kube.get(SECRETS, self._name, namespace=self._namespace)
-        except NotFound:
-            return None
-        runner_id = secret_runner_id(secret)
-        if runner_id is not None:
-            return runner_id
-        log.warning("JIT secret %s/%s has no usable runnerId; deleting it to register again", self._namespace,
-                    self._name)  # fmt: skip
-        await self._kube.delete(SECRETS, self._name, namespace=self._namespace, missing_ok=True)
-        return Result(requeue_after=NAME_COLLISION_REQUEUE)
-
-    async def _name_collision(self, client: ActionsClient, scale_set_id: int) -> Result:
-        existing = await client.get_runner_by_name(self._name)
-        if existing is None:
-            return Result(requeue_after=NAME_COLLISION_REQUEUE)
-        if existing.runner_scale_set_id == scale_set_id:
-            # Our own earlier registration whose Secret was lost: remove it and register again.
-            await remove_registration(client, existing.id)
-            return Result(requeue_after=NAME_COLLISION_REQUEUE)
-        await self._event(
-            "Warning",
-            "RunnerNameTaken",
-            f"a runner named {self._name} is registered in another scale set ({existing.runner_scale_set_id});"
-            " deleting this EphemeralRunner",
-        )
-        await self._delete_runner(DeletedReason.NAME_TAKEN)
-        return Result()
-
-    async def _github(self) -> ActionsClient:
-        if self._client is None:
-            try:
-                self._client = await self._clients.client_for(namespace=self._namespace, spec=self._view.spec)
-            except ConfigurationError as exc:
-                await self._event("Warning", exc.reason, exc.message)
-                if self._view.reason != exc.reason or self._view.message != exc.message:
-                    self._changes.update(reason=exc.reason, message=exc.message)
-                await self._flush()
-                raise
-        return self._client
-
-    # -- actions ----------------------------------------------------------------------------------------
-
-    async def _mark_done(self, phase: EphemeralRunnerPhase, reason: str, message: str, runner_id: int) -> None:
+    async def _mark_done(self, scope: RunnerPass, phase: EphemeralRunnerPhase, reason: str, message: str) -> None:
         """Failed or Outdated: record it, then unregister (the runner will never run a job)."""
-        self._changes.update(phase=phase, reason=reason, message=message, ready=False)
-        await self._flush()
-        if runner_id:
-            await remove_registration(await self._github(), runner_id)
+        scope.changes.update(phase=phase, reason=reason, message=message, ready=False)
+        if scope.runner_id:
+            scope.then.append(functools.partial(remove_registration, await scope.github(), scope.runner_id))
 
-    async def _retry_pod(self, pod: Object, outcome: Outcome) -> None:
-        pod_view = ObjectView(pod)
-        uid = pod_view.uid
-        failures = self._view.failures
-        if uid and uid not in failures:
-            self._changes["failures"] = {uid: format_time(self._ctx.clock.now())}
-            await self._event(
+    async def _retry_pod(self, scope: RunnerPass, pod: ObjectView, outcome: Outcome) -> None:
+        failures = scope.runner.failures
+        if pod.uid and pod.uid not in failures:
+            scope.changes["failures"] = {pod.uid: format_time(self._ctx.clock.now())}
+            await scope.event(
                 "Warning", "RunnerPodFailed", f"{outcome.message}; retrying ({len(failures) + 1} of {MAX_FAILURES})"
             )
         # Pending again: the next pod is not running yet, and a missing pod then means "recreate" rather
         # than "lost".
-        self._changes.update(ready=False, reason=outcome.reason, message=outcome.message,
-                             phase=EphemeralRunnerPhase.PENDING)  # fmt: skip
+        scope.changes.update(
+            ready=False, reason=outcome.reason, message=outcome.message, phase=EphemeralRunnerPhase.PENDING
+        )
         # Status first, then the pod: after a crash in between, the runner reads Pending with the failure
         # recorded, and the failed pod is still there to be retried again.
-        await self._flush()
-        self._retrying[self._uid] = uid
-        if not pod_view.is_deleting:
-            await self._kube.delete(PODS, self._name, namespace=self._namespace, missing_ok=True)
+        scope.then.append(functools.partial(self._delete_retried_pod, scope, pod))
 
-    async def _lost(self, outcome: Outcome) -> None:
-        await self._event("Warning", outcome.reason or "RunnerLost", f"{outcome.message}; deleting the runner")
-        await self._delete_runner(DeletedReason.LOST)
+    async def _delete_retried_pod(self, scope: RunnerPass, pod: ObjectView) -> None:
+        scope.slot.retrying_pod = pod.uid
+        if not pod.is_deleting:
+            await self._kube.delete(PODS, scope.name, namespace=scope.namespace, missing_ok=True)
 
-    async def _quota_exceeded(self, message: str) -> Result:
-        created = self._view.creation_timestamp
+    async def _lost(self, scope: RunnerPass, outcome: Outcome) -> None:
+        await scope.event("Warning", outcome.reason or "RunnerLost", f"{outcome.message}; deleting the runner")
+        await scope.delete_runner(DeletedReason.LOST)
+
+    async def _quota_exceeded(self, scope: RunnerPass, message: str) -> Result:
+        created = scope.runner.creation_timestamp
         if created is not None and self._ctx.clock.now() - created > QUOTA_GIVE_UP_AFTER:
-            await self._event("Warning", "QuotaExceeded", f"{message}; giving up after 10 minutes")
-            await self._delete_runner(DeletedReason.QUOTA)
+            await scope.event("Warning", "QuotaExceeded", f"{message}; giving up after 10 minutes")
+            await scope.delete_runner(DeletedReason.QUOTA)
             return Result()
-        await self._event("Warning", "QuotaExceeded", message)
-        await self._flush()
+        await scope.event("Warning", "QuotaExceeded", message)
         return Result(requeue_after=QUOTA_REQUEUE)
 
-    async def _best_effort_remove(self, runner_id: int) -> None:
-        try:
-            await remove_registration(await self._github(), runner_id)
-        except (GitHubError, ConfigurationError) as exc:
-            log.info("could not remove runner %s of %s/%s now (the finalizer retries): %s", runner_id,
-                     self._namespace, self._name, exc)  # fmt: skip
 
-    async def _delete_runner(self, reason: str) -> None:
-        """Delete the runner; counted in ``gha_controller_ephemeral_runners_deleted_total`` with ``reason``."""
-        await self._kube.delete(EPHEMERAL_RUNNERS, self._name, namespace=self._namespace, missing_ok=True)
-        self._ctx.metrics.count_deleted(runner_set_labels(self._er), reason, runner=f"{self._namespace}/{self._name}")
-
-    async def _event(self, type_: str, reason: str, note: str) -> None:
-        await self._ctx.events.event(self._er, type="Warning" if type_ == "Warning" else "Normal",
-                                     reason=reason, note=note, action="Reconcile")  # fmt: skip
-
-    async def _flush(self) -> None:
-        """Write the status changes gathered in this pass (one merge patch), if any, together with the
-        changes held back by an earlier pass (step 6); those alone are written only once they are due."""
-        deferred, remaining = self._memory.deferred_status(self._key, self._uid)
-        if not self._changes and (not deferred or remaining > 0):
-            return
-        changes = {**deferred, **self._changes}  # this pass's changes win (a phase beats the held-back Pending)
-        self._changes = {}
-        with contextlib.suppress(NotFound):
-            await self._kube.patch(
-                EPHEMERAL_RUNNERS,
-                self._name,
-                {"status": changes},
-                namespace=self._namespace,
-                patch_type=PatchType.MERGE,
-                subresource="status",
-            )
-            self._memory.wrote_status(self._key, self._uid, self._resource_version, changes)
-            self._memory.deferred_written(self._key, self._uid)
-            if "phase" in changes and changes["phase"] != self._view.phase:
-                # Counted where the transition is written: once per runner (a done runner is not rewritten).
-                self._ctx.metrics.count_done(str(changes["phase"]), runner_set_labels(self._er))
+def _add_finalizers(current: dict[str, Any]) -> dict[str, Any] | None:
+    meta = current.setdefault("metadata", {})
+    present = list(meta.get("finalizers") or [])
+    missing = [f for f in _FINALIZERS if f not in present]
+    if not missing:
+        return None
+    meta["finalizers"] = present + missing
+    return current
 
 
 def setup_ephemeral_runner_controller(ctx: ControllerContext, *, rate_limiter: RateLimiter | None = None) -> Controller:
