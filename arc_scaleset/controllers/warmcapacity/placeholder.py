@@ -32,10 +32,6 @@ def placeholder_pod(
     """The placeholder pod ``name`` of ``shape``'s pool; nothing in it comes from a runner template but the
     shape (requests, image, node selection). ``avoid_node``: the node a preempted predecessor held room on, which
     this one must not take back from the runner that preempted it (:func:`node_affinity`)."""
-    requests = shape.requests_map()
-    # Limits equal to the requests: what extended resources require anyway, and what keeps a LimitRange's default
-    # limits (below a runner's requests, in a namespace sized for listeners) from making the pod invalid.
-    resources: dict[str, Any] = {"requests": requests, "limits": dict(requests)} if requests else {}
     spec: dict[str, Any] = {
         "priorityClassName": priority_class,
         "automountServiceAccountToken": False,
@@ -48,20 +44,7 @@ def placeholder_pod(
             "runAsGroup": PLACEHOLDER_USER,
             "seccompProfile": {"type": "RuntimeDefault"},
         },
-        "containers": [
-            {
-                "name": CONTAINER_NAME,
-                "image": shape.image,
-                "imagePullPolicy": "IfNotPresent",
-                "command": list(SLEEP_COMMAND),
-                "resources": resources,
-                "securityContext": {
-                    "allowPrivilegeEscalation": False,
-                    "readOnlyRootFilesystem": True,
-                    "capabilities": {"drop": ["ALL"]},
-                },
-            }
-        ],
+        "containers": [_container(shape)],
     }
     if shape.node_selector:
         spec["nodeSelector"] = dict(shape.node_selector)
@@ -83,6 +66,26 @@ def placeholder_pod(
             "annotations": {ANNOTATION_WARM_SHAPE: shape.describe()},
         },
         "spec": spec,
+    }
+
+
+def _container(shape: RunnerShape) -> dict[str, Any]:
+    """The one container: it sleeps in the runner image with the runner's requests, and may do nothing else."""
+    requests = shape.requests_map()
+    # Limits equal to the requests: what extended resources require anyway, and what keeps a LimitRange's default
+    # limits (below a runner's requests, in a namespace sized for listeners) from making the pod invalid.
+    resources: dict[str, Any] = {"requests": requests, "limits": dict(requests)} if requests else {}
+    return {
+        "name": CONTAINER_NAME,
+        "image": shape.image,
+        "imagePullPolicy": "IfNotPresent",
+        "command": list(SLEEP_COMMAND),
+        "resources": resources,
+        "securityContext": {
+            "allowPrivilegeEscalation": False,
+            "readOnlyRootFilesystem": True,
+            "capabilities": {"drop": ["ALL"]},
+        },
     }
 
 

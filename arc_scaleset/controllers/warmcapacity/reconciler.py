@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-from collections import OrderedDict, defaultdict, deque
+from collections import OrderedDict, defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Final
@@ -33,9 +33,9 @@ import pydantic
 
 from arc_scaleset.api.autoscalingrunnerset import AUTOSCALING_RUNNER_SETS
 from arc_scaleset.api.constants import EPHEMERAL_RUNNERS
-from arc_scaleset.api.keys import LABEL_SCALE_SET_NAME
 from arc_scaleset.api.warm_capacity import LABEL_WARM_POOL, WarmCapacity
 from arc_scaleset.controllers.context import ControllerContext
+from arc_scaleset.controllers.warmcapacity.arrivals import JobArrivals, job_appeared
 from arc_scaleset.controllers.warmcapacity.forecast import forecast_runners
 from arc_scaleset.controllers.warmcapacity.metrics import WarmPoolMetrics
 from arc_scaleset.controllers.warmcapacity.placeholder import bound_violations, placeholder_pod
@@ -78,8 +78,6 @@ end on minutes, and arrivals come without any event on the pool."""
 CONFLICT_RETRY_SECONDS: Final = 0.5
 PREEMPTIONS_REMEMBERED: Final = 10_000
 """Preempted placeholders (UIDs) remembered, so one told twice (an update, then its deletion) counts once."""
-ARRIVALS_KEPT: Final = 10_000
-"""Job arrivals remembered per scale set (the forecast's history), oldest dropped first."""
 
 
 class PlaceholdersRefusedError(RuntimeError):
@@ -123,35 +121,6 @@ def scale_set_keys(obj: Object) -> Iterable[Request]:
     wants = warm_capacity_of(obj) is not None and not view.is_deleting
     told = get_condition(view.status.get("conditions"), CONDITION_WARM_CAPACITY) is not None
     return (Request(view.namespace, view.name),) if wants or told else ()
-
-
-class ArrivalLog:
-    """When each scale set's runners were asked for (its EphemeralRunners' creation), for the forecast. In memory:
-    a restarted controller forecasts from what it sees again."""
-
-    def __init__(self) -> None:
-        self._seen: dict[tuple[str, str], dict[str, dt.datetime]] = defaultdict(dict)
-        self._order: dict[tuple[str, str], deque[str]] = defaultdict(deque)
-
-    def record(self, runner: Object) -> Iterable[Request]:
-        """Remember ``runner``'s creation (once per UID); a :data:`~arc_scaleset.kube.controller.MapFunc` that
-        queues nothing (pools that forecast are looked at every minute)."""
-        view = ObjectView(runner)
-        scale_set = view.labels.get(LABEL_SCALE_SET_NAME)
-        created = view.creation_timestamp
-        if not scale_set or created is None or not view.uid:
-            return ()
-        key = (view.namespace, scale_set)
-        seen = self._seen[key]
-        if view.uid not in seen:
-            seen[view.uid] = created
-            self._order[key].append(view.uid)
-            if len(self._order[key]) > ARRIVALS_KEPT:
-                seen.pop(self._order[key].popleft(), None)
-        return ()
-
-    def arrivals(self, namespace: str, name: str) -> list[dt.datetime]:
-        return sorted(self._seen.get((namespace, name), {}).values())
 
 
 class PlaceholderSource:
@@ -217,7 +186,7 @@ class WarmPoolReconciler:
             ctx.kube, PODS, namespace=self.namespace, label_selector=LABEL_WARM_POOL, clock=ctx.clock, transform=compact
         )
         self.metrics = WarmPoolMetrics(ctx.manager.registry, enabled=ctx.settings.metrics_enabled)
-        self.arrivals = ArrivalLog()
+        self.arrivals = JobArrivals(ctx.clock)
         # Preemptions seen (placeholder UIDs, per pool) and not yet told, and each pool's size last told.
         self._preemptions: dict[str, dict[str, None]] = defaultdict(dict)
         self._told: OrderedDict[str, None] = OrderedDict()
@@ -231,7 +200,7 @@ class WarmPoolReconciler:
             AUTOSCALING_RUNNER_SETS,
             self.reconcile,
             primary_keys=scale_set_keys,
-            watches=[Watch(EPHEMERAL_RUNNERS, self.arrivals.record, on_update_if=lambda old, new: False)],
+            watches=[Watch(EPHEMERAL_RUNNERS, self.arrivals.record, on_update_if=job_appeared)],
             sources=[PlaceholderSource(self.placeholders, self._note_preemption)],
             rate_limiter=rate_limiter,
             clock=self.ctx.clock,
@@ -313,7 +282,7 @@ class WarmPoolReconciler:
         warm, view = member.warm, ObjectView(member.obj)
         forecast = 0
         if warm.forecast:
-            forecast = forecast_runners(self.arrivals.arrivals(view.namespace, view.name), now)
+            forecast = forecast_runners(self.arrivals.arrivals(view.namespace, view.name, now), now)
         return member_want(
             member.key,
             runners=warm.runners,
