@@ -33,7 +33,13 @@ import pydantic
 
 from arc_scaleset.api.autoscalingrunnerset import AUTOSCALING_RUNNER_SETS
 from arc_scaleset.api.constants import EPHEMERAL_RUNNERS
-from arc_scaleset.api.warm_capacity import LABEL_WARM_POOL, WarmCapacity
+from arc_scaleset.api.warm_capacity import (
+    CONDITION_WARM_CAPACITY,
+    EVENT_WARM_PLACEHOLDER_PREEMPTED,
+    EVENT_WARM_POOL_RESIZED,
+    LABEL_WARM_POOL,
+    WarmCapacity,
+)
 from arc_scaleset.controllers.context import ControllerContext
 from arc_scaleset.controllers.warmcapacity.arrivals import JobArrivals, job_appeared
 from arc_scaleset.controllers.warmcapacity.forecast import forecast_runners
@@ -50,6 +56,7 @@ from arc_scaleset.controllers.warmcapacity.plan import (
     pool_size,
     preempted,
 )
+from arc_scaleset.controllers.warmcapacity.report import bound_source, preempted_note, resized_note, size_message
 from arc_scaleset.controllers.warmcapacity.schedule import scheduled_runners
 from arc_scaleset.controllers.warmcapacity.shape import RunnerShape, ShapeError, runner_shape
 from arc_scaleset.kube.conditions import ConditionStatus, get_condition, remove_condition, set_condition
@@ -65,9 +72,8 @@ log = logging.getLogger(__name__)
 
 CONTROLLER_NAME: Final = "warmcapacity"
 INDEX_WARM_POOL: Final = "warm-pool"
-CONDITION_WARM_CAPACITY: Final = "WarmCapacity"
-RESIZED: Final = "WarmPoolResized"
-PREEMPTED: Final = "WarmPlaceholderPreempted"
+RESIZED: Final = EVENT_WARM_POOL_RESIZED
+PREEMPTED: Final = EVENT_WARM_PLACEHOLDER_PREEMPTED
 SHAPE_INVALID: Final = "WarmShapeInvalid"
 SHAPE_REFUSED: Final = "WarmShapeRefused"
 PLACEHOLDERS_REFUSED: Final = "PlaceholdersRefused"
@@ -345,18 +351,13 @@ class WarmPoolReconciler:
                 message = f"warm pool {pool}: {failures[0]}"
             else:
                 status, reason, warning = "True", size.reason, False
-                message = _size_message(pool, described, len(members), size, want)
+                bounded_by = bound_source(member.warm, ObjectView(member.obj).spec.get("maxRunners"))
+                message = size_message(pool, described, len(members), size, want, bounded_by)
             conflict |= await self._tell(member.obj, status, reason, message, warning=warning)
             if told_before is not None and told_before.size != size.size and not refused:
-                await self._event(member.obj, "Normal", RESIZED, _resized_note(pool, told_before, size))
+                await self._event(member.obj, "Normal", RESIZED, resized_note(pool, told_before, size))
             if preemptions:
-                await self._event(
-                    member.obj,
-                    "Normal",
-                    PREEMPTED,
-                    f"runner pods took the room of {preemptions} placeholder(s) of warm pool {pool}; they are made "
-                    "again and wait for a node in the background",
-                )
+                await self._event(member.obj, "Normal", PREEMPTED, preempted_note(pool, preemptions))
         return conflict
 
     async def _tell(self, obj: Object, status: ConditionStatus, reason: str, message: str, *, warning: bool) -> bool:
@@ -417,23 +418,6 @@ class WarmPoolReconciler:
         self._sizes.pop(pool, None)
         self._preemptions.pop(pool, None)
         self._avoid = {name: node for name, node in self._avoid.items() if placeholder_index(pool, name) is None}
-
-
-def _size_message(pool: str, shape: str, members: int, size: PoolSize, want: MemberWant) -> str:
-    shared = f", shared by {members} scale sets" if members > 1 else ""
-    why = {
-        "Idle": "no member asks for any now",
-        "PoolCapped": f"{size.decided_by} asks for more; the controller's --warm-pool-max-placeholders caps it",
-    }.get(size.reason, f"{size.decided_by} asks for it ({size.reason.lower()})")
-    return (
-        f"warm pool {pool} ({shape}{shared}) keeps {size.size} placeholder(s): {why}; this scale set asks for "
-        f"{want.wanted} ({want.reason.lower()}, at most {want.bound})"
-    )
-
-
-def _resized_note(pool: str, before: PoolSize, after: PoolSize) -> str:
-    by = f" ({after.reason}, {after.decided_by})" if after.decided_by else f" ({after.reason})"
-    return f"warm pool {pool} now keeps {after.size} placeholder(s), was {before.size}{by}"
 
 
 def _to_next_minute(now: dt.datetime) -> float:
