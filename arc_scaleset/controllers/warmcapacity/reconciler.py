@@ -15,6 +15,8 @@ cached by an informer of their own, selected by :data:`~arc_scaleset.api.warm_ca
 manager's pod cache selects ``actions.github.com/scale-set-name``, which a placeholder never carries, so no runner
 or listener logic ever sees one (and with that selector off, they are still no runner's: no owner, no runner label).
 
+When a member's EphemeralRunnerSet ``replicas`` rises, the pass first releases as many placeholders that hold
+room on a node (:mod:`.handover`), so the runner pods to come find the room free instead of preempting for it.
 A preempted placeholder is seen when it goes (its ``DisruptionTarget`` condition, written by kube-scheduler before
 it deletes a victim), counted and told; the pass its deletion triggers creates it again under its name, Pending,
 which is what asks the node autoscaler for the next node while the runner already runs.
@@ -22,10 +24,11 @@ which is what asks the node autoscaler for the next node while the runner alread
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import logging
 from collections import OrderedDict, defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -33,6 +36,7 @@ import pydantic
 
 from arc_scaleset.api.autoscalingrunnerset import AUTOSCALING_RUNNER_SETS
 from arc_scaleset.api.constants import EPHEMERAL_RUNNERS
+from arc_scaleset.api.ephemeralrunnerset import EPHEMERAL_RUNNER_SETS
 from arc_scaleset.api.warm_capacity import (
     CONDITION_WARM_CAPACITY,
     EVENT_WARM_PLACEHOLDER_PREEMPTED,
@@ -43,6 +47,7 @@ from arc_scaleset.api.warm_capacity import (
 from arc_scaleset.controllers.context import ControllerContext
 from arc_scaleset.controllers.warmcapacity.arrivals import JobArrivals, job_appeared
 from arc_scaleset.controllers.warmcapacity.forecast import forecast_runners
+from arc_scaleset.controllers.warmcapacity.handover import ReplicaGrowth, replicas_changed, to_release
 from arc_scaleset.controllers.warmcapacity.metrics import WarmPoolMetrics
 from arc_scaleset.controllers.warmcapacity.placeholder import bound_violations, placeholder_pod
 from arc_scaleset.controllers.warmcapacity.plan import (
@@ -54,16 +59,16 @@ from arc_scaleset.controllers.warmcapacity.plan import (
     placeholder_index,
     plan_pool,
     pool_size,
-    preempted,
 )
 from arc_scaleset.controllers.warmcapacity.report import bound_source, preempted_note, resized_note, size_message
 from arc_scaleset.controllers.warmcapacity.schedule import scheduled_runners
 from arc_scaleset.controllers.warmcapacity.shape import RunnerShape, ShapeError, runner_shape
+from arc_scaleset.controllers.warmcapacity.source import PlaceholderSource
 from arc_scaleset.kube.conditions import ConditionStatus, get_condition, remove_condition, set_condition
 from arc_scaleset.kube.controller import Controller, Request, Result, Watch
 from arc_scaleset.kube.errors import AlreadyExists, Conflict, KubeError, NotFound
 from arc_scaleset.kube.failures import one_line
-from arc_scaleset.kube.informer import HandlerRegistration, Informer, Object, compact
+from arc_scaleset.kube.informer import Informer, Object, compact
 from arc_scaleset.kube.resources import PODS
 from arc_scaleset.kube.views import ObjectView
 from arc_scaleset.kube.workqueue import RateLimiter
@@ -129,46 +134,6 @@ def scale_set_keys(obj: Object) -> Iterable[Request]:
     return (Request(view.namespace, view.name),) if wants or told else ()
 
 
-class PlaceholderSource:
-    """The placeholder pods' informer (controller namespace, selected by the pool label) as a controller
-    :class:`~arc_scaleset.kube.controller.Source`: each event queues the pod's pool; a pod the scheduler preempted
-    is handed to ``on_preempted`` once, as it goes."""
-
-    def __init__(self, informer: Informer, on_preempted: Callable[[str, Object], None]) -> None:
-        self.informer = informer
-        self._on_preempted = on_preempted
-        self._registration: HandlerRegistration | None = None
-
-    def start(self, enqueue: Callable[[Request], None]) -> None:
-        def queue(pod: Object) -> None:
-            pool = ObjectView(pod).labels.get(LABEL_WARM_POOL)
-            if pool:
-                enqueue(Request("", pool))
-
-        def update(old: Object, new: Object) -> None:
-            if preempted(new) and not preempted(old):
-                self._preempted(new)
-            queue(new)
-
-        def delete(pod: Object) -> None:
-            # With a zero grace period the pod may go before any update shows the condition: the last state does.
-            self._preempted(pod)
-            queue(pod)
-
-        self._registration = self.informer.add_handler(on_add=queue, on_update=update, on_delete=delete)
-        self.informer.start()
-
-    def _preempted(self, pod: Object) -> None:
-        pool = ObjectView(pod).labels.get(LABEL_WARM_POOL)
-        if pool and preempted(pod):
-            self._on_preempted(pool, pod)
-
-    async def stop(self) -> None:
-        if self._registration is not None:
-            self._registration.remove()
-        await self.informer.stop()
-
-
 @dataclass(frozen=True)
 class _Member:
     obj: Object
@@ -193,6 +158,7 @@ class WarmPoolReconciler:
         )
         self.metrics = WarmPoolMetrics(ctx.manager.registry, enabled=ctx.settings.metrics_enabled)
         self.arrivals = JobArrivals(ctx.clock)
+        self.growth = ReplicaGrowth(self._pool_of_scale_set)
         # Preemptions seen (placeholder UIDs, per pool) and not yet told, and each pool's size last told.
         self._preemptions: dict[str, dict[str, None]] = defaultdict(dict)
         self._told: OrderedDict[str, None] = OrderedDict()
@@ -206,11 +172,18 @@ class WarmPoolReconciler:
             AUTOSCALING_RUNNER_SETS,
             self.reconcile,
             primary_keys=scale_set_keys,
-            watches=[Watch(EPHEMERAL_RUNNERS, self.arrivals.record, on_update_if=job_appeared)],
+            watches=[
+                Watch(EPHEMERAL_RUNNERS, self.arrivals.record, on_update_if=job_appeared),
+                Watch(EPHEMERAL_RUNNER_SETS, self.growth.note, on_update_if=replicas_changed),
+            ],
             sources=[PlaceholderSource(self.placeholders, self._note_preemption)],
             rate_limiter=rate_limiter,
             clock=self.ctx.clock,
         )
+
+    def _pool_of_scale_set(self, namespace: str, name: str) -> str | None:
+        obj = self.scale_sets.get(namespace, name)
+        return pool_of(obj) if obj is not None else None
 
     def _note_preemption(self, pool: str, pod: Object) -> None:
         uid = ObjectView(pod).uid
@@ -225,7 +198,7 @@ class WarmPoolReconciler:
         if node and len(self._avoid) < PREEMPTIONS_REMEMBERED:
             self._avoid[view.name] = str(node)
         self.metrics.preempted(pool)
-        log.info("warm pool %s: placeholder %s preempted by a runner pod", pool, ObjectView(pod).name)
+        log.info("warm pool %s: placeholder %s gave its room to a runner pod", pool, ObjectView(pod).name)
 
     # -- the pass -------------------------------------------------------------------------------------
 
@@ -251,8 +224,9 @@ class WarmPoolReconciler:
         return Result(requeue_after=CONFLICT_RETRY_SECONDS) if conflict else Result()
 
     async def _pool(self, pool: str) -> Result:
-        members = self._members(pool)
         pods = self.placeholders.store.by_label(LABEL_WARM_POOL, pool)
+        await self._release(pool, pods)
+        members = self._members(pool)
         now = self.ctx.clock.now()
         shape = shape_of(members[0].obj) if members else None
         bound = self.ctx.settings.warm_placeholder_max_resources
@@ -275,6 +249,19 @@ class WarmPoolReconciler:
             return Result(requeue_after=CONFLICT_RETRY_SECONDS)
         follows_time = any(m.warm.schedule or m.warm.forecast for m in members)
         return Result(requeue_after=_to_next_minute(now)) if follows_time else Result()
+
+    async def _release(self, pool: str, pods: list[Object]) -> None:
+        """Release a placeholder holding room on a node for each runner its members' sets rose by, all at once
+        (:mod:`.handover`): counted and told as room runner pods took; each replacement keeps off the node."""
+        released = to_release(pool, pods, self.growth.take(pool))
+        await asyncio.gather(
+            *(
+                self.ctx.kube.delete(PODS, ObjectView(p).name, namespace=self.namespace, missing_ok=True)
+                for p in released
+            )
+        )
+        for pod in released:
+            self._note_preemption(pool, pod)
 
     def _members(self, pool: str) -> list[_Member]:
         found = []
