@@ -4,6 +4,7 @@ runners costs, with no room kept, with idle runners, and with shared warm capaci
     .venv/bin/python bench/bench_cold_nodes.py [--sets 10] [--bursts 4] [--burst-size 4] [--job-seconds 10]
                                                [--node-delay 60] [--node-idle 15] [--node-size 4] [--max-nodes 16]
                                                [--long-poll 2] [--timeout 900] [--reuse DIR] [--only a,b,c]
+                                               [--keep-logs]
 
 One control plane (a fresh one, or ``--reuse DIR``), and for each variant a system of its own
 (:class:`arc_scaleset_lab.harness.system.System`: the simulated GitHub, the controller manager and the node agent
