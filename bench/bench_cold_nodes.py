@@ -4,6 +4,7 @@ runners costs, with no room kept, with idle runners, and with shared warm capaci
     .venv/bin/python bench/bench_cold_nodes.py [--sets 10] [--bursts 4] [--burst-size 4] [--job-seconds 10]
                                                [--node-delay 60] [--node-idle 15] [--node-size 4] [--max-nodes 16]
                                                [--long-poll 2] [--timeout 900] [--reuse DIR] [--only a,b,c]
+                                               [--keep-logs]
 
 One control plane (a fresh one, or ``--reuse DIR``), and for each variant a system of its own
 (:class:`arc_scaleset_lab.harness.system.System`: the simulated GitHub, the controller manager and the node agent
@@ -277,7 +278,7 @@ async def run_variant(cluster: TestCluster, args: argparse.Namespace, variant: V
                 for name in (f"cold-{variant.key}-{run_id}", options.controller_namespace):
                     with contextlib.suppress(NotFound):
                         await kube.delete(resources.NAMESPACES, name)
-        if result is not None and result.exactly_once:
+        if result is not None and result.exactly_once and not args.keep_logs:
             shutil.rmtree(workdir, ignore_errors=True)
         else:
             print(f"  logs kept in {workdir / 'logs'}", file=sys.stderr)
@@ -352,6 +353,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument("--max-nodes", type=int, default=16, help="most nodes of the pool (default: 16)")
     parser.add_argument("--long-poll", type=float, default=2.0, help="the sim's message long poll (default: 2)")
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds any one wait may take (default: 900)")
+    parser.add_argument("--keep-logs", action="store_true", help="keep each variant's logs, also when it passed")
     parser.add_argument("--only", default="", help="comma-separated variants to run: a, b, c (default: all)")
     parser.add_argument("--reuse", help="work directory of a running cluster (arc-scaleset cluster up --dir)")
     args = parser.parse_args(argv)

@@ -27,6 +27,11 @@ Placeholders carry no ``actions.github.com/*`` label, so no runner cache, count 
 ANNOTATION_WARM_SHAPE: Final = "arc-scaleset.dev/warm-shape"
 """On a placeholder: the runner shape its pool holds room for, in words (requests, image, node selection)."""
 
+CONDITION_WARM_CAPACITY: Final = "WarmCapacity"
+"""The condition the warm-pool controller writes on each member scale set: its pool, the pool's size and why."""
+EVENT_WARM_POOL_RESIZED: Final = "WarmPoolResized"
+EVENT_WARM_PLACEHOLDER_PREEMPTED: Final = "WarmPlaceholderPreempted"
+
 
 class WarmCapacity(ApiModel):
     """Room kept warm for this scale set's runners by placeholder pods (shared by every scale set whose runners

@@ -377,6 +377,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     add_go_flag(
         parser,
+        "capped-node-room",
+        action=GoBoolAction,
+        help="lower a scale set's advertised capacity by the room left on the nodes its runners may run on when "
+        "all of them are labelled arc-scaleset.dev/node-pool-capped=true (no more will come); watches Nodes and "
+        "every scheduled pod; not an ARC flag (default: false)",
+    )
+    add_go_flag(
+        parser,
         "accept-any-version-label",
         action=GoBoolAction,
         help="manage AutoscalingRunnerSets whatever their app.kubernetes.io/version label; without it, the "
@@ -503,6 +511,7 @@ def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> 
         max_runners_ceiling=args.max_runners_ceiling,
         max_runner_template_bytes=args.max_runner_template_bytes,
         unschedulable_runner_bound=args.unschedulable_runner_bound,
+        capped_node_room=args.capped_node_room,
         runner_pending_timeout=args.runner_pending_timeout if args.runner_pending_timeout > 0 else None,
         watch_namespace=args.watch_single_namespace or args.watch_namespace or None,
         allow_privileged_listener_template=args.allow_privileged_listener_template,

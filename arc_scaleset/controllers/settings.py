@@ -106,6 +106,9 @@ class ControllerSettings:
       (:mod:`arc_scaleset.controllers.autoscalingrunnerset.template_size`).
     - ``unschedulable_runner_bound``: seconds a runner pod may stay unschedulable before the set advertises
       only the runners it has placed (``--unschedulable-runner-bound``; docs/capacity.md).
+    - ``capped_node_room``: lower the advertised capacity by the room left on nodes labelled
+      ``arc-scaleset.dev/node-pool-capped=true`` (``--capped-node-room``; watches Nodes and every scheduled pod;
+      docs/capacity.md).
     - ``runner_pending_timeout``: seconds a runner pod may take to start its runner container before it is
       retried as a failed pod (``None``: wait forever).
     - ``watch_namespace``: restrict the caches to this namespace (plus the controller namespace);
@@ -165,6 +168,7 @@ class ControllerSettings:
     max_runners_ceiling: int = DEFAULT_MAX_RUNNERS_CEILING
     max_runner_template_bytes: int = DEFAULT_MAX_RUNNER_TEMPLATE_BYTES
     unschedulable_runner_bound: float = DEFAULT_UNSCHEDULABLE_RUNNER_BOUND
+    capped_node_room: bool = False
     watch_namespace: str | None = None
     build_version: str = arc_scaleset.__version__
     accept_any_version_label: bool = False

@@ -69,6 +69,12 @@ def render_status(doc: Mapping[str, Any]) -> str:
         if capacity is not None:
             why = f" ({capacity['limitedBy']}: {capacity['message']})" if capacity["limitedBy"] else ""
             row("Capacity", f"GitHub is told {capacity['advertised']} runners{why}")
+    warm = doc.get("warmCapacity")
+    if warm is not None:
+        row("Warm pool", _warm_pool(warm))
+        if warm["preemptionEvents"]:
+            row("", f"runner pods took placeholders' room ({warm['preemptionEvents']} Event(s), last "
+                    f"{_ago(warm['lastPreemption'], now)})")  # fmt: skip
     listener = doc["listener"]
     if listener is None:
         row("Listener", "none")
@@ -106,6 +112,14 @@ def render_status(doc: Mapping[str, Any]) -> str:
     for note in doc.get("notes") or []:
         lines.append(f"  note: {note}")
     return _join(lines)
+
+
+def _warm_pool(warm: Mapping[str, Any]) -> str:
+    if warm["status"] is None:
+        return "asked for, not reported yet (does the controller run with --warm-capacity?)"
+    if warm["status"] == "True":
+        return str(warm["message"])
+    return f"no placeholders ({warm['reason']}): {warm['message']}"
 
 
 def _join(lines: Sequence[str]) -> str:

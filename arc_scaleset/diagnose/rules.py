@@ -20,6 +20,7 @@ from typing import Any, Final
 from arc_scaleset.api.keys import CONDITION_CAPACITY_LIMITED, EphemeralRunnerPhase
 from arc_scaleset.api.listener_state import SCALE_SET_NOT_FOUND, ListenerPhase
 from arc_scaleset.api.views import EphemeralRunnerSetView, EphemeralRunnerView
+from arc_scaleset.api.warm_capacity import CONDITION_WARM_CAPACITY, EVENT_WARM_PLACEHOLDER_PREEMPTED
 from arc_scaleset.diagnose.snapshot import Snapshot
 from arc_scaleset.kube.conditions import get_condition
 from arc_scaleset.kube.views import ObjectView, PodView, mapping, sequence, string
@@ -370,16 +371,43 @@ def capacity_limited(snapshot: Snapshot) -> list[Finding]:
     advertised = ers.status.get("advertisedCapacity")
     if limited is None or limited.get("status") != "True" or not isinstance(advertised, int):
         return []
+    max_runners = ObjectView(snapshot.scale_set).spec.get("maxRunners")
+    below = f", not its maxRunners {max_runners}" if isinstance(max_runners, int) else ""
     why = f"{string(limited.get('reason'))}: {redact(string(limited.get('message')))}"
     return [
         Finding(
             "capacity-limited",
             Severity.WARNING,
-            f"GitHub is told the scale set can run {advertised} runners now ({why}): further jobs go to a sibling"
-            " scale set with the same labels, or wait in GitHub's queue",
+            f"GitHub is told the scale set can run {advertised} runners now{below} ({why}): further jobs go to a"
+            " sibling scale set with the same labels, or wait in GitHub's queue",
             (_ref(current),),
         )
     ]
+
+
+def warm_capacity(snapshot: Snapshot) -> list[Finding]:
+    """The warm pool the scale set belongs to, its size and why, and the placeholders runner pods took
+    (docs/capacity.md, "Warm capacity"); a warning when it asks for warm capacity and gets none."""
+    ars = ObjectView(snapshot.scale_set)
+    condition = get_condition(ars.status.get("conditions"), CONDITION_WARM_CAPACITY)
+    objects = (_ref(snapshot.scale_set),)
+    if condition is None:
+        if ars.spec.get("warmCapacity") is None:
+            return []
+        line = "warmCapacity asked for, but no warm pool reports on it: does the controller run with --warm-capacity?"
+        return [Finding("warm-capacity", Severity.WARNING, line, objects)]
+    reason, message = string(condition.get("reason")), redact(string(condition.get("message")))
+    if condition.get("status") != "True":
+        return [Finding("warm-capacity", Severity.WARNING, f"no warm placeholders ({reason}): {message}", objects)]
+    preempted = [e for e in snapshot.events_newest_first() if e.reason == EVENT_WARM_PLACEHOLDER_PREEMPTED]
+    took = ""
+    if preempted and preempted[0].time is not None:
+        times = sum(e.count for e in preempted)
+        took = (
+            f"; runner pods took placeholders' room ({_plural(times, 'Event')}, the last "
+            f"{format_age(snapshot.taken_at - preempted[0].time)} ago), the placeholders wait for a node again"
+        )
+    return [Finding("warm-capacity", Severity.INFO, f"{message}{took}", objects)]
 
 
 def outdated_runner_version(snapshot: Snapshot) -> list[Finding]:
@@ -404,6 +432,7 @@ RULES: Final[tuple[Rule, ...]] = (
     failed_runners,
     outdated_runner_version,
     capacity_limited,
+    warm_capacity,
     at_max_runners,
     revision_rollout,
 )

@@ -22,9 +22,14 @@ from arc_scaleset.api.keys import (
 )
 from arc_scaleset.api.listener_state import ListenerPhase
 from arc_scaleset.api.views import EphemeralRunnerSetView, EphemeralRunnerView
-from arc_scaleset.diagnose.snapshot import Snapshot
+from arc_scaleset.api.warm_capacity import (
+    CONDITION_WARM_CAPACITY,
+    EVENT_WARM_PLACEHOLDER_PREEMPTED,
+    EVENT_WARM_POOL_RESIZED,
+)
+from arc_scaleset.diagnose.snapshot import EventRecord, Snapshot
 from arc_scaleset.kube.conditions import format_time, get_condition
-from arc_scaleset.kube.views import ObjectView, PodView, integer, parse_int, sequence, string
+from arc_scaleset.kube.views import ObjectView, PodView, integer, mapping, parse_int, sequence, string
 from arc_scaleset.observability.logging import redact
 
 EVENT_LIMIT: Final = 20
@@ -60,6 +65,30 @@ def _capacity(status: Mapping[str, Any]) -> dict[str, Any] | None:
         "advertised": advertised,
         "limitedBy": string(limited.get("reason")),
         "message": redact(string(limited.get("message"))),
+    }
+
+
+def _warm_capacity(
+    spec: Mapping[str, Any], status: Mapping[str, Any], events: list[EventRecord]
+) -> dict[str, Any] | None:
+    """The warm pool the scale set belongs to, its size and why (the ``WarmCapacity`` condition the warm-pool
+    controller writes, docs/capacity.md), what this set asks for, and the placeholder preemptions and resizes its
+    Events tell; ``None`` when the set neither asks for warm capacity nor carries the condition."""
+    asked = mapping(spec.get("warmCapacity")) if spec.get("warmCapacity") is not None else None
+    condition = get_condition(sequence(status.get("conditions")), CONDITION_WARM_CAPACITY)
+    if asked is None and condition is None:
+        return None
+    preempted = [e for e in events if e.reason == EVENT_WARM_PLACEHOLDER_PREEMPTED]
+    resized = next((e for e in events if e.reason == EVENT_WARM_POOL_RESIZED), None)
+    return {
+        "asked": dict(asked) if asked is not None else None,
+        "status": string(condition.get("status")) if condition else None,
+        "reason": string(condition.get("reason")) if condition else None,
+        "message": redact(string(condition.get("message"))) if condition else None,
+        # Each Event counts its repeats; a preemption Event names how many placeholders it was about.
+        "preemptionEvents": sum(e.count for e in preempted),
+        "lastPreemption": format_time(preempted[0].time) if preempted and preempted[0].time else None,
+        "lastResize": redact(resized.note) if resized else None,
     }
 
 
@@ -159,6 +188,7 @@ def summarize(snapshot: Snapshot) -> dict[str, Any]:
         if ers
         else None,
         "listener": listener,
+        "warmCapacity": _warm_capacity(spec, ars.status, snapshot.events_newest_first()),
         "conditions": _conditions(snapshot.scale_set),
         "events": [
             {**event.to_json(), "note": redact(event.note)} for event in snapshot.events_newest_first()[:EVENT_LIMIT]

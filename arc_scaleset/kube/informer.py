@@ -32,12 +32,10 @@ from arc_scaleset.clock import REAL_CLOCK, Clock
 from arc_scaleset.kube.client import KubeClient, WatchEvent
 from arc_scaleset.kube.errors import Gone
 from arc_scaleset.kube.resources import Resource
+from arc_scaleset.kube.views import Object as Object
 from arc_scaleset.kube.views import mapping, metadata_of, sequence
 
 log = logging.getLogger(__name__)
-
-Object = Mapping[str, Any]
-"""An object as read from a store: shared and read-only by contract (see the module docstring)."""
 
 ObjectKey = tuple[str, str]
 """``(namespace, name)``; the namespace is ``""`` for cluster-scoped objects."""

@@ -28,6 +28,10 @@ import datetime as dt
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
+Object = Mapping[str, Any]
+"""An object as read from a store: shared and read-only by contract (:mod:`arc_scaleset.kube.informer`). Defined
+here, with no dependency, so that pure modules can name it without importing the client."""
+
 
 def metadata_of(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     """``obj.metadata`` as stored, or an empty mapping when it is missing or not a mapping."""

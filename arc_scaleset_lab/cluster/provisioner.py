@@ -8,7 +8,10 @@ due (kwok then makes it Ready with the pool's allocatable), and removes idle nod
 
 A node is removed the careful way: cordoned first (``spec.unschedulable``, so the scheduler places
 nothing new on it), then its pods are listed again, and it is deleted only when still empty; otherwise
-it is uncordoned and kept. Launches live in this process only: a provisioner that stops forgets the
+it is uncordoned and kept. While the pool has its maximum of nodes (those that exist and those on their way),
+its nodes carry the label ``arc-scaleset.dev/node-pool-capped=true``: the contract by which the controller's
+``--capped-node-room`` learns that no more will come (docs/capacity.md); the label goes when the pool is below
+its maximum again. Launches live in this process only: a provisioner that stops forgets the
 nodes it was waiting for (the pods stay unschedulable and the next provisioner launches again).
 """
 
@@ -20,6 +23,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from arc_scaleset.clock import REAL_CLOCK, Clock
+from arc_scaleset.controllers.ephemeralrunnerset.node_room import LABEL_NODE_POOL_CAPPED
 from arc_scaleset.kube import resources
 from arc_scaleset.kube.client import KubeClient
 from arc_scaleset.kube.errors import AlreadyExists, KubeError, NotFound
@@ -116,8 +120,21 @@ class NodeProvisioner:
             await self._create(name)
         for name in plan.remove:
             await self._remove(name)
+        await self._mark_capped(nodes, capped=len(nodes) + len(plan.create) + len(self.launches) >= self.pool.max_nodes)
         self._warn(plan)
         return plan
+
+    async def _mark_capped(self, nodes: Sequence[Mapping[str, Any]], *, capped: bool) -> None:
+        """Label the pool's nodes as capped while it has its maximum of nodes; take the label away below it."""
+        for node in nodes:
+            labels = (node.get("metadata") or {}).get("labels") or {}
+            if (labels.get(LABEL_NODE_POOL_CAPPED) == "true") == capped:
+                continue
+            value = "true" if capped else None
+            with contextlib.suppress(NotFound):  # removed meanwhile
+                await self.kube.patch(
+                    resources.NODES, _key(node), {"metadata": {"labels": {LABEL_NODE_POOL_CAPPED: value}}}
+                )
 
     def _pool_nodes(
         self, now: float, nodes: Sequence[Mapping[str, Any]], pods: Iterable[Mapping[str, Any]]

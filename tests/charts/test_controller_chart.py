@@ -255,3 +255,20 @@ async def test_warm_capacity_gets_its_priority_class_and_a_closed_network_policy
     assert not [o for o in off if o["kind"] in ("PriorityClass", "NetworkPolicy")]
     _, settings = controller_settings(manager(only(off, "Deployment")))
     assert settings.warm_capacity is False
+
+
+async def test_capped_node_room_is_off_by_default_and_when_on_may_read_nodes_and_pods_cluster_wide(
+    helm: Helm,
+) -> None:
+    objects = await render(helm)
+    _, settings = controller_settings(manager(only(objects, "Deployment")))
+    assert settings.capped_node_room is False
+    assert not [o for o in objects if o["metadata"]["name"].endswith("-node-room")]
+
+    on = await render(helm, {"cappedNodeRoom": {"enabled": True}})
+    _, settings = controller_settings(manager(only(on, "Deployment")))
+    assert settings.capped_node_room is True
+    role = next(o for o in on if o["kind"] == "ClusterRole" and o["metadata"]["name"].endswith("-node-room"))
+    assert role["rules"] == [{"apiGroups": [""], "resources": ["nodes", "pods"], "verbs": ["list", "watch"]}]
+    binding = next(o for o in on if o["kind"] == "ClusterRoleBinding" and o["metadata"]["name"].endswith("-node-room"))
+    assert binding["subjects"][0]["namespace"] == NAMESPACE

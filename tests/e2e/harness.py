@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
@@ -260,3 +261,15 @@ async def listener_recreations(system: System, listener_name: str) -> int:
         for e in events
         if e.get("reason") == "ListenerPodRecreating" and (e.get("regarding") or {}).get("name") == listener_name
     )
+
+
+async def arc(system: System, *args: str) -> tuple[int, str]:
+    """Run ``arc-scaleset <args>`` (``kubectl arc``) as a user runs it: a separate process with the kubeconfig;
+    its exit code and output."""
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "arc_scaleset.cli", *args, "--kubeconfig", str(system.kubeconfig),
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+    )  # fmt: skip
+    output, _ = await asyncio.wait_for(process.communicate(), 60)
+    assert process.returncode is not None
+    return process.returncode, output.decode()

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import sys
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -14,17 +13,7 @@ from arc_scaleset.api.autoscalingrunnerset import AUTOSCALING_RUNNER_SETS
 from arc_scaleset.github import ActionsClient, PersonalAccessToken, SystemInfo, parse_config_url
 from arc_scaleset_lab.harness import scale_sets
 from arc_scaleset_lab.harness.system import System
-from tests.e2e.harness import ScaleSetFactory, ScaleSetHandle
-
-
-async def arc(system: System, *args: str) -> tuple[int, str]:
-    process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "arc_scaleset.cli", *args, "--kubeconfig", str(system.kubeconfig),
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
-    )  # fmt: skip
-    output, _ = await asyncio.wait_for(process.communicate(), 60)
-    assert process.returncode is not None
-    return process.returncode, output.decode()
+from tests.e2e.harness import ScaleSetFactory, ScaleSetHandle, arc
 
 
 async def status_json(runners: ScaleSetHandle) -> dict[str, Any]:

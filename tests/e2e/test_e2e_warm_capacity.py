@@ -10,6 +10,7 @@ delay pass, so "the runner was scheduled without waiting for a node" is exact, n
 from __future__ import annotations
 
 import contextlib
+import json
 import re
 import uuid
 from typing import Any
@@ -30,7 +31,7 @@ from arc_scaleset_lab.harness import scale_sets
 from arc_scaleset_lab.harness.system import System
 from arc_scaleset_lab.harness.waiting import eventually
 from tests.e2e.conftest import SCALE_SET_NAMESPACE
-from tests.e2e.harness import ScaleSetHandle
+from tests.e2e.harness import ScaleSetHandle, arc
 
 PRIORITY_CLASSES = Resource("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", namespaced=False)
 EVENTS = Resource("events.k8s.io", "v1", "events", "Event")
@@ -195,6 +196,21 @@ async def test_runner_pods_preempt_placeholders_at_once_and_the_pool_refills_in_
             return preempted and warm.get("status") == "True" and warm.get("reason") == "Runners"
 
         await eventually(told, timeout=30, what="a WarmCapacity condition and a WarmPlaceholderPreempted Event")
+
+        # What a platform engineer reads (`kubectl arc status`, `explain`): the pool, its size and why, and the
+        # placeholders runner pods took.
+        code, output = await arc(system, "status", name, "-n", SCALE_SET_NAMESPACE, "-o", "json")
+        assert code == 0, output
+        warm = json.loads(output)["warmCapacity"]
+        assert (warm["status"], warm["reason"], warm["asked"]) == ("True", "Runners", {"runners": WARM_RUNNERS})
+        assert f"keeps {WARM_RUNNERS} placeholder(s): the largest ask of its members" in warm["message"]
+        assert f"this scale set asks for {WARM_RUNNERS}, from warmCapacity.runners" in warm["message"]
+        assert warm["preemptionEvents"] >= 1
+        code, output = await arc(system, "explain", name, "-n", SCALE_SET_NAMESPACE, "-o", "json")
+        assert code == 0, output
+        (line,) = [f["line"] for f in json.loads(output)["findings"] if f["rule"] == "warm-capacity"]
+        assert line.startswith(warm["message"])
+        assert "runner pods took placeholders' room" in line
         await handle.assert_every_job_ran_once(timeout=JOB_SECONDS + 60)
     finally:
         await handle.stop_tracking()

@@ -28,8 +28,11 @@ in order:
 6. **Unschedulable past the bound.** When a runner pod of the set has been unschedulable for longer than the
    bound (no node is coming: the node autoscaler is at its maximum, or there is none), the cluster gives
    this set no more than the runner pods it has already placed on nodes.
-7. **Advertised** = the smallest of the three; the reason names what lowered it below ``maxRunners``
-   (:data:`REASON_QUOTA`, :data:`REASON_UNSCHEDULABLE`), quota first when both are equal.
+7. **Node room when the pool cannot grow.** When every node the runner pod may run on says no more will come
+   (:mod:`.node_room`), the cluster gives this set no more than the runner pods it has placed plus the runners
+   those nodes still hold room for.
+8. **Advertised** = the smallest of these; the reason names what lowered it below ``maxRunners``
+   (:data:`REASON_QUOTA`, :data:`REASON_UNSCHEDULABLE`, :data:`REASON_NODES`), in that order when equal.
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ from arc_scaleset.kube.quantity import InvalidQuantity, parse_quantity
 
 REASON_QUOTA: Final = "ResourceQuotaExhausted"
 REASON_UNSCHEDULABLE: Final = "RunnersUnschedulable"
+REASON_NODES: Final = "NodePoolCapped"
 REASON_AS_EXPECTED: Final = "AsExpected"
 
 RUNNER_COUNT_KEYS: Final = frozenset(
@@ -63,7 +67,8 @@ class CapacityInputs:
     filled the status); ``runners_holding_quota``: the set's runner pods that exist and are not finished;
     ``placeholder_pods``: the namespace's warm-capacity placeholder pods; ``unschedulable_past_bound``: the
     set's runner pods unschedulable for longer than the bound; ``scheduled_runners``: its runner pods bound to
-    a node and not finished.
+    a node and not finished; ``node_room``: runners the candidate nodes of a pool that cannot grow still hold
+    room for, and ``capped_nodes`` how many nodes those are (``None``: growth not known to be capped).
     """
 
     max_runners: int
@@ -73,6 +78,8 @@ class CapacityInputs:
     placeholder_pods: Sequence[Mapping[str, Any]] = ()
     unschedulable_past_bound: int = 0
     scheduled_runners: int = 0
+    node_room: int | None = None
+    capped_nodes: int = 0
 
 
 @dataclass(frozen=True)
@@ -104,7 +111,7 @@ class PodCost:
 
 
 def assess_capacity(inputs: CapacityInputs) -> Capacity:
-    """The capacity to advertise for ``inputs`` (rules 1-7 of the module docstring)."""
+    """The capacity to advertise for ``inputs`` (rules 1-8 of the module docstring)."""
     ceiling = max(inputs.max_runners, 0)
     candidates: list[Capacity] = [Capacity(advertised=ceiling)]
     room = namespace_room(inputs.runner_pod, inputs.quotas, inputs.placeholder_pods)
@@ -126,6 +133,20 @@ def assess_capacity(inputs: CapacityInputs) -> Capacity:
                 message=(
                     "runner pods found no node for longer than the bound (no node is coming); the set advertises"
                     f" the {inputs.scheduled_runners} runner(s) the cluster has placed"
+                ),
+                limited=True,
+            )
+        )
+    if inputs.node_room is not None:
+        by_nodes = inputs.scheduled_runners + inputs.node_room
+        candidates.append(
+            Capacity(
+                advertised=by_nodes,
+                reason=REASON_NODES,
+                message=(
+                    f"the {inputs.capped_nodes} node(s) this set's runners may run on will not grow (label"
+                    f" arc-scaleset.dev/node-pool-capped) and hold room for {inputs.node_room} more runner(s) beside"
+                    f" the {inputs.scheduled_runners} placed"
                 ),
                 limited=True,
             )

@@ -10,7 +10,9 @@ Where each input comes from (docs/capacity.md):
   (:data:`~arc_scaleset.api.warm_capacity.LABEL_WARM_POOL`; they live in the controller namespace, so
   this matters only to a scale set there): the pod cache the EphemeralRunner controller keeps;
 - unschedulable runners: a pod whose ``PodScheduled`` condition has been ``False``/``Unschedulable`` for longer
-  than ``--unschedulable-runner-bound``.
+  than ``--unschedulable-runner-bound``;
+- node room, with ``--capped-node-room`` only: the cluster's nodes and the pods bound to them
+  (:mod:`.node_room_source`, a source of the controller: :meth:`CapacityPublisher.sources`).
 
 The answer goes to ``status.advertisedCapacity`` with the ``CapacityLimited`` condition, in one status write
 conflict-checked against a fresh read (the only such write is done when either changes, which is rare; the
@@ -33,10 +35,12 @@ from arc_scaleset.api.keys import CONDITION_CAPACITY_LIMITED
 from arc_scaleset.api.warm_capacity import LABEL_WARM_POOL
 from arc_scaleset.controllers.context import ControllerContext
 from arc_scaleset.controllers.ephemeralrunnerset.capacity import Capacity, CapacityInputs, assess_capacity
+from arc_scaleset.controllers.ephemeralrunnerset.node_room_source import NodeRoomSource
 from arc_scaleset.controllers.ephemeralrunnerset.template_check import dry_run_pod
 from arc_scaleset.controllers.runner_classification import RunnerStates
 from arc_scaleset.kube.client import PatchType
 from arc_scaleset.kube.conditions import ConditionStatus, get_condition, set_condition
+from arc_scaleset.kube.controller import Request, Source
 from arc_scaleset.kube.informer import Object
 from arc_scaleset.kube.ownerrefs import controller_of
 from arc_scaleset.kube.resources import PODS, RESOURCE_QUOTAS
@@ -131,6 +135,20 @@ class CapacityPublisher:
         self._pods = ctx.cache(PODS)
         self.quotas = ctx.cache(RESOURCE_QUOTAS)
         self._scale_sets = ctx.cache(AUTOSCALING_RUNNER_SETS)
+        self._node_room: NodeRoomSource | None = None
+
+    def sources(self) -> list[Source]:
+        """The controller's sources for capacity: node room with ``--capped-node-room`` (a fresh one per
+        controller: a controller runs once), else none."""
+        if not self._ctx.settings.capped_node_room:
+            return []
+        sets = self._ctx.cache(EPHEMERAL_RUNNER_SETS)
+
+        def every_set() -> list[Request]:
+            return [Request(ObjectView(ers).namespace, ObjectView(ers).name) for ers in sets.list()]
+
+        self._node_room = NodeRoomSource(self._ctx.kube, clock=self._ctx.clock, sets=every_set)
+        return [self._node_room]
 
     def assess(self, ers: Object, states: RunnerStates) -> tuple[Capacity, float | None]:
         """The set's capacity now, and the seconds until a pending pod passes the bound (``None``: none)."""
@@ -138,16 +156,20 @@ class CapacityPublisher:
         settings = self._ctx.settings
         pods = [pod for runner in states.all() if (pod := self._pods.get(view.namespace, runner.name)) is not None]
         counted = runner_pods(pods, now=self._ctx.clock.now(), bound=settings.unschedulable_runner_bound)
+        runner_pod = dry_run_pod(
+            ers, exclude_label_prefixes=settings.exclude_label_prefixes, version=settings.build_version
+        )
+        room = self._node_room.room(runner_pod) if self._node_room is not None else None
         inputs = CapacityInputs(
             max_runners=self._max_runners(ers),
-            runner_pod=dry_run_pod(
-                ers, exclude_label_prefixes=settings.exclude_label_prefixes, version=settings.build_version
-            ),
+            runner_pod=runner_pod,
             quotas=self.quotas.list(view.namespace),
             runners_holding_quota=counted.holding_quota,
             placeholder_pods=[p for p in self._pods.list(view.namespace) if LABEL_WARM_POOL in ObjectView(p).labels],
             unschedulable_past_bound=counted.unschedulable_past_bound,
             scheduled_runners=counted.scheduled,
+            node_room=room.runners if room is not None else None,
+            capped_nodes=room.nodes if room is not None else 0,
         )
         return assess_capacity(inputs), counted.next_bound_in
 

@@ -159,6 +159,7 @@ class EphemeralRunnerSetReconciler:
                 # A quota's usage moves what its namespace's sets can advertise (docs/capacity.md).
                 Watch(RESOURCE_QUOTAS, self._sets_in_namespace),
             ],
+            sources=self.capacity.sources(),
             rate_limiter=rate_limiter,
             clock=self._ctx.clock,
             failure_reporter=ReconcileFailureReporter(self._ctx, EPHEMERAL_RUNNER_SETS),

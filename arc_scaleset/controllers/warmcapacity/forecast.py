@@ -3,14 +3,11 @@
 Two parts, both pure and in memory:
 
 - :func:`forecast_runners`: the rule (its docstring numbers the steps);
-- :class:`ArrivalHistory`: where the arrival times come from. The warm-capacity controller holds one for the
+- :class:`ArrivalHistory`: where the arrival times are kept. The warm-capacity controller holds one for the
   process: a bounded count of job arrivals per scale set and per minute, for the forecast's history (a week),
-  fed from what the controller's cache already shows. The feed it is meant for: an EphemeralRunner whose
-  ``status.jobRequestId`` becomes set (the listener records each started job on its runner) is one arrival of
-  its scale set, at the time it is seen, counted once per job ID. Runner creations are not arrivals:
-  ``minRunners``, ``minRunnersSchedule`` and replacements of failed runners create runners without a job, and
-  the runners themselves vanish when their job ends. The history is lost with the process (a restarted
-  controller forecasts nothing for a week, then as before); a forecast never lowers what the schedule asks for.
+  fed by :mod:`.arrivals` from what the controller's cache already shows (one arrival per job an EphemeralRunner
+  shows). The history is lost with the process (a restarted controller forecasts nothing for a week, then as
+  before); a forecast never lowers what the schedule asks for.
 """
 
 from __future__ import annotations

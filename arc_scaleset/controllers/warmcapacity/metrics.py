@@ -34,7 +34,10 @@ class WarmPoolMetrics:
             registry=registry,
         )
         self.preemptions = Counter(
-            PREEMPTIONS, "Placeholder pods the scheduler preempted for a runner pod", ("pool",), registry=registry
+            PREEMPTIONS,
+            "Placeholder pods whose room runner pods took (preempted by the scheduler, or released for new runners)",
+            ("pool",),
+            registry=registry,
         )
         self._reasons: dict[str, str] = {}
 

@@ -70,7 +70,7 @@ def placeholder_pod(
 
 
 def _container(shape: RunnerShape) -> dict[str, Any]:
-    """The placeholder's one container: the runner's image, asleep, holding the runner's requests."""
+    """The one container: it sleeps in the runner image with the runner's requests, and may do nothing else."""
     requests = shape.requests_map()
     # Limits equal to the requests: what extended resources require anyway, and what keeps a LimitRange's default
     # limits (below a runner's requests, in a namespace sized for listeners) from making the pod invalid.

@@ -40,6 +40,8 @@ class MemberWant:
     """Which input decided: :data:`REASON_RUNNERS`, :data:`REASON_SCHEDULE`, :data:`REASON_FORECAST` (``bound``
     may have lowered it) or :data:`REASON_IDLE` (nothing asked for)."""
     bound: int
+    capped_from: int | None = None
+    """What ``reason`` asked for when ``bound`` lowered it; None when it did not."""
 
 
 def member_want(scale_set: str, *, runners: int, scheduled: int, forecast: int, bound: int) -> MemberWant:
@@ -49,7 +51,8 @@ def member_want(scale_set: str, *, runners: int, scheduled: int, forecast: int, 
     asked, reason = max(candidates, key=lambda candidate: candidate[0])
     if asked <= 0:
         return MemberWant(scale_set, 0, REASON_IDLE, bound)
-    return MemberWant(scale_set, min(asked, max(bound, 0)), reason, bound)
+    wanted = min(asked, max(bound, 0))
+    return MemberWant(scale_set, wanted, reason, bound, capped_from=asked if asked > wanted else None)
 
 
 @dataclass(frozen=True)

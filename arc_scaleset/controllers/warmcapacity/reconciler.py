@@ -3,12 +3,11 @@
 Keys are *pools*, not scale sets: ``Request("", <pool ID>)``. Every AutoscalingRunnerSet with ``warmCapacity`` maps
 to the pool of its runner shape (:mod:`.shape`; an update maps the old and the new object, so a scale set whose
 shape changed is taken out of its old pool in the same breath as it joins the new one), every placeholder pod to
-the pool on its label (both mappings in :mod:`.sources`). A scale set whose template gives no shape maps to its
-own key, ``Request(ns, name)``: that pass only says what is wrong. One pass of a pool: its members (an index of the
-scale-set cache), each member's ask (``runners``, schedule, forecast, bounded), the pool's size (:mod:`.plan`), the
-placeholders that exist (a cache of their own, see below), then create and delete by the plan, and tell: a
-``WarmCapacity`` condition on each member, Events when the size changes and when a placeholder is preempted, and
-the ``gha_warm_*`` metrics.
+the pool on its label. A scale set whose template gives no shape maps to its own key, ``Request(ns, name)``: that
+pass only says what is wrong. One pass of a pool: its members (an index of the scale-set cache), each member's
+ask (``runners``, schedule, forecast, bounded), the pool's size (:mod:`.plan`), the placeholders that exist (a
+cache of their own, see below), then create and delete by the plan, and tell: a ``WarmCapacity`` condition on each
+member, Events when the size changes and when a placeholder is preempted, and the ``gha_warm_*`` metrics.
 
 Placeholders live in the controller's namespace (a pool is shared across namespaces, so it belongs to none of
 them; they are inert, and only the runner's shape crosses into that namespace: :mod:`.placeholder`). They are
@@ -16,6 +15,8 @@ cached by an informer of their own, selected by :data:`~arc_scaleset.api.warm_ca
 manager's pod cache selects ``actions.github.com/scale-set-name``, which a placeholder never carries, so no runner
 or listener logic ever sees one (and with that selector off, they are still no runner's: no owner, no runner label).
 
+When a member's EphemeralRunnerSet ``replicas`` rises, the pass first releases as many placeholders that hold
+room on a node (:mod:`.handover`), so the runner pods to come find the room free instead of preempting for it.
 A preempted placeholder is seen when it goes (its ``DisruptionTarget`` condition, written by kube-scheduler before
 it deletes a victim), counted and told; the pass its deletion triggers creates it again under its name, Pending,
 which is what asks the node autoscaler for the next node while the runner already runs.
@@ -23,17 +24,30 @@ which is what asks the node autoscaler for the next node while the runner alread
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import logging
 from collections import OrderedDict, defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Final
 
+import pydantic
+
 from arc_scaleset.api.autoscalingrunnerset import AUTOSCALING_RUNNER_SETS
 from arc_scaleset.api.constants import EPHEMERAL_RUNNERS
-from arc_scaleset.api.warm_capacity import LABEL_WARM_POOL, WarmCapacity
+from arc_scaleset.api.ephemeralrunnerset import EPHEMERAL_RUNNER_SETS
+from arc_scaleset.api.warm_capacity import (
+    CONDITION_WARM_CAPACITY,
+    EVENT_WARM_PLACEHOLDER_PREEMPTED,
+    EVENT_WARM_POOL_RESIZED,
+    LABEL_WARM_POOL,
+    WarmCapacity,
+)
 from arc_scaleset.controllers.context import ControllerContext
+from arc_scaleset.controllers.warmcapacity.arrivals import JobArrivals, job_appeared
 from arc_scaleset.controllers.warmcapacity.forecast import forecast_runners
+from arc_scaleset.controllers.warmcapacity.handover import ReplicaGrowth, replicas_changed, to_release
 from arc_scaleset.controllers.warmcapacity.metrics import WarmPoolMetrics
 from arc_scaleset.controllers.warmcapacity.placeholder import bound_violations, placeholder_pod
 from arc_scaleset.controllers.warmcapacity.plan import (
@@ -46,17 +60,10 @@ from arc_scaleset.controllers.warmcapacity.plan import (
     plan_pool,
     pool_size,
 )
+from arc_scaleset.controllers.warmcapacity.report import bound_source, preempted_note, resized_note, size_message
 from arc_scaleset.controllers.warmcapacity.schedule import scheduled_runners
-from arc_scaleset.controllers.warmcapacity.shape import RunnerShape, ShapeError
-from arc_scaleset.controllers.warmcapacity.sources import (
-    CONDITION_WARM_CAPACITY,
-    ArrivalLog,
-    PlaceholderSource,
-    pool_of,
-    scale_set_keys,
-    shape_of,
-    warm_capacity_of,
-)
+from arc_scaleset.controllers.warmcapacity.shape import RunnerShape, ShapeError, runner_shape
+from arc_scaleset.controllers.warmcapacity.source import PlaceholderSource
 from arc_scaleset.kube.conditions import ConditionStatus, get_condition, remove_condition, set_condition
 from arc_scaleset.kube.controller import Controller, Request, Result, Watch
 from arc_scaleset.kube.errors import AlreadyExists, Conflict, KubeError, NotFound
@@ -70,8 +77,8 @@ log = logging.getLogger(__name__)
 
 CONTROLLER_NAME: Final = "warmcapacity"
 INDEX_WARM_POOL: Final = "warm-pool"
-RESIZED: Final = "WarmPoolResized"
-PREEMPTED: Final = "WarmPlaceholderPreempted"
+RESIZED: Final = EVENT_WARM_POOL_RESIZED
+PREEMPTED: Final = EVENT_WARM_PLACEHOLDER_PREEMPTED
 SHAPE_INVALID: Final = "WarmShapeInvalid"
 SHAPE_REFUSED: Final = "WarmShapeRefused"
 PLACEHOLDERS_REFUSED: Final = "PlaceholdersRefused"
@@ -86,6 +93,45 @@ PREEMPTIONS_REMEMBERED: Final = 10_000
 
 class PlaceholdersRefusedError(RuntimeError):
     """The API server refused a placeholder (told on the members' condition; the pool's key backs off)."""
+
+
+def warm_capacity_of(obj: Object) -> WarmCapacity | None:
+    """The scale set's ``spec.warmCapacity`` (``None``: not set, or not readable: the CRD schema validates it)."""
+    raw = ObjectView(obj).spec.get("warmCapacity")
+    if raw is None:
+        return None
+    try:
+        return WarmCapacity.model_validate(raw)
+    except pydantic.ValidationError:
+        return None
+
+
+def shape_of(obj: Object) -> RunnerShape:
+    """The runner shape of a scale set's template; :class:`ShapeError` when it has none."""
+    return runner_shape(ObjectView(obj).spec.get("template") or {})
+
+
+def pool_of(obj: Object) -> str | None:
+    """The pool a scale set is a member of: only one with ``warmCapacity``, not being deleted, with a shape."""
+    view = ObjectView(obj)
+    if view.is_deleting or warm_capacity_of(obj) is None:
+        return None
+    try:
+        return shape_of(obj).pool_id
+    except ShapeError:
+        return None
+
+
+def scale_set_keys(obj: Object) -> Iterable[Request]:
+    """The keys a scale set concerns: its pool, or itself when it asks for warm capacity without a shape (to say
+    so) or carries a ``WarmCapacity`` condition without asking (to take it away)."""
+    pool = pool_of(obj)
+    if pool is not None:
+        return (Request("", pool),)
+    view = ObjectView(obj)
+    wants = warm_capacity_of(obj) is not None and not view.is_deleting
+    told = get_condition(view.status.get("conditions"), CONDITION_WARM_CAPACITY) is not None
+    return (Request(view.namespace, view.name),) if wants or told else ()
 
 
 @dataclass(frozen=True)
@@ -111,7 +157,8 @@ class WarmPoolReconciler:
             ctx.kube, PODS, namespace=self.namespace, label_selector=LABEL_WARM_POOL, clock=ctx.clock, transform=compact
         )
         self.metrics = WarmPoolMetrics(ctx.manager.registry, enabled=ctx.settings.metrics_enabled)
-        self.arrivals = ArrivalLog()
+        self.arrivals = JobArrivals(ctx.clock)
+        self.growth = ReplicaGrowth(self._pool_of_scale_set)
         # Preemptions seen (placeholder UIDs, per pool) and not yet told, and each pool's size last told.
         self._preemptions: dict[str, dict[str, None]] = defaultdict(dict)
         self._told: OrderedDict[str, None] = OrderedDict()
@@ -125,11 +172,18 @@ class WarmPoolReconciler:
             AUTOSCALING_RUNNER_SETS,
             self.reconcile,
             primary_keys=scale_set_keys,
-            watches=[Watch(EPHEMERAL_RUNNERS, self.arrivals.record, on_update_if=lambda old, new: False)],
+            watches=[
+                Watch(EPHEMERAL_RUNNERS, self.arrivals.record, on_update_if=job_appeared),
+                Watch(EPHEMERAL_RUNNER_SETS, self.growth.note, on_update_if=replicas_changed),
+            ],
             sources=[PlaceholderSource(self.placeholders, self._note_preemption)],
             rate_limiter=rate_limiter,
             clock=self.ctx.clock,
         )
+
+    def _pool_of_scale_set(self, namespace: str, name: str) -> str | None:
+        obj = self.scale_sets.get(namespace, name)
+        return pool_of(obj) if obj is not None else None
 
     def _note_preemption(self, pool: str, pod: Object) -> None:
         uid = ObjectView(pod).uid
@@ -144,7 +198,7 @@ class WarmPoolReconciler:
         if node and len(self._avoid) < PREEMPTIONS_REMEMBERED:
             self._avoid[view.name] = str(node)
         self.metrics.preempted(pool)
-        log.info("warm pool %s: placeholder %s preempted by a runner pod", pool, ObjectView(pod).name)
+        log.info("warm pool %s: placeholder %s gave its room to a runner pod", pool, ObjectView(pod).name)
 
     # -- the pass -------------------------------------------------------------------------------------
 
@@ -170,8 +224,9 @@ class WarmPoolReconciler:
         return Result(requeue_after=CONFLICT_RETRY_SECONDS) if conflict else Result()
 
     async def _pool(self, pool: str) -> Result:
-        members = self._members(pool)
         pods = self.placeholders.store.by_label(LABEL_WARM_POOL, pool)
+        await self._release(pool, pods)
+        members = self._members(pool)
         now = self.ctx.clock.now()
         shape = shape_of(members[0].obj) if members else None
         bound = self.ctx.settings.warm_placeholder_max_resources
@@ -195,6 +250,19 @@ class WarmPoolReconciler:
         follows_time = any(m.warm.schedule or m.warm.forecast for m in members)
         return Result(requeue_after=_to_next_minute(now)) if follows_time else Result()
 
+    async def _release(self, pool: str, pods: list[Object]) -> None:
+        """Release a placeholder holding room on a node for each runner its members' sets rose by, all at once
+        (:mod:`.handover`): counted and told as room runner pods took; each replacement keeps off the node."""
+        released = to_release(pool, pods, self.growth.take(pool))
+        await asyncio.gather(
+            *(
+                self.ctx.kube.delete(PODS, ObjectView(p).name, namespace=self.namespace, missing_ok=True)
+                for p in released
+            )
+        )
+        for pod in released:
+            self._note_preemption(pool, pod)
+
     def _members(self, pool: str) -> list[_Member]:
         found = []
         for obj in sorted(self.scale_sets.by_index(INDEX_WARM_POOL, pool), key=lambda o: ObjectView(o).key):
@@ -207,7 +275,7 @@ class WarmPoolReconciler:
         warm, view = member.warm, ObjectView(member.obj)
         forecast = 0
         if warm.forecast:
-            forecast = forecast_runners(self.arrivals.arrivals(view.namespace, view.name), now)
+            forecast = forecast_runners(self.arrivals.arrivals(view.namespace, view.name, now), now)
         return member_want(
             member.key,
             runners=warm.runners,
@@ -270,18 +338,13 @@ class WarmPoolReconciler:
                 message = f"warm pool {pool}: {failures[0]}"
             else:
                 status, reason, warning = "True", size.reason, False
-                message = _size_message(pool, described, len(members), size, want)
+                bounded_by = bound_source(member.warm, ObjectView(member.obj).spec.get("maxRunners"))
+                message = size_message(pool, described, len(members), size, want, bounded_by)
             conflict |= await self._tell(member.obj, status, reason, message, warning=warning)
             if told_before is not None and told_before.size != size.size and not refused:
-                await self._event(member.obj, "Normal", RESIZED, _resized_note(pool, told_before, size))
+                await self._event(member.obj, "Normal", RESIZED, resized_note(pool, told_before, size))
             if preemptions:
-                await self._event(
-                    member.obj,
-                    "Normal",
-                    PREEMPTED,
-                    f"runner pods took the room of {preemptions} placeholder(s) of warm pool {pool}; they are made "
-                    "again and wait for a node in the background",
-                )
+                await self._event(member.obj, "Normal", PREEMPTED, preempted_note(pool, preemptions))
         return conflict
 
     async def _tell(self, obj: Object, status: ConditionStatus, reason: str, message: str, *, warning: bool) -> bool:
@@ -342,23 +405,6 @@ class WarmPoolReconciler:
         self._sizes.pop(pool, None)
         self._preemptions.pop(pool, None)
         self._avoid = {name: node for name, node in self._avoid.items() if placeholder_index(pool, name) is None}
-
-
-def _size_message(pool: str, shape: str, members: int, size: PoolSize, want: MemberWant) -> str:
-    shared = f", shared by {members} scale sets" if members > 1 else ""
-    why = {
-        "Idle": "no member asks for any now",
-        "PoolCapped": f"{size.decided_by} asks for more; the controller's --warm-pool-max-placeholders caps it",
-    }.get(size.reason, f"{size.decided_by} asks for it ({size.reason.lower()})")
-    return (
-        f"warm pool {pool} ({shape}{shared}) keeps {size.size} placeholder(s): {why}; this scale set asks for "
-        f"{want.wanted} ({want.reason.lower()}, at most {want.bound})"
-    )
-
-
-def _resized_note(pool: str, before: PoolSize, after: PoolSize) -> str:
-    by = f" ({after.reason}, {after.decided_by})" if after.decided_by else f" ({after.reason})"
-    return f"warm pool {pool} now keeps {after.size} placeholder(s), was {before.size}{by}"
 
 
 def _to_next_minute(now: dt.datetime) -> float:

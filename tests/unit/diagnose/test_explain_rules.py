@@ -189,5 +189,56 @@ def test_a_set_the_cluster_cannot_give_max_runners_says_what_github_is_told_and_
     assert finding.rule == "capacity-limited"
     assert finding.severity is Severity.WARNING
     assert finding.line.startswith(
-        "GitHub is told the scale set can run 5 runners now (ResourceQuotaExhausted: ResourceQuota runners admits"
+        "GitHub is told the scale set can run 5 runners now, not its maxRunners 10 (ResourceQuotaExhausted: "
+        "ResourceQuota runners admits"
     )
+
+
+WARM_MESSAGE = (
+    "warm pool 8a8ca605 (cpu=1, memory=2Gi, image runner:2.330, shared by 3 scale sets) keeps 4 placeholder(s): the"
+    " largest ask of its members, arc-runners/arc-runner-set's, from a warmCapacity.schedule window open now; this"
+    " scale set asks for 4: a warmCapacity.schedule window open now asks for 10, capped at 4 by warmCapacity.max"
+)
+
+
+def warm_snapshot(*, status: str = "True", reason: str = "Schedule", message: str = WARM_MESSAGE) -> Snapshot:
+    """The healthy set asking for warm capacity, its pool's condition, and two placeholder preemptions."""
+    document = json.loads((SNAPSHOTS / "healthy.json").read_text())
+    document["scaleSet"]["spec"]["warmCapacity"] = {"max": 4, "schedule": [{"start": "08:00", "end": "18:00"}]}
+    document["scaleSet"]["status"]["conditions"].append(
+        {"type": "WarmCapacity", "status": status, "reason": reason, "message": message,
+         "lastTransitionTime": "2026-03-01T11:00:00Z"}
+    )  # fmt: skip
+    event = {"kind": "AutoscalingRunnerSet", "namespace": "arc-runners", "name": "arc-runner-set", "type": "Normal"}
+    document["events"] += [
+        {**event, "reason": "WarmPlaceholderPreempted", "note": "runner pods took the room of 1 placeholder(s)",
+         "time": "2026-03-01T11:58:00Z", "count": 2},
+        {**event, "reason": "WarmPoolResized", "note": "warm pool 8a8ca605 now keeps 4 placeholder(s), was 0: ...",
+         "time": "2026-03-01T11:00:00Z", "count": 1},
+    ]  # fmt: skip
+    return Snapshot.from_json(document)
+
+
+def test_a_warm_set_is_told_its_pools_size_why_and_the_placeholders_runner_pods_took() -> None:
+    (finding,) = explain(warm_snapshot())
+    assert finding.rule == "warm-capacity"
+    assert finding.severity is Severity.INFO
+    assert finding.line == (
+        f"{WARM_MESSAGE}; runner pods took placeholders' room (2 Events, the last 2m ago), the placeholders wait "
+        "for a node again"
+    )
+
+
+def test_a_warm_set_without_placeholders_is_a_warning_with_the_controllers_words() -> None:
+    refused = "no placeholders: the runner shape requests nvidia.com/gpu=1 (not allowed by --warm-placeholder-max..."
+    (finding,) = explain(warm_snapshot(status="False", reason="WarmShapeRefused", message=refused))
+    assert finding.severity is Severity.WARNING
+    assert finding.line == f"no warm placeholders (WarmShapeRefused): {refused}"
+
+
+def test_warm_capacity_asked_for_and_never_reported_points_at_the_controllers_flag() -> None:
+    document = json.loads((SNAPSHOTS / "healthy.json").read_text())
+    document["scaleSet"]["spec"]["warmCapacity"] = {"runners": 2}
+    (finding,) = explain(Snapshot.from_json(document))
+    assert finding.severity is Severity.WARNING
+    assert "--warm-capacity" in finding.line

@@ -8,7 +8,7 @@ import json
 from arc_scaleset.cli import COMMANDS, build_parser
 from arc_scaleset.diagnose.render import render_status
 from arc_scaleset.diagnose.summary import summarize
-from tests.unit.diagnose.test_explain_rules import capacity_limited_snapshot, recorded
+from tests.unit.diagnose.test_explain_rules import WARM_MESSAGE, capacity_limited_snapshot, recorded, warm_snapshot
 
 
 def test_status_shows_github_bounds_runners_revisions_and_listener() -> None:
@@ -107,3 +107,20 @@ def test_status_shows_the_capacity_github_is_told_and_what_limits_it() -> None:
     text = render_status(doc)
     assert "GitHub is told 5 runners (ResourceQuotaExhausted: ResourceQuota runners admits 5 runners)" in text
     assert summarize(recorded("healthy"))["runnerSet"]["capacity"] is None
+
+
+def test_status_shows_the_warm_pool_its_size_why_and_the_preemptions() -> None:
+    doc = summarize(warm_snapshot())
+    assert doc["warmCapacity"] == {
+        "asked": {"max": 4, "schedule": [{"start": "08:00", "end": "18:00"}]},
+        "status": "True",
+        "reason": "Schedule",
+        "message": WARM_MESSAGE,
+        "preemptionEvents": 2,
+        "lastPreemption": "2026-03-01T11:58:00Z",
+        "lastResize": "warm pool 8a8ca605 now keeps 4 placeholder(s), was 0: ...",
+    }
+    text = render_status(doc)
+    assert f"Warm pool   {WARM_MESSAGE}" in text
+    assert "runner pods took placeholders' room (2 Event(s), last 2m ago)" in text
+    assert summarize(recorded("healthy"))["warmCapacity"] is None

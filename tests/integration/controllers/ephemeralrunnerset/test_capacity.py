@@ -1,18 +1,24 @@
 """Capacity truth on the EphemeralRunnerSet, against the real control plane (docs/capacity.md): a runner pod the
 real scheduler cannot place for longer than the bound lowers what the set advertises and sets
-``CapacityLimited``; a ResourceQuota lowers it to what it admits."""
+``CapacityLimited``; a ResourceQuota lowers it to what it admits; nodes that will not grow lower it to the room
+they have left."""
 
 from __future__ import annotations
 
+import contextlib
+import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
 
 from arc_scaleset.api.keys import CONDITION_CAPACITY_LIMITED
-from arc_scaleset.controllers.ephemeralrunnerset.capacity import REASON_QUOTA, REASON_UNSCHEDULABLE
+from arc_scaleset.controllers.ephemeralrunnerset.capacity import REASON_NODES, REASON_QUOTA, REASON_UNSCHEDULABLE
+from arc_scaleset.controllers.ephemeralrunnerset.node_room import LABEL_NODE_POOL_CAPPED
 from arc_scaleset.kube.conditions import get_condition
-from arc_scaleset.kube.resources import EVENTS, RESOURCE_QUOTAS
+from arc_scaleset.kube.errors import NotFound
+from arc_scaleset.kube.resources import EVENTS, NODES, PODS, RESOURCE_QUOTAS
+from arc_scaleset_lab.cluster.node_pool import NodePool, Resources
 from arc_scaleset_lab.harness.waiting import eventually
 from tests.integration.controllers.harness import ControllerHarness
 from tests.integration.controllers.runner_harness import harness_fixture, runner_template  # noqa: F401 - fixture
@@ -73,3 +79,66 @@ async def test_a_pod_quota_lowers_the_capacity_to_what_it_admits(h: ControllerHa
 
     condition = await eventually(limited(h, REASON_QUOTA, 3), what="CapacityLimited by the pods quota", timeout=60)
     assert "ResourceQuota runners (pods)" in condition["message"]
+
+
+async def test_nodes_that_will_not_grow_lower_the_capacity_to_the_room_they_have_left(h: ControllerHarness) -> None:
+    """Two kwok nodes of 2 CPUs for the runners, one CPU taken by another pod: once both are labelled capped, the
+    set advertises its placed runner plus the room left (4 - 1 - 1 = 2 runners of 1 CPU), not the ceiling."""
+    pool = NodePool(name=f"capped-{uuid.uuid4().hex[:6]}", shape=Resources.parse("2", "8Gi", 110))
+    names = [f"{pool.name}-{i}" for i in range(2)]
+    for name in names:
+        await h.kube.create(NODES, pool.node(name))
+    try:
+        await h.kube.create(PODS, {"metadata": {"name": "busy"}, "spec": {
+            "nodeName": names[0], "tolerations": pool.placement()["tolerations"],
+            "containers": [{"name": "c", "image": "busy", "resources": {"requests": {"cpu": "1"}}}]}},
+            namespace=h.namespace)  # fmt: skip
+        template = runner_template()
+        template["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "1", "memory": "1Gi"}}
+        template["spec"].update(pool.placement())
+        await h.start(capped_node_room=True, max_runners_ceiling=10)
+        await h.create_ers(replicas=1, patch_id=0, template=template)
+
+        async def advertises_ceiling() -> bool:
+            return ((await h.get_ers()).get("status") or {}).get("advertisedCapacity") == 10
+
+        await eventually(advertises_ceiling, what="the ceiling while the nodes may grow", timeout=60)
+        for name in names:
+            await h.kube.patch(NODES, name, {"metadata": {"labels": {LABEL_NODE_POOL_CAPPED: "true"}}})
+
+        check = limited(h, REASON_NODES, 1 + 2)
+
+        async def placed_and_room_left() -> dict[str, Any] | None:
+            # The same figure before the runner pod is bound ("3 more beside the 0 placed"); the words once it is.
+            condition = await check()
+            return (
+                condition
+                if condition and "room for 2 more runner(s) beside the 1 placed" in condition["message"]
+                else None
+            )
+
+        condition = await eventually(placed_and_room_left, what="CapacityLimited NodePoolCapped", timeout=60)
+        assert "the 2 node(s) this set's runners may run on will not grow" in condition["message"]
+    finally:
+        await _delete_nodes_and_their_pods(h, names)
+
+
+async def _delete_nodes_and_their_pods(h: ControllerHarness, names: list[str]) -> None:
+    """kwok finishes a pod's deletion only on a node it manages: the pods go first, then the nodes."""
+    await h.stop()
+
+    async def on_nodes() -> list[str]:
+        pods = (await h.kube.list(PODS, namespace=h.namespace)).items
+        return [p["metadata"]["name"] for p in pods if p["spec"].get("nodeName") in names]
+
+    for pod in await on_nodes():
+        with contextlib.suppress(NotFound):
+            await h.kube.delete(PODS, pod, namespace=h.namespace, grace_period_seconds=0)
+    await eventually(lambda: _none(on_nodes()), what="the pods on the capped nodes gone", timeout=60)
+    for name in names:
+        with contextlib.suppress(NotFound):
+            await h.kube.delete(NODES, name)
+
+
+async def _none(pending: Awaitable[list[str]]) -> bool:
+    return not await pending

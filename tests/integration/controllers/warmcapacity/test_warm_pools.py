@@ -1,7 +1,8 @@
 """The warm-pool controller against the real API server: scale sets of two namespaces with one runner shape share
 one pool of placeholders (as many as the largest ask, not the sum); a scale set whose shape changes leaves for the
 other shape's pool; a scale set that stops asking leaves, and its condition goes; a shape above the controller's
-bound gets no placeholder and says why. Only the warm-pool controller runs (placeholders are its whole output)."""
+bound gets no placeholder and says why; a member set's rise in replicas hands placeholders' room to the runners
+to come. Only the warm-pool controller runs (placeholders are its whole output)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ from typing import Any
 import pytest
 
 from arc_scaleset.api.autoscalingrunnerset import AUTOSCALING_RUNNER_SETS
+from arc_scaleset.api.ephemeralrunnerset import EPHEMERAL_RUNNER_SETS
+from arc_scaleset.api.keys import LABEL_SCALE_SET_NAME
 from arc_scaleset.api.warm_capacity import LABEL_WARM_POOL
 from arc_scaleset.cmd.controller_setup import cache_label_selectors
 from arc_scaleset.controllers.context import ControllerContext
@@ -26,6 +29,7 @@ from arc_scaleset.kube.client import KubeClient
 from arc_scaleset.kube.errors import AlreadyExists
 from arc_scaleset.kube.manager import Manager
 from arc_scaleset.kube.resources import Resource
+from arc_scaleset_lab.cluster.node_pool import NodePool, Resources
 from arc_scaleset_lab.harness.waiting import eventually
 from tests.integration.controllers.scale_set_env import (  # noqa: F401 - fixture
     controller_namespace_fixture,
@@ -190,3 +194,72 @@ async def test_a_placeholder_the_api_server_refuses_is_told_on_the_scale_set(
         assert condition["status"] == "False"
         assert "PriorityClass" in condition["message"], condition["message"]
         assert await _pools(kube, controller_namespace) == {}
+
+
+async def test_a_member_sets_rise_in_replicas_releases_placeholders_before_any_runner_pod_exists(
+    kube: KubeClient, namespace: str, running: Running
+) -> None:
+    """The handover (controllers/warmcapacity/handover.py): the listener raising a member's EphemeralRunnerSet by 2
+    frees the room of 2 placeholders on the node at once, so the runner pods to come bind without preempting (the
+    scheduler's async preemption can park a preemptor until another pod on the node changes: bench/README.md); the
+    2 come back under their names, kept off that node, and wait for the next one."""
+    pool = NodePool(name=f"warm-{uuid.uuid4().hex[:6]}", shape=Resources.parse("4", "16Gi", 110))
+    node = f"{pool.name}-0"
+    template = _template("1")
+    template["spec"].update(pool.placement())
+    scale_set = _scale_set("team-a", runners=3)
+    scale_set["spec"]["template"] = template
+    pool_id = runner_shape(template).pool_id
+    await kube.create(resources.NODES, pool.node(node))
+    try:
+        async with running() as controller_namespace:
+            await kube.create(AUTOSCALING_RUNNER_SETS, scale_set, namespace=namespace)
+            await kube.create(EPHEMERAL_RUNNER_SETS, _runner_set("team-a", namespace, replicas=0), namespace=namespace)
+
+            async def on_the_node() -> dict[str, str] | None:
+                pods = await _placeholder_pods(kube, controller_namespace)
+                held = {p["metadata"]["name"]: p["metadata"]["uid"] for p in pods if p["spec"].get("nodeName") == node}
+                return held if len(held) == 3 else None
+
+            before = await eventually(on_the_node, timeout=60, what=f"3 placeholders on node {node}")
+            await kube.patch(EPHEMERAL_RUNNER_SETS, "team-a", {"spec": {"replicas": 2}}, namespace=namespace)
+
+            async def released() -> list[dict[str, Any]] | None:
+                pods = await _placeholder_pods(kube, controller_namespace)
+                if {p["metadata"]["name"] for p in pods} != set(before):
+                    return None
+                made_again = [p for p in pods if p["metadata"]["uid"] != before[p["metadata"]["name"]]]
+                return made_again if len(made_again) == 2 else None
+
+            made_again = await eventually(released, timeout=30, what="2 placeholders released and made again")
+            assert {p["metadata"]["name"] for p in made_again} == {f"warm-{pool_id}-2", f"warm-{pool_id}-1"}
+            for pod in made_again:
+                assert not pod["spec"].get("nodeName"), "the room released on the node is the runners'"
+                terms = pod["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+                assert {"key": "metadata.name", "operator": "NotIn", "values": [node]} in (
+                    terms["nodeSelectorTerms"][0]["matchFields"]
+                )
+            await kube.delete(AUTOSCALING_RUNNER_SETS, "team-a", namespace=namespace)
+            await eventually(lambda: _no_placeholders(kube, controller_namespace), timeout=60, what="the pool gone")
+    finally:
+        await kube.delete(resources.NODES, node, missing_ok=True)
+
+
+def _runner_set(name: str, namespace: str, *, replicas: int) -> dict[str, Any]:
+    labels = {LABEL_SCALE_SET_NAME: name, "actions.github.com/scale-set-namespace": namespace}
+    return {
+        "metadata": {"name": name, "labels": labels},
+        "spec": {"replicas": replicas, "patchID": 0, "ephemeralRunnerSpec": {
+            "githubConfigUrl": "https://github.com/org", "githubConfigSecret": "gh-secret", "runnerScaleSetId": 1,
+            **_template()}},
+    }  # fmt: skip
+
+
+async def _placeholder_pods(kube: KubeClient, controller_namespace: str) -> list[dict[str, Any]]:
+    pods = (await kube.list(resources.PODS, namespace=controller_namespace, label_selector=LABEL_WARM_POOL)).items
+    return [pod for pod in pods if not pod["metadata"].get("deletionTimestamp")]
+
+
+async def _no_placeholders(kube: KubeClient, controller_namespace: str) -> bool:
+    pods = (await kube.list(resources.PODS, namespace=controller_namespace, label_selector=LABEL_WARM_POOL)).items
+    return not pods

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from arc_scaleset.clock import FakeClock
+from arc_scaleset.controllers.ephemeralrunnerset.node_room import LABEL_NODE_POOL_CAPPED
 from arc_scaleset.kube import resources
 from arc_scaleset.kube.client import KubeClient
 from arc_scaleset.kube.errors import Forbidden, NotFound
@@ -136,6 +137,8 @@ async def test_a_node_empty_for_the_idle_bound_is_removed(
 
     await clock.advance(IDLE * 10)
     assert (await provisioner.scan()).remove == ()  # a node with a pod stays, however long
+    node_labels = (await kube.get(resources.NODES, node))["metadata"]["labels"]
+    assert LABEL_NODE_POOL_CAPPED not in node_labels, "1 node of 2 at most: more may come"
     await kube.delete(resources.PODS, "job", namespace=namespace)
 
     async def job_gone() -> bool:
@@ -176,6 +179,9 @@ async def test_the_pool_never_grows_beyond_its_maximum(
     again = await provisioner.scan()
     assert (again.launch, again.create, again.at_max) == (0, (), (f"{namespace}/{left}",))
     assert await _pool_nodes(kube, pool) == [node]
+    # At its maximum, the pool says no more nodes will come (the contract of --capped-node-room, docs/capacity.md).
+    labels = (await kube.get(resources.NODES, node))["metadata"]["labels"]
+    assert labels[LABEL_NODE_POOL_CAPPED] == "true"
 
 
 async def test_a_higher_priority_pod_preempts_a_lower_one_on_a_full_node(
