@@ -56,6 +56,7 @@ from arc_scaleset.controllers.ephemeralrunner.builders import (
     runner_work_folder,
     secret_runner_id,
 )
+from arc_scaleset.controllers.ephemeralrunner.cost_labels import label_pod_for_cost
 from arc_scaleset.controllers.ephemeralrunner.deletion import (
     cleanup_runner_resources,
     finalize_runner,
@@ -281,6 +282,7 @@ class _RunnerPass:
         if self._retrying.get(self._uid) == ObjectView(pod).uid:
             await self._flush()  # the pod we deleted to retry, still on its way out
             return Result()
+        await label_pod_for_cost(self._ctx, self._er, pod)
         outcome = pod_outcome(
             pod,
             has_job=self._view.has_job,
