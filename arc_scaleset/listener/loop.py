@@ -37,6 +37,7 @@ seconds (``drain_timeout``) to finish.
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import enum
 import logging
 from collections.abc import Awaitable, Sequence
@@ -151,7 +152,7 @@ class Listener:
         self._handled = Remembered(settings.remembered_ids)
         # Started jobs waiting to be recorded, and the workers that record them: a burst of N started jobs
         # queues N references, not N tasks (about 1.7 KiB each while they wait).
-        self._started_jobs: asyncio.Queue[JobStarted] = asyncio.Queue()
+        self._started_jobs: asyncio.Queue[tuple[JobStarted, dt.datetime]] = asyncio.Queue()
         self._bookkeepers: list[asyncio.Task[None]] = []
 
     # ---- the loop ------------------------------------------------------------------------------------------
@@ -387,8 +388,9 @@ class Listener:
                 "job completed",
                 extra={"runner": job.runner_name, "request_id": job.runner_request_id, "result": job.result},
             )
+        now = self._clock.now()  # when the job started, as far as the listener knows: its runner's timeline
         for started_job in started:
-            self._started_jobs.put_nowait(started_job)
+            self._started_jobs.put_nowait((started_job, now))
         if started and not self._bookkeepers:
             self._bookkeepers = [
                 asyncio.create_task(self._record_started_jobs()) for _ in range(self.settings.bookkeeping_concurrency)
@@ -397,17 +399,17 @@ class Listener:
     async def _record_started_jobs(self) -> None:
         """One bookkeeping worker: record queued started jobs, one at a time, until cancelled."""
         while True:
-            job = await self._started_jobs.get()
+            job, started_at = await self._started_jobs.get()
             try:
-                await self._record_started(job)
+                await self._record_started(job, started_at)
             finally:
                 self._started_jobs.task_done()
 
-    async def _record_started(self, job: JobStarted) -> None:
+    async def _record_started(self, job: JobStarted, started_at: dt.datetime) -> None:
         for attempt in range(1, self.settings.attempts + 1):
             try:
                 async with asyncio.timeout(self.settings.call_timeout):
-                    await self.scaler.record_job_started(job)
+                    await self.scaler.record_job_started(job, started_at=started_at)
                 log.info("job started", extra={"runner": job.runner_name, "request_id": job.runner_request_id})
                 return
             except Exception as exc:
