@@ -70,6 +70,7 @@ from arc_scaleset.controllers.ephemeralrunner.outcome import (
     failure_count,
     pod_outcome,
 )
+from arc_scaleset.controllers.ephemeralrunner.timeline import observe_job_wait
 from arc_scaleset.controllers.errors import ConfigurationError
 from arc_scaleset.controllers.failure_report import ReconcileFailureReporter
 from arc_scaleset.controllers.metrics import DeletedReason, runner_set_labels
@@ -283,6 +284,7 @@ class _RunnerPass:
             await self._flush()  # the pod we deleted to retry, still on its way out
             return Result()
         await label_pod_for_cost(self._ctx, self._er, pod)
+        observe_job_wait(self._ctx, self._er, pod)
         outcome = pod_outcome(
             pod,
             has_job=self._view.has_job,
