@@ -4,8 +4,8 @@ A job's timeline is put together from what two processes already hold, with no n
 
 - the listener writes the job's side on the runner's status, ``status.jobTimeline``, in the status patch it
   makes anyway when the runner starts the job: when GitHub queued it, when the scale set acquired it, when
-  GitHub assigned it a runner (the times GitHub's JobStarted message carries) and when the listener learned it
-  started (:func:`listener_milestones`);
+  GitHub assigned it a runner (the times GitHub's JobStarted message carries), when the listener was first
+  offered it and when it learned it started (:func:`listener_milestones`);
 - the runner's pod tells the cluster's side: created, scheduled, its runner container running, ready (the
   runner online), finished (:func:`pod_milestones`).
 
@@ -49,6 +49,8 @@ class Milestone(enum.StrEnum):
 
     QUEUED = "queued"
     """GitHub queued the job (its ``queueTime``)."""
+    OFFERED = "offered"
+    """The listener was first offered the job (its JobAvailable message)."""
     ACQUIRED = "acquired"
     """The scale set acquired the job (GitHub's ``scaleSetAssignTime``)."""
     POD_CREATED = "podCreated"
@@ -69,6 +71,7 @@ class Milestone(enum.StrEnum):
 class Phase(enum.StrEnum):
     """The time before a milestone, named for what the job waited for; the values are metric label values."""
 
+    OFFER = "offer"
     ACQUISITION = "acquisition"
     RUNNER_CREATION = "runner_creation"
     NODE = "node"
@@ -84,6 +87,7 @@ class Phase(enum.StrEnum):
 
 
 _DESCRIPTIONS: Final = {
+    Phase.OFFER: "for GitHub to offer it to the scale set",
     Phase.ACQUISITION: "for the scale set to acquire it",
     Phase.RUNNER_CREATION: "for the controller to create a runner",
     Phase.NODE: "waiting for a node",
@@ -94,6 +98,7 @@ _DESCRIPTIONS: Final = {
 }
 
 ORDER: Final[tuple[tuple[Milestone, Phase], ...]] = (
+    (Milestone.OFFERED, Phase.OFFER),
     (Milestone.ACQUIRED, Phase.ACQUISITION),
     (Milestone.POD_CREATED, Phase.RUNNER_CREATION),
     (Milestone.POD_SCHEDULED, Phase.NODE),
@@ -157,13 +162,14 @@ def recorded_milestones(recorded: object) -> dict[Milestone, dt.datetime]:
 def listener_milestones(
     *,
     queued: dt.datetime | None,
+    offered: dt.datetime | None = None,
     acquired: dt.datetime | None,
     assigned: dt.datetime | None,
     started: dt.datetime,
 ) -> dict[str, str]:
     """The listener's part of ``status.jobTimeline``, as it writes it (times GitHub did not send are left out)."""
-    times = {Milestone.QUEUED: queued, Milestone.ACQUIRED: acquired, Milestone.ASSIGNED: assigned,
-             Milestone.STARTED: started}  # fmt: skip
+    times = {Milestone.QUEUED: queued, Milestone.OFFERED: offered, Milestone.ACQUIRED: acquired,
+             Milestone.ASSIGNED: assigned, Milestone.STARTED: started}  # fmt: skip
     return {key.value: format_time(value) for key, value in times.items() if value is not None}
 
 
@@ -213,10 +219,17 @@ def wait_phases(milestones: Mapping[Milestone, dt.datetime], *, now: dt.datetime
             phases[phase] = (moment - reached).total_seconds()
             reached = moment
     if reached < end:
-        # Not started yet: the time since the last milestone belongs to the first phase still to come.
-        upcoming = next((phase for milestone, phase in ORDER if milestone not in milestones), Phase.JOB_START)
-        phases[upcoming] = phases.get(upcoming, 0.0) + (end - reached).total_seconds()
+        # Not started yet: the time since the last milestone belongs to the phase after it.
+        phase = _upcoming(milestones)
+        phases[phase] = phases.get(phase, 0.0) + (end - reached).total_seconds()
     return phases
+
+
+def _upcoming(milestones: Mapping[Milestone, dt.datetime]) -> Phase:
+    """The phase a job that has not started is in: the one after the last milestone it reached."""
+    reached = [index for index, (milestone, _) in enumerate(ORDER) if milestone in milestones]
+    following = reached[-1] + 1 if reached else 0
+    return ORDER[min(following, len(ORDER) - 1)][1]
 
 
 def slowest(phases: Mapping[Phase, float]) -> tuple[Phase, float] | None:

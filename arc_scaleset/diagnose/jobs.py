@@ -21,6 +21,7 @@ __all__ = ["JobRow", "SlowestPhase", "job_rows", "jobs_document", "render_jobs",
 
 P95: Final = 0.95
 NOUNS: Final[Mapping[Phase, str]] = {
+    Phase.OFFER: "GitHub to offer them to the scale set",
     Phase.ACQUISITION: "the scale set to acquire them",
     Phase.RUNNER_CREATION: "runners to be created",
     Phase.NODE: "nodes",

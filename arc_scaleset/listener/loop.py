@@ -60,6 +60,7 @@ from arc_scaleset.listener.errors import (
 )
 from arc_scaleset.listener.health import Health
 from arc_scaleset.listener.metrics import ListenerMetrics
+from arc_scaleset.listener.offers import OfferTimes
 from arc_scaleset.listener.scaler import Scaler
 from arc_scaleset.listener.session import CredentialStrikes, SessionAPI, SessionKeeper
 from arc_scaleset.listener.side_calls import Remembered, SideAPI, SideCalls
@@ -150,6 +151,8 @@ class Listener:
         self.statistics = Statistics()
         self.last_decision: ScaleDecision | None = None
         self._handled = Remembered(settings.remembered_ids)
+        self.offers = OfferTimes()
+        """When each job was first offered to this listener, for its timeline (recorded on its runner at start)."""
         # Started jobs waiting to be recorded, and the workers that record them: a burst of N started jobs
         # queues N references, not N tasks (about 1.7 KiB each while they wait).
         self._started_jobs: asyncio.Queue[tuple[JobStarted, dt.datetime]] = asyncio.Queue()
@@ -283,6 +286,7 @@ class Listener:
         redelivered = message.message_id in self._handled
         self.side_calls.acknowledge(self.sessions.current(), message.message_id)
         if not redelivered:
+            self.offers.offered((job.runner_request_id for job in message.jobs_available), self._clock.now())
             self.side_calls.acquire(job.runner_request_id for job in message.jobs_available)
             if message.jobs_started or message.jobs_completed:
                 self.scaler.note_job_event()
@@ -409,7 +413,9 @@ class Listener:
         for attempt in range(1, self.settings.attempts + 1):
             try:
                 async with asyncio.timeout(self.settings.call_timeout):
-                    await self.scaler.record_job_started(job, started_at=started_at)
+                    await self.scaler.record_job_started(
+                        job, started_at=started_at, offered_at=self.offers.take(job.runner_request_id)
+                    )
                 log.info("job started", extra={"runner": job.runner_name, "request_id": job.runner_request_id})
                 return
             except Exception as exc:

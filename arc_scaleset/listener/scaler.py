@@ -80,9 +80,11 @@ def ers_patch(decision: ScaleDecision) -> dict[str, Any]:
     return {"spec": {"patchID": decision.patch_id, "replicas": decision.target or None}}
 
 
-def runner_status_patch(job: StartedJob, *, started_at: dt.datetime) -> dict[str, Any]:
+def runner_status_patch(
+    job: StartedJob, *, started_at: dt.datetime, offered_at: dt.datetime | None = None
+) -> dict[str, Any]:
     """The EphemeralRunner status merge patch for a started job: only the fields that carry a value, and the
-    job's side of its timeline (``jobTimeline``: GitHub's times and ``started_at``;
+    job's side of its timeline (``jobTimeline``: GitHub's times, ``offered_at`` and ``started_at``;
     :mod:`~arc_scaleset.api.job_timeline`)."""
     repository = f"{job.owner_name}/{job.repository_name}" if job.owner_name or job.repository_name else ""
     fields: dict[str, Any] = {
@@ -94,6 +96,7 @@ def runner_status_patch(job: StartedJob, *, started_at: dt.datetime) -> dict[str
         "jobDisplayName": job.job_display_name,
         "jobTimeline": listener_milestones(
             queued=job.queue_time,
+            offered=offered_at,
             acquired=job.scale_set_assign_time,
             assigned=job.runner_assign_time,
             started=started_at,
@@ -164,16 +167,19 @@ class Scaler:
         )
         return decision
 
-    async def record_job_started(self, job: StartedJob, *, started_at: dt.datetime | None = None) -> bool:
+    async def record_job_started(
+        self, job: StartedJob, *, started_at: dt.datetime | None = None, offered_at: dt.datetime | None = None
+    ) -> bool:
         """Write the job's facts to its runner's status; False when the runner no longer exists.
-        ``started_at``: when the listener learned the job started (default: now)."""
+        ``started_at``: when the listener learned the job started (default: now); ``offered_at``: when it was
+        first offered the job, if it remembers."""
         if not job.runner_name:
             return False
         try:
             await self._kube.patch(
                 EPHEMERAL_RUNNERS,
                 job.runner_name,
-                runner_status_patch(job, started_at=started_at or self._clock.now()),
+                runner_status_patch(job, started_at=started_at or self._clock.now(), offered_at=offered_at),
                 namespace=self.namespace,
                 patch_type=PatchType.MERGE,
                 subresource="status",

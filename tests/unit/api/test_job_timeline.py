@@ -75,6 +75,13 @@ def test_a_job_still_waiting_has_the_time_so_far_in_the_phase_it_is_in() -> None
     assert wait_phases(milestones) == {}
 
 
+def test_the_time_before_the_listener_was_offered_the_job_is_githubs() -> None:
+    milestones = {Milestone.QUEUED: at(0), Milestone.OFFERED: at(2), Milestone.ACQUIRED: at(3),
+                  Milestone.STARTED: at(5)}  # fmt: skip
+    assert wait_phases(milestones) == {Phase.OFFER: 2, Phase.ACQUISITION: 1, Phase.JOB_START: 2}
+    assert describe(Phase.OFFER, 2) == "2 s for GitHub to offer it to the scale set"
+
+
 def test_a_missing_milestone_hands_its_time_to_the_next_phase() -> None:
     milestones = {Milestone.QUEUED: at(0), Milestone.POD_SCHEDULED: at(10), Milestone.STARTED: at(12)}
     assert wait_phases(milestones) == {Phase.NODE: 10, Phase.JOB_START: 2}

@@ -119,6 +119,17 @@ async def test_job_started_patches_the_runner_status_with_only_non_empty_job_fac
     await h.stop_and_wait()
 
 
+async def test_a_started_job_records_when_the_listener_was_first_offered_it() -> None:
+    h = Harness()
+    h.actions.poll_script.extend([message(1, JobAvailable(runner_request_id=10)), message(2, started(10, "r"))])
+    h.start()
+    await h.settle(lambda: bool(h.calls("er")))
+    (call,) = h.calls("er")
+    assert call[3]["status"]["jobTimeline"] == {"offered": "2026-01-01T00:00:00Z", "started": "2026-01-01T00:00:00Z"}
+    assert len(h.listener.offers) == 0  # forgotten once recorded
+    await h.stop_and_wait()
+
+
 async def test_a_started_job_whose_runner_is_gone_is_ignored() -> None:
     h = Harness()
     h.patcher.missing_runners.add("runner-gone")
