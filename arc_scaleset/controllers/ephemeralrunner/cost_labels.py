@@ -103,12 +103,12 @@ def cost_patch(er: Mapping[str, Any], pod: Mapping[str, Any]) -> dict[str, Any] 
 async def label_pod_for_cost(ctx: ControllerContext, er: Mapping[str, Any], pod: Mapping[str, Any]) -> None:
     """Patch ``pod`` with ``er``'s cost metadata when it is turned on and missing. A pod already gone is fine
     (the runner's next pass sees why); other errors fail the pass, which is retried."""
-    if not ctx.settings.runner_cost_labels or ObjectView(pod).is_deleting:
+    view = ObjectView(pod)
+    if not ctx.settings.runner_cost_labels or view.is_deleting:
         return
     patch = cost_patch(er, pod)
     if patch is None:
         return
-    view = ObjectView(pod)
     try:
         await ctx.kube.patch(PODS, view.name, patch, namespace=view.namespace, patch_type=PatchType.MERGE)
     except NotFound:
