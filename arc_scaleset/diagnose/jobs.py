@@ -54,6 +54,7 @@ class JobRow:
             "job": self.timeline.job,
             "started": self.started,
             "waitSeconds": round(self.wait, 3),
+            "runSeconds": None if self.timeline.run_seconds is None else round(self.timeline.run_seconds, 3),
             "phases": {phase.value: round(seconds, 3) for phase, seconds in self.phases.items()},
             "slowestPhase": top[0].value if top else None,
             "summary": describe(*top) if top else "",

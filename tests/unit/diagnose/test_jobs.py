@@ -70,6 +70,7 @@ def test_each_job_says_where_its_wait_went_longest_wait_first() -> None:
     assert [job["runner"] for job in doc["jobs"]] == ["r3", "r1", "r2", "r4"]
     r1 = doc["jobs"][1]
     assert r1["waitSeconds"] == 50
+    assert r1["runSeconds"] is None  # still running
     assert r1["phases"] == {"acquisition": 1, "runner_creation": 1, "node": 41, "runner_registration": 5,
                             "job_start": 2}  # fmt: skip
     assert r1["summary"] == "41 s waiting for a node"
