@@ -154,6 +154,10 @@ def test_a_runners_timeline_joins_the_listeners_record_and_the_pod() -> None:
     assert (timeline.runner, timeline.job_id, timeline.repository, timeline.job) == ("r", "j1", "o/r", "build")
     assert timeline.wait_phases() == {Phase.RUNNER_CREATION: 2, Phase.NODE: 41, Phase.JOB_START: 7}
     assert timeline.run_seconds is None
+    done = JobTimeline.of_runner(er, pod(containerStatuses=[
+        {"name": "runner", "state": {"terminated": {"startedAt": stamp(45), "finishedAt": stamp(110)}}}]))  # fmt: skip
+    assert done is not None
+    assert done.run_seconds == 60
     assert JobTimeline.of_runner({"metadata": {"name": "idle"}, "status": {}}, None) is None
 
 
