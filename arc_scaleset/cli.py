@@ -31,6 +31,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "status": ("arc_scaleset.cmd.status", "show a scale set: GitHub, runners, revisions, listener, conditions, events"),
     "explain": ("arc_scaleset.cmd.explain", "say why a scale set is not doing what you expect, with the evidence"),
+    "jobs": ("arc_scaleset.cmd.jobs", "show a scale set's recent jobs and where their wait went"),
 }
 
 LAB_EXTRA = "pip install 'arc-scaleset[lab]'"

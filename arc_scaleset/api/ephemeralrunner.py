@@ -88,6 +88,8 @@ class EphemeralRunnerStatus(ApiModel):
     job_workflow_ref: str = ""
     workflow_run_id: int = 0
     job_display_name: str = ""
+    job_timeline: dict[str, Timestamp] | None = None
+    """Not in ARC: when the job was queued, acquired, assigned and started, written by the listener."""
 
     @property
     def is_done(self) -> bool:

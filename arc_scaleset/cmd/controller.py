@@ -335,6 +335,15 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     add_go_flag(
         parser,
+        "runner-cost-labels",
+        action=GoBoolAction,
+        default=True,
+        help="label a runner's pod, once it takes a job, with the job's repository, workflow and job under "
+        "cost.arc-scaleset.dev/ (for cost tools; values made safe for labels, exact values in annotations); "
+        "not an ARC flag (default: true)",
+    )
+    add_go_flag(
+        parser,
         "workqueue-rate-limiter",
         default="",
         type=_choice(RATE_LIMITERS, allow_empty=True),
@@ -530,6 +539,7 @@ def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> 
             args.warm_placeholder_max_resources, flag="--warm-placeholder-max-resources"
         ),
         warm_pool_max_placeholders=args.warm_pool_max_placeholders,
+        runner_cost_labels=args.runner_cost_labels,
     )
 
 

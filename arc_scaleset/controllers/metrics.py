@@ -25,10 +25,11 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from prometheus_client import CollectorRegistry, Counter, Gauge
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from arc_scaleset.api.job_timeline import Phase
 from arc_scaleset.api.keys import (
     LABEL_GITHUB_ENTERPRISE,
     LABEL_GITHUB_ORGANIZATION,
@@ -51,6 +52,9 @@ RUNNERS_FAILED: Final = "gha_controller_ephemeral_runners_failed"
 RUNNERS_DELETED: Final = "gha_controller_ephemeral_runners_deleted"
 RUNNING_LISTENERS: Final = "gha_controller_running_listeners"
 LISTENER_RESTARTS: Final = "gha_controller_listener_restarts"
+JOB_WAIT_PHASE: Final = "gha_controller_job_wait_phase_seconds"
+PHASE_LABEL: Final = "phase"
+JOB_WAIT_BUCKETS: Final = (0.5, 1, 2, 5, 10, 20, 30, 45, 60, 90, 120, 180, 300, 600, 900, 1800, 3600)
 """Family names as declared; prometheus_client exposes a counter ``X`` as ``X_total`` (and ``X_created``)."""
 
 
@@ -230,6 +234,9 @@ class ControllerMetrics:
       otherwise; name/namespace are the AutoscalingListener's.
     - ``listener_restarts``: ``gha_controller_listener_restarts_total`` (beyond ARC): listener pods the
       controller recreated after a failure, eviction or node loss.
+    - ``job_wait``: ``gha_controller_job_wait_phase_seconds{phase}`` (beyond ARC): where each started job's wait
+      went, one observation per phase of :class:`~arc_scaleset.api.job_timeline.Phase` (0 for a phase it did not
+      wait in), so every phase's quantiles are over the same jobs.
     """
 
     def __init__(self, registry: CollectorRegistry | None = None, *, enabled: bool = True) -> None:
@@ -238,6 +245,8 @@ class ControllerMetrics:
         self._observing = False
         # Runners whose deletion was counted, oldest first (bounded: a runner is deleted within seconds).
         self._counted_deletions: OrderedDict[str, None] = OrderedDict()
+        # Runners whose job's wait was observed (bounded like the deletions: a busy runner is gone within hours).
+        self._observed_waits: OrderedDict[str, None] = OrderedDict()
         self.runners_created = Counter(
             RUNNERS_CREATED, "EphemeralRunners the controller created.", METRIC_LABELS, registry=self.registry
         )
@@ -266,6 +275,13 @@ class ControllerMetrics:
             LISTENER_RESTARTS,
             "Listener pods recreated by the controller after a failure, an eviction or a lost node.",
             METRIC_LABELS,
+            registry=self.registry,
+        )
+        self.job_wait = Histogram(
+            JOB_WAIT_PHASE,
+            "Seconds started jobs waited in each phase between queued and started (docs/observability.md).",
+            (*METRIC_LABELS, PHASE_LABEL),
+            buckets=JOB_WAIT_BUCKETS,
             registry=self.registry,
         )
 
@@ -302,6 +318,16 @@ class ControllerMetrics:
                 self._counted_deletions.popitem(last=False)
         self.runners_deleted.labels(**labels, **{DELETED_REASON_LABEL: reason}).inc()
 
+    def observe_job_wait(self, labels: Mapping[str, str], runner_uid: str, phases: Mapping[Phase, float]) -> None:
+        """Observe one started job's wait, divided into ``phases``; once per runner (by UID) in this process."""
+        if not self.enabled or runner_uid in self._observed_waits:
+            return
+        self._observed_waits[runner_uid] = None
+        if len(self._observed_waits) > _COUNTED_DELETIONS_KEPT:
+            self._observed_waits.popitem(last=False)
+        for phase in Phase:
+            self.job_wait.labels(**labels, **{PHASE_LABEL: phase.value}).observe(phases.get(phase, 0.0))
+
     def set_listener_running(self, labels: Mapping[str, str], running: bool) -> None:
         if self.enabled:
             self.running_listeners.labels(**labels).set(1 if running else 0)
@@ -326,3 +352,6 @@ class ControllerMetrics:
         for reason in DELETED_REASONS:
             with contextlib.suppress(KeyError):
                 self.runners_deleted.remove(*values, reason)
+        for phase in Phase:
+            with contextlib.suppress(KeyError):
+                self.job_wait.remove(*values, phase.value)

@@ -150,6 +150,8 @@ class ControllerSettings:
       not named may not be asked for (``--warm-placeholder-max-resources``: placeholders live in the controller
       namespace, outside every team's quota).
     - ``warm_pool_max_placeholders``: the most placeholders one pool keeps (``--warm-pool-max-placeholders``).
+    - ``runner_cost_labels``: label a busy runner's pod with its job's repository, workflow and job
+      (``--runner-cost-labels``; :mod:`arc_scaleset.controllers.ephemeralrunner.cost_labels`).
     """
 
     controller_namespace: str
@@ -190,6 +192,7 @@ class ControllerSettings:
         default_factory=lambda: parse_resource_bound(DEFAULT_WARM_PLACEHOLDER_BOUND)
     )
     warm_pool_max_placeholders: int = DEFAULT_WARM_POOL_MAX_PLACEHOLDERS
+    runner_cost_labels: bool = True
 
     def __post_init__(self) -> None:
         if not self.controller_namespace:

@@ -37,6 +37,7 @@ seconds (``drain_timeout``) to finish.
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import enum
 import logging
 from collections.abc import Awaitable, Sequence
@@ -60,6 +61,7 @@ from arc_scaleset.listener.errors import (
 )
 from arc_scaleset.listener.health import Health
 from arc_scaleset.listener.metrics import ListenerMetrics
+from arc_scaleset.listener.offers import OfferTimes
 from arc_scaleset.listener.scaler import Scaler
 from arc_scaleset.listener.session import CredentialStrikes, SessionAPI, SessionKeeper
 from arc_scaleset.listener.side_calls import Remembered, SideAPI, SideCalls
@@ -150,9 +152,11 @@ class Listener:
         self.statistics = Statistics()
         self.last_decision: ScaleDecision | None = None
         self._handled = Remembered(settings.remembered_ids)
+        self.offers = OfferTimes()
+        """When each job was first offered to this listener, for its timeline (recorded on its runner at start)."""
         # Started jobs waiting to be recorded, and the workers that record them: a burst of N started jobs
         # queues N references, not N tasks (about 1.7 KiB each while they wait).
-        self._started_jobs: asyncio.Queue[JobStarted] = asyncio.Queue()
+        self._started_jobs: asyncio.Queue[tuple[JobStarted, dt.datetime]] = asyncio.Queue()
         self._bookkeepers: list[asyncio.Task[None]] = []
 
     # ---- the loop ------------------------------------------------------------------------------------------
@@ -287,6 +291,7 @@ class Listener:
             self._record_statistics(message.statistics)
         redelivered = message.message_id in self._handled
         if not redelivered:
+            self.offers.offered((job.runner_request_id for job in message.jobs_available), self._clock.now())
             self.side_calls.acquire(job.runner_request_id for job in message.jobs_available)
             if message.jobs_started or message.jobs_completed:
                 self.scaler.note_job_event()
@@ -409,8 +414,9 @@ class Listener:
                 "job completed",
                 extra={"runner": job.runner_name, "request_id": job.runner_request_id, "result": job.result},
             )
+        now = self._clock.now()  # when the job started, as far as the listener knows: its runner's timeline
         for started_job in started:
-            self._started_jobs.put_nowait(started_job)
+            self._started_jobs.put_nowait((started_job, now))
         if started and not self._bookkeepers:
             self._bookkeepers = [
                 asyncio.create_task(self._record_started_jobs()) for _ in range(self.settings.bookkeeping_concurrency)
@@ -419,17 +425,19 @@ class Listener:
     async def _record_started_jobs(self) -> None:
         """One bookkeeping worker: record queued started jobs, one at a time, until cancelled."""
         while True:
-            job = await self._started_jobs.get()
+            job, started_at = await self._started_jobs.get()
             try:
-                await self._record_started(job)
+                await self._record_started(job, started_at)
             finally:
                 self._started_jobs.task_done()
 
-    async def _record_started(self, job: JobStarted) -> None:
+    async def _record_started(self, job: JobStarted, started_at: dt.datetime) -> None:
         for attempt in range(1, self.settings.attempts + 1):
             try:
                 async with asyncio.timeout(self.settings.call_timeout):
-                    await self.scaler.record_job_started(job)
+                    await self.scaler.record_job_started(
+                        job, started_at=started_at, offered_at=self.offers.take(job.runner_request_id)
+                    )
                 log.info("job started", extra={"runner": job.runner_name, "request_id": job.runner_request_id})
                 return
             except Exception as exc:

@@ -7,18 +7,21 @@
   field is removed and reads back as 0, exactly as ARC's ``omitempty`` serialisation does); the set the
   API server answers with carries the capacity the controller published (:mod:`.capacity`);
 - ``record_job_started(job)``: a merge patch of the ``status`` subresource of the EphemeralRunner that
-  took the job, with only the non-empty job facts. A runner that is already gone is not an error.
+  took the job, with only the non-empty job facts and the job's side of its timeline (``jobTimeline``). A
+  runner that is already gone is not an error.
 
 Errors other than a runner's NotFound propagate: the listener loop decides whether to retry.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from arc_scaleset.api.constants import EPHEMERAL_RUNNER_SETS, EPHEMERAL_RUNNERS
+from arc_scaleset.api.job_timeline import listener_milestones
 from arc_scaleset.api.keys import ANNOTATION_LISTENER_CURSOR
 from arc_scaleset.api.listener_cursor import ListenerCursor
 from arc_scaleset.api.windows import Window
@@ -66,6 +69,12 @@ class StartedJob(Protocol):
     def job_workflow_ref(self) -> str: ...
     @property
     def job_display_name(self) -> str: ...
+    @property
+    def queue_time(self) -> dt.datetime | None: ...
+    @property
+    def scale_set_assign_time(self) -> dt.datetime | None: ...
+    @property
+    def runner_assign_time(self) -> dt.datetime | None: ...
 
 
 def ers_patch(decision: ScaleDecision) -> dict[str, Any]:
@@ -73,8 +82,12 @@ def ers_patch(decision: ScaleDecision) -> dict[str, Any]:
     return {"spec": {"patchID": decision.patch_id, "replicas": decision.target or None}}
 
 
-def runner_status_patch(job: StartedJob) -> dict[str, Any]:
-    """The EphemeralRunner status merge patch for a started job: only the fields that carry a value."""
+def runner_status_patch(
+    job: StartedJob, *, started_at: dt.datetime, offered_at: dt.datetime | None = None
+) -> dict[str, Any]:
+    """The EphemeralRunner status merge patch for a started job: only the fields that carry a value, and the
+    job's side of its timeline (``jobTimeline``: GitHub's times, ``offered_at`` and ``started_at``;
+    :mod:`~arc_scaleset.api.job_timeline`)."""
     repository = f"{job.owner_name}/{job.repository_name}" if job.owner_name or job.repository_name else ""
     fields: dict[str, Any] = {
         "jobRequestId": job.runner_request_id,
@@ -83,6 +96,13 @@ def runner_status_patch(job: StartedJob) -> dict[str, Any]:
         "workflowRunId": job.workflow_run_id,
         "jobWorkflowRef": job.job_workflow_ref,
         "jobDisplayName": job.job_display_name,
+        "jobTimeline": listener_milestones(
+            queued=job.queue_time,
+            offered=offered_at,
+            acquired=job.scale_set_assign_time,
+            assigned=job.runner_assign_time,
+            started=started_at,
+        ),
     }
     return {"status": {key: value for key, value in fields.items() if value}}
 
@@ -154,15 +174,19 @@ class Scaler:
         )
         return decision
 
-    async def record_job_started(self, job: StartedJob) -> bool:
-        """Write the job's facts to its runner's status; False when the runner no longer exists."""
+    async def record_job_started(
+        self, job: StartedJob, *, started_at: dt.datetime | None = None, offered_at: dt.datetime | None = None
+    ) -> bool:
+        """Write the job's facts to its runner's status; False when the runner no longer exists.
+        ``started_at``: when the listener learned the job started (default: now); ``offered_at``: when it was
+        first offered the job, if it remembers."""
         if not job.runner_name:
             return False
         try:
             await self._kube.patch(
                 EPHEMERAL_RUNNERS,
                 job.runner_name,
-                runner_status_patch(job),
+                runner_status_patch(job, started_at=started_at or self._clock.now(), offered_at=offered_at),
                 namespace=self.namespace,
                 patch_type=PatchType.MERGE,
                 subresource="status",

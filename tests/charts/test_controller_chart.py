@@ -118,6 +118,15 @@ async def test_the_runner_template_bound_reaches_the_controller(helm: Helm) -> N
     assert settings.max_runner_template_bytes == 131072
 
 
+@pytest.mark.parametrize(("value", "expected"), [(None, True), (True, True), (False, False)])
+async def test_cost_labels_are_on_by_default_and_the_value_turns_them_off(
+    helm: Helm, value: bool | None, expected: bool
+) -> None:
+    values = {} if value is None else {"flags": {"runnerCostLabels": value}}
+    _, settings = controller_settings(manager(only(await render(helm, values), "Deployment")))
+    assert settings.runner_cost_labels is expected
+
+
 async def test_metrics_health_probes_and_flags_values_reach_the_controller(helm: Helm) -> None:
     values = {
         "metrics": {"controllerManagerAddr": ":8080", "listenerAddr": ":8081", "listenerEndpoint": "/metrics"},

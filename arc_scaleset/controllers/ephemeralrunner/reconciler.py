@@ -52,6 +52,7 @@ from arc_scaleset.api.keys import (
 from arc_scaleset.api.views import EphemeralRunnerView
 from arc_scaleset.controllers.context import ControllerContext
 from arc_scaleset.controllers.ephemeralrunner.builders import desired_runner_pod
+from arc_scaleset.controllers.ephemeralrunner.cost_labels import label_pod_for_cost
 from arc_scaleset.controllers.ephemeralrunner.creation import Created, Creation, creation_outcome
 from arc_scaleset.controllers.ephemeralrunner.deletion import cleanup_runner_resources, finalize_runner
 from arc_scaleset.controllers.ephemeralrunner.memory import RunnerMemory
@@ -65,6 +66,7 @@ from arc_scaleset.controllers.ephemeralrunner.outcome import (
 )
 from arc_scaleset.controllers.ephemeralrunner.registration import NAME_COLLISION_REQUEUE, register
 from arc_scaleset.controllers.ephemeralrunner.scope import RunnerPass
+from arc_scaleset.controllers.ephemeralrunner.timeline import observe_job_wait
 from arc_scaleset.controllers.failure_report import ReconcileFailureReporter
 from arc_scaleset.controllers.metrics import DeletedReason
 from arc_scaleset.controllers.reconcile_pass import ObjectMemory, Phase, gather, run_phases
@@ -227,6 +229,8 @@ class EphemeralRunnerReconciler:
             return None
         if scope.slot.retrying_pod == ObjectView(pod).uid:
             return Result()  # the pod we deleted to retry, still on its way out
+        await label_pod_for_cost(self._ctx, scope.runner.raw, pod)
+        observe_job_wait(self._ctx, scope.runner.raw, pod)
         outcome = pod_outcome(
             pod,
             has_job=scope.runner.has_job,

@@ -107,6 +107,13 @@ def test_the_max_runners_ceiling_defaults_to_ten_thousand_and_can_be_set(argv: l
     assert settings_from_args(parse(*argv), ENV).max_runners_ceiling == expected
 
 
+@pytest.mark.parametrize(
+    ("argv", "expected"), [([], True), (["--runner-cost-labels=false"], False), (["--runner-cost-labels"], True)]
+)
+def test_cost_labels_are_on_unless_turned_off(argv: list[str], expected: bool) -> None:
+    assert settings_from_args(parse(*argv), ENV).runner_cost_labels is expected
+
+
 def test_a_max_runners_ceiling_below_one_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
         parse("--max-runners-ceiling=0")

@@ -6,6 +6,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
+from arc_scaleset.api.job_timeline import Phase
 from arc_scaleset.controllers.metrics import (
     ControllerMetrics,
     DeletedReason,
@@ -119,3 +120,23 @@ def test_a_runner_deleted_by_both_its_set_and_its_own_controller_is_counted_once
 
     assert metrics.runners_deleted.labels(**labels, reason=DeletedReason.SUCCEEDED)._value.get() == 1
     assert metrics.runners_deleted.labels(**labels, reason=DeletedReason.SCALE_DOWN)._value.get() == 1
+
+
+def test_a_jobs_wait_is_observed_once_per_runner_in_every_phase_and_forgotten_with_the_scale_set() -> None:
+    registry = CollectorRegistry()
+    metrics = ControllerMetrics(registry)
+    labels = {"name": "arc", "namespace": "ns", "repository": "", "organization": "org", "enterprise": ""}
+    metrics.observe_job_wait(labels, "uid-1", {Phase.NODE: 41.0, Phase.RUNNER_REGISTRATION: 3.0})
+    metrics.observe_job_wait(labels, "uid-1", {Phase.NODE: 41.0})  # the same runner's next pass
+
+    name = "gha_controller_job_wait_phase_seconds"
+    assert _value(registry, f"{name}_sum", phase="node") == 41
+    assert _value(registry, f"{name}_count", phase="node") == 1
+    assert _value(registry, f"{name}_sum", phase="runner_registration") == 3
+    # Every phase is observed for every job (0 where it did not wait), so quantiles compare the same jobs.
+    assert _value(registry, f"{name}_count", phase="acquisition") == 1
+    assert _value(registry, f"{name}_bucket", phase="acquisition", le="0.5") == 1
+    assert _value(registry, f"{name}_bucket", phase="node", le="30.0") == 0
+
+    metrics.forget(labels)
+    assert _value(registry, f"{name}_count", phase="node") is None

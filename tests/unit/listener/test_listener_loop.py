@@ -8,6 +8,7 @@ tests/integration/listener.
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 
 import pytest
 
@@ -89,10 +90,11 @@ async def test_started_jobs_still_unrecorded_at_shutdown_do_not_hold_it_up() -> 
     assert h.calls("er") == []
 
 
-async def test_job_started_patches_the_runner_status_with_only_non_empty_job_facts() -> None:
+async def test_job_started_patches_the_runner_status_with_only_non_empty_job_facts_and_its_timeline() -> None:
     h = Harness()
     job = started(10, "runner-x")
     job.workflow_run_id = 0
+    job.queue_time = dt.datetime(2025, 12, 31, 23, 59, 0, tzinfo=dt.UTC)
     h.actions.poll_script.append(message(1, job, assigned=1))
     h.start()
     await h.settle(lambda: bool(h.calls("er")))
@@ -108,10 +110,23 @@ async def test_job_started_patches_the_runner_status_with_only_non_empty_job_fac
                     "jobId": "job-10",
                     "jobWorkflowRef": "octo/hello/.github/workflows/ci.yml@refs/heads/main",
                     "jobDisplayName": "build",
+                    # GitHub's times that the message carries, and when the listener learned the job started.
+                    "jobTimeline": {"queued": "2025-12-31T23:59:00Z", "started": "2026-01-01T00:00:00Z"},
                 }
             },
         )
     ]
+    await h.stop_and_wait()
+
+
+async def test_a_started_job_records_when_the_listener_was_first_offered_it() -> None:
+    h = Harness()
+    h.actions.poll_script.extend([message(1, JobAvailable(runner_request_id=10)), message(2, started(10, "r"))])
+    h.start()
+    await h.settle(lambda: bool(h.calls("er")))
+    (call,) = h.calls("er")
+    assert call[3]["status"]["jobTimeline"] == {"offered": "2026-01-01T00:00:00Z", "started": "2026-01-01T00:00:00Z"}
+    assert len(h.listener.offers) == 0  # forgotten once recorded
     await h.stop_and_wait()
 
 
