@@ -21,6 +21,10 @@ from typing import Any
 
 import pytest
 
+from arc_scaleset.api.autoscalingrunnerset import AUTOSCALING_RUNNER_SETS
+from arc_scaleset.kube.client import PatchType
+from arc_scaleset.kube.resources import PODS
+from arc_scaleset_lab.harness import scale_sets
 from arc_scaleset_lab.harness.helm import Helm
 from arc_scaleset_lab.harness.prometheus import LabPrometheus, system_targets
 from arc_scaleset_lab.harness.system import System
@@ -30,6 +34,7 @@ from tests.e2e.harness import ScaleSetFactory, ScaleSetHandle
 from tests.unit.observability.test_dashboard import DASHBOARD, queries
 
 RULES_KEY = "arc-scaleset.rules.yaml"
+NO_NODE = {"arc-scaleset.dev/no-such-node": "true"}
 RULE_VALUES = {
     "prometheusRules": {
         "enabled": True,
@@ -46,6 +51,9 @@ NOT_PRODUCED = {
     # Only a queue message the listener cannot read counts here; the simulated GitHub sends none unless a test
     # scripts its queue in-process (tests/integration/listener/test_listener_poison_messages.py).
     "sum by (reason) (increase(gha_listener_skipped_messages_total[1h]))",
+    # A healthy run has no reconcile error, and the controller's registry makes a controller's series at its first
+    # error (Go's controller-runtime starts it at 0); tests/unit/kube/test_controller.py counts one.
+    "sum by (controller) (rate(controller_runtime_reconcile_errors_total[5m]))",
 }
 
 
@@ -87,9 +95,10 @@ async def factory(metrics_system: System, request: pytest.FixtureRequest) -> Asy
 
 def promql(expr: str, variables: dict[str, str]) -> tuple[str, str | None]:
     """A dashboard expression as Grafana sends it with ``variables`` chosen: the PromQL, and for a templating
-    ``label_values(selector, label)`` the label its series must carry."""
+    ``label_values(selector, label)`` the label its series must carry. Values go in as they are: Kubernetes
+    names (lowercase letters, digits, dashes) match themselves in a regular expression."""
     for name, value in variables.items():
-        expr = expr.replace(f"${name}", re.escape(value))
+        expr = expr.replace(f"${name}", value)
     if match := LABEL_VALUES.match(expr):
         return match.group(1), match.group(2)
     return expr, None
@@ -127,26 +136,32 @@ async def _all_evaluated_ok(server: LabPrometheus) -> bool:
     return not bad
 
 
-async def test_jobs_waiting_fires_while_jobs_wait_for_a_runner_and_resolves_once_they_ran(
+async def test_jobs_waiting_fires_while_a_job_waits_for_a_node_and_resolves_once_it_ran(
     metrics_system: System, prometheus: LabPrometheus, factory: ScaleSetFactory
 ) -> None:
     runners = await factory.create(min_runners=0, max_runners=1)
-    await runners.wait_ready(timeout=90)
-    await _refreshed(prometheus, metrics_system)
-    # One runner at most: the second and third jobs wait for the first to end, longer than the 2 s `for:`.
-    await runners.enqueue(3, duration=4.0)
+    before = (await runners.wait_ready(timeout=90)).applied_revision
+    # The cause: the runner's pod selects a node that does not exist, so the job GitHub assigned waits for it.
+    template = scale_sets.runner_template(env={scale_sets.TEMPLATE_REVISION_ENV: "unschedulable"})
+    template["spec"]["nodeSelector"] = NO_NODE
+    await metrics_system.kube.patch(
+        AUTOSCALING_RUNNER_SETS, runners.name, {"spec": {"template": template}}, namespace=runners.namespace
+    )
+    await runners.wait(lambda s: s.applied_revision > before, timeout=60, what="the unschedulable template applied")
+    await runners.enqueue(1, duration=1.0)
 
     async def waiting_alert() -> list[dict[str, Any]]:
         await _refreshed(prometheus, metrics_system)
         return await firing(prometheus, "ArcScaleSetJobsWaiting", runners.name)
 
-    (alert,) = await eventually(waiting_alert, timeout=60, what="ArcScaleSetJobsWaiting firing")
+    (alert,) = await eventually(waiting_alert, timeout=90, what="ArcScaleSetJobsWaiting firing")
     assert alert["labels"]["namespace"] == runners.namespace
-    assert float(alert["value"]) >= 1
+    assert float(alert["value"]) == 1
 
+    await _valid_template(metrics_system, runners)  # the cause ends: the pending runner is replaced
     await runners.wait_jobs_completed(timeout=120)
     await eventually(
-        lambda: _not(waiting_alert()), timeout=30, what="ArcScaleSetJobsWaiting resolved after the jobs ran"
+        lambda: _not(waiting_alert()), timeout=60, what="ArcScaleSetJobsWaiting resolved after the job ran"
     )
 
 
@@ -163,7 +178,8 @@ async def test_runners_failing_fires_when_a_runner_fails_and_resolves_after_its_
         what="ArcScaleSetRunnersFailing firing",
     )
     assert alert["labels"]["severity"] == "warning"
-    # No further failure: once the failure leaves the 15 s window, the alert resolves.
+    await _valid_template(metrics_system, runners)  # no runner fails any more
+    # Once the failures leave the 15 s window, the alert resolves.
     await eventually(
         lambda: _not(firing(prometheus, "ArcScaleSetRunnersFailing", runners.name)),
         timeout=60,
@@ -176,36 +192,85 @@ async def test_every_dashboard_query_returns_series_from_prometheus_after_a_work
 ) -> None:
     runners = await factory.create(min_runners=1, max_runners=3)
     await runners.wait_ready(timeout=90)
+    # The listener panels: the controller recreates a killed listener. First, so the new listener sees every job.
+    (killed,) = [pid for pod, pid in metrics_system.listener_pids().items() if pod.startswith(runners.name)]
+    os.kill(killed, signal.SIGKILL)
+    await eventually(
+        lambda: [
+            p for pod, p in metrics_system.listener_pids().items() if pod.startswith(runners.name) and p != killed
+        ],
+        timeout=90,
+        what="the listener recreated",
+    )
     await runners.enqueue(4, duration=1.0)
     await runners.wait_jobs_completed(timeout=120)
-    await _fail_a_runner(metrics_system, runners)  # the failure panels
-    await runners.wait_ready(timeout=90)
-    await runners.change_template()  # the rollout panels: idle runners of the old revision are replaced
-    await runners.wait_settled(timeout=120)
-    listener_pid = next(iter(metrics_system.listener_pids().values()))
-    os.kill(listener_pid, signal.SIGKILL)  # the listener panels: the controller recreates it
+    await _fail_a_runner(metrics_system, runners)  # the failure panels; and a revision: the rollout panels
+    await _valid_template(metrics_system, runners)
+    await runners.wait_ready(timeout=120)
+    await _fail_a_busy_runner(metrics_system, runners)  # the deletions for a failed pod
 
     variables = {"namespace": runners.namespace, "scale_set": runners.name}
     expressions = [e for e in queries(json.loads(DASHBOARD.read_text())) if e not in NOT_PRODUCED]
 
-    async def empty_queries() -> list[str] | None:
+    missing: list[str] = []
+
+    async def every_query_has_series() -> bool:
         await _refreshed(prometheus, metrics_system)
-        empty = []
+        missing.clear()
         for expr in expressions:
             query, label = promql(expr, variables)
-            series = await prometheus.query(query)
-            if not [s for s in series if label is None or s["metric"].get(label)]:
-                empty.append(expr)
-        return None if empty else empty
+            if not [s for s in await prometheus.query(query) if label is None or s["metric"].get(label)]:
+                missing.append(expr)
+        return not missing
 
-    missing = await eventually(empty_queries, timeout=90, what="every dashboard query to return series")
-    assert missing is None
+    try:
+        await eventually(every_query_has_series, timeout=90, what="every dashboard query to return series")
+    except TimeoutError:
+        pytest.fail("dashboard queries without series:\n" + "\n".join(missing))
 
 
 async def _fail_a_runner(system: System, runners: ScaleSetHandle) -> None:
-    """The runner process of one registered runner exits 1 (the simulated GitHub asks its node agent to)."""
-    name = sorted(await runners.registered_runner_names())[0]
-    await system.sim.fail_runner(name, reason="e2e")
+    """A runner that can never start: its pod is unschedulable (so no kubelet of the lab touches it) and reports
+    what a kubelet says of an image name it cannot parse (``InvalidImageName``); the controller marks the runner
+    Failed. :func:`_valid_template` ends the cause."""
+    template = scale_sets.runner_template(image="bad::image", env={scale_sets.TEMPLATE_REVISION_ENV: "cannot-start"})
+    template["spec"]["nodeSelector"] = NO_NODE
+    await system.kube.patch(
+        AUTOSCALING_RUNNER_SETS, runners.name, {"spec": {"template": template}}, namespace=runners.namespace
+    )
+
+    async def pending_pod() -> str | None:
+        names = {r.name for r in (await runners.snapshot()).runners if not r.deleting}
+        pods = (await system.kube.list(PODS, namespace=runners.namespace)).items
+        for pod in pods:
+            if pod["metadata"]["name"] in names and (pod["spec"].get("nodeSelector") or {}) == NO_NODE:
+                return str(pod["metadata"]["name"])
+        return None
+
+    name = await eventually(pending_pod, timeout=90, what="a pod of the template that cannot start")
+    status = {"phase": "Pending", "containerStatuses": [{
+        "name": "runner", "image": "bad::image", "imageID": "", "ready": False, "restartCount": 0,
+        "state": {"waiting": {"reason": "InvalidImageName", "message": "couldn't parse image name"}}}]}  # fmt: skip
+    await system.kube.patch(
+        PODS, name, {"status": status}, namespace=runners.namespace, subresource="status", patch_type=PatchType.MERGE
+    )
+
+
+async def _valid_template(system: System, runners: ScaleSetHandle) -> None:
+    """A template runners start from, without the node selector (a merge patch's null removes it)."""
+    template = scale_sets.runner_template(env={scale_sets.TEMPLATE_REVISION_ENV: "valid"})
+    template["spec"]["nodeSelector"] = None
+    await system.kube.patch(
+        AUTOSCALING_RUNNER_SETS, runners.name, {"spec": {"template": template}}, namespace=runners.namespace
+    )
+
+
+async def _fail_a_busy_runner(system: System, runners: ScaleSetHandle) -> None:
+    """The runner process of a busy runner exits 1 (the simulated GitHub asks the node agent to): its job is
+    lost with its pod, and the controller deletes the runner (``pod_failed``)."""
+    await runners.enqueue(1, duration=300.0)
+    busy = await runners.wait(lambda s: [r.name for r in s.runners if r.busy], timeout=90, what="a busy runner")
+    await system.sim.fail_runner(sorted(r.name for r in busy.runners if r.busy)[0], reason="e2e")
 
 
 async def _not(check: Any) -> bool:
