@@ -271,6 +271,7 @@ async def _with_network(
             f"  simulated GitHub at {system.sim_url}, controller pid {system.controller_pid}, "
             f"node agent pid {system.agent_pid}"
         )
+        prometheus = None
         if observe:
             console.print("Starting Prometheus (built from its Go module first when missing: minutes, once) ...")
             prometheus = await stack.enter_async_context(observing.observed(system, workdir))
@@ -303,6 +304,8 @@ async def _with_network(
         console.print("\n[bold]Summary[/bold]")
         for line in summary.lines():
             console.print("  " + line, highlight=False)
+        if prometheus is not None:
+            console.print(await observing.scraped(prometheus), highlight=False)
         return 0 if summary.ok else 1
     finally:
         await stack.aclose()

@@ -50,3 +50,12 @@ def where(server: LabPrometheus) -> list[str]:
         f"  Prometheus at {server.url} (its HTTP API; scraping the controller and the listener every second)",
         f"    curl '{server.url}/api/v1/query?query=gha_desired_runners'",
     ]
+
+
+async def scraped(server: LabPrometheus) -> str:
+    """One summary line: the targets up and the ``gha_*`` series Prometheus holds now."""
+    up = await server.query("count(up == 1)")
+    series = await server.query('count({__name__=~"gha_.+"})')
+    count = int(float(series[0]["value"][1])) if series else 0
+    targets = int(float(up[0]["value"][1])) if up else 0
+    return f"  prometheus:            {count} gha_* series from {targets} targets up ({server.url})"

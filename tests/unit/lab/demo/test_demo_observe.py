@@ -26,4 +26,3 @@ def test_the_printed_lines_name_the_api_url_and_a_query_that_answers_during_the_
 
     assert "http://127.0.0.1:9123" in text
     assert "/api/v1/query?query=gha_desired_runners" in text
-
