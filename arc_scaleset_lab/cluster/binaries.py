@@ -36,6 +36,8 @@ class BuildStep:
     packages: tuple[str, ...]
     outputs: tuple[str, ...]
     ldflags: str = "-s -w"
+    tags: tuple[str, ...] = ()
+    """Go build tags (``-tags``), for both the package count and the build."""
 
 
 def _version_ldflags() -> str:
@@ -131,9 +133,18 @@ def go_command() -> str:
     return go
 
 
+def _tag_args(step: BuildStep) -> list[str]:
+    return ["-tags", ",".join(step.tags)] if step.tags else []
+
+
 def _count_packages(go: str, step: BuildStep, cwd: Path, env: dict[str, str]) -> int:
     listed = subprocess.run(
-        [go, "list", "-deps", *step.packages], cwd=cwd, env=env, capture_output=True, text=True, check=False
+        [go, "list", "-deps", *_tag_args(step), *step.packages],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     return max(1, len(listed.stdout.split()))
 
@@ -143,7 +154,7 @@ def run_step(go: str, step: BuildStep, out_dir: Path, progress: ProgressCallback
     env = {**os.environ, "CGO_ENABLED": "0"}
     total = _count_packages(go, step, cwd, env)
     out = str(out_dir / step.outputs[0]) if len(step.outputs) == 1 else str(out_dir) + "/"
-    cmd = [go, "build", "-v", "-trimpath", "-ldflags", step.ldflags, "-o", out, *step.packages]
+    cmd = [go, "build", "-v", "-trimpath", *_tag_args(step), "-ldflags", step.ldflags, "-o", out, *step.packages]
     done = 0
     tail: list[str] = []
     # `go build -v` names each package as it compiles it: counting them gives a real progress figure.

@@ -6,6 +6,7 @@ applies an AutoscalingRunnerSet, runs a workload with a runner-template change h
 live, prints a summary, and stops everything (``--keep`` leaves it running; ``--stop DIR`` stops a kept
 one). Exit code 0 when every job ran exactly once and the set settled back at its minimum.
 ``--cold-nodes`` puts the runners on nodes that appear only when a runner pod needs one (``cold_nodes.py``).
+``--observe`` runs the lab's Prometheus over the controller and the listener while the demo runs (``observe.py``).
 """
 
 from __future__ import annotations
@@ -85,6 +86,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
     for flag, kind, default, text in _COLD:
         parser.add_argument(flag, type=kind, default=default, help=f"{text} (default: {default:g})")
     parser.add_argument(
+        "--observe",
+        action="store_true",
+        help="run a real Prometheus (built from its Go module on first use) scraping the controller and the "
+        "listener while the demo runs, and print where to query it (it stops with the demo, also with --keep)",
+    )
+    parser.add_argument(
         "--keep",
         action="store_true",
         help="leave the cluster, simulated GitHub, controller and node agent running at the end",
@@ -159,7 +166,15 @@ def run(args: argparse.Namespace) -> int:
     code = 1
     try:
         code = asyncio.run(
-            _demo(options, workdir=workdir, kubeconfig=info.kubeconfig, keep=args.keep, live=live, console=console)
+            _demo(
+                options,
+                workdir=workdir,
+                kubeconfig=info.kubeconfig,
+                keep=args.keep,
+                live=live,
+                console=console,
+                observe=args.observe,
+            )
         )
     except KeyboardInterrupt:
         console.print("interrupted: stopping everything")
@@ -176,7 +191,14 @@ def run(args: argparse.Namespace) -> int:
 
 
 async def _demo(
-    options: DemoOptions, *, workdir: Path, kubeconfig: Path, keep: bool, live: bool, console: Console
+    options: DemoOptions,
+    *,
+    workdir: Path,
+    kubeconfig: Path,
+    keep: bool,
+    live: bool,
+    console: Console,
+    observe: bool = False,
 ) -> int:
     from arc_scaleset_lab.demo.network import DemoNetwork, NetworkError
 
@@ -195,7 +217,14 @@ async def _demo(
         return 1
     try:
         return await _with_network(
-            options, network, workdir=workdir, kubeconfig=kubeconfig, keep=keep, live=live, console=console
+            options,
+            network,
+            workdir=workdir,
+            kubeconfig=kubeconfig,
+            keep=keep,
+            live=live,
+            console=console,
+            observe=observe,
         )
     finally:
         if not keep:
@@ -211,17 +240,20 @@ async def _with_network(
     keep: bool,
     live: bool,
     console: Console,
+    observe: bool = False,
 ) -> int:
     """The demo once its network is up: the system, the scenario and the summary; exit code 0 when it is ok."""
     from rich.live import Live
 
+    from arc_scaleset_lab.demo import observe as observing
     from arc_scaleset_lab.demo.network import NetworkError
     from arc_scaleset_lab.harness.system import System, SystemOptions, SystemStartError
 
+    extra_args = observing.LISTENER_METRICS_ARGS if observe else ()
     system = System(
         workdir,
         kubeconfig=kubeconfig,
-        options=network.system_options(SystemOptions(tie_to_parent=not keep)),
+        options=network.system_options(SystemOptions(tie_to_parent=not keep, controller_args=extra_args)),
         extra_log_dirs=[workdir / "cluster" / "logs"],
     )
     console.print("Starting the simulated GitHub, the controller manager and the node agent ...")
@@ -233,11 +265,18 @@ async def _with_network(
     state = DemoState()
     summary: Summary | None = None
     failure: str | None = None
+    stack = contextlib.AsyncExitStack()
     try:
         console.print(
             f"  simulated GitHub at {system.sim_url}, controller pid {system.controller_pid}, "
             f"node agent pid {system.agent_pid}"
         )
+        prometheus = None
+        if observe:
+            console.print("Starting Prometheus (built from its Go module first when missing: minutes, once) ...")
+            prometheus = await stack.enter_async_context(observing.observed(system, workdir))
+            for line in observing.where(prometheus):
+                console.print(line, highlight=False)
         if network.proxy is not None:
             console.print(f"  proxy at {network.proxy.url}, its log {network.proxy.log_path}")
         scenario = Scenario(system, options, state, network=network)
@@ -265,8 +304,11 @@ async def _with_network(
         console.print("\n[bold]Summary[/bold]")
         for line in summary.lines():
             console.print("  " + line, highlight=False)
+        if prometheus is not None:
+            console.print(await observing.scraped(prometheus), highlight=False)
         return 0 if summary.ok else 1
     finally:
+        await stack.aclose()
         if keep:
             await system.detach()
             _print_keep(system=system, network=network, workdir=workdir, kubeconfig=kubeconfig, options=options)

@@ -281,3 +281,20 @@ async def test_capped_node_room_is_off_by_default_and_when_on_may_read_nodes_and
     assert role["rules"] == [{"apiGroups": [""], "resources": ["nodes", "pods"], "verbs": ["list", "watch"]}]
     binding = next(o for o in on if o["kind"] == "ClusterRoleBinding" and o["metadata"]["name"].endswith("-node-room"))
     assert binding["subjects"][0]["namespace"] == NAMESPACE
+
+
+async def test_prometheus_rules_are_a_plain_rules_file_in_a_config_map_when_enabled(helm: Helm) -> None:
+    assert not [o for o in await render(helm) if o["kind"] == "ConfigMap"]
+
+    objects = await render(helm, {"prometheusRules": {"enabled": True, "interval": "30s", "jobsWaitingFor": "3m"}})
+
+    config_map = only(objects, "ConfigMap")
+    assert config_map["metadata"]["namespace"] == NAMESPACE
+    (group,) = yaml.safe_load(config_map["data"]["arc-scaleset.rules.yaml"])["groups"]
+    assert group["interval"] == "30s"
+    alerts = {rule["alert"]: rule for rule in group["rules"] if "alert" in rule}
+    assert set(alerts) == {"ArcScaleSetListenerOffline", "ArcScaleSetJobsWaiting", "ArcScaleSetRunnersFailing"}
+    assert alerts["ArcScaleSetJobsWaiting"]["for"] == "3m"
+    assert alerts["ArcScaleSetListenerOffline"]["for"] == "5m"  # the default
+    # Prometheus's own templates survive helm's: the annotations still name the alert's labels.
+    assert "{{ $labels.name }}" in alerts["ArcScaleSetRunnersFailing"]["annotations"]["summary"]

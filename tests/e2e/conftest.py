@@ -8,6 +8,9 @@ run, so its controller never meets their objects).
   and a controller namespace of its own; a watch records every JIT config the controller writes into
   ``system.ledger``; at the end the logs of every process are searched for every recorded secret.
 - ``scale_set``: a factory of AutoscalingRunnerSets (one per test, named after the test), deleted after it.
+- ``metrics_system``: a system of the test module's own with listener metrics on (the shared one turns them off:
+  its listeners share one machine's ports); its scale-set namespace is ``options.watch_namespace``.
+- ``prometheus_bin``: Prometheus built from its Go module (cached beside the control plane; built on first use).
 """
 
 from __future__ import annotations
@@ -22,10 +25,11 @@ from pathlib import Path
 
 import pytest
 
+from arc_scaleset_lab.cluster import prometheus_binary
 from arc_scaleset_lab.harness.cluster import TestCluster
 from arc_scaleset_lab.harness.secret_scan import JitConfigCollector, find_leaks
 from arc_scaleset_lab.harness.system import System, SystemOptions
-from tests.e2e.harness import ScaleSetFactory, ScaleSetHandle
+from tests.e2e.harness import ScaleSetFactory, ScaleSetHandle, started_system
 
 RUN_ID = uuid.uuid4().hex[:6]
 SCALE_SET_NAMESPACE = f"e2e-{RUN_ID}"
@@ -70,6 +74,31 @@ async def scale_set(system: System, request: pytest.FixtureRequest) -> AsyncIter
         yield factory
     finally:
         await factory.delete_all()
+
+
+@pytest.fixture(scope="module")
+async def metrics_system(cluster: TestCluster, request: pytest.FixtureRequest) -> AsyncIterator[System]:
+    stem = request.module.__name__.rsplit(".", 1)[-1].removeprefix("test_e2e_").replace("_", "-")[:20]
+    namespace = f"e2e-{stem}-{RUN_ID}"
+    workdir = Path(tempfile.mkdtemp(prefix=f"arc-scaleset-e2e-{stem}-"))
+    options = SystemOptions(
+        controller_namespace=f"arc-{namespace}",
+        watch_namespace=namespace,
+        long_poll_seconds=2.0,
+        controller_args=("--listener-metrics-addr=:8080",),  # after the harness's "=0": the last one wins
+    )
+    try:
+        async with started_system(
+            workdir, kubeconfig=cluster.kubeconfig, namespace=namespace, options=options
+        ) as running:
+            yield running
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+async def prometheus_bin() -> Path:
+    return await asyncio.to_thread(prometheus_binary.build)
 
 
 __all__ = ["ScaleSetHandle"]

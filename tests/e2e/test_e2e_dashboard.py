@@ -3,70 +3,30 @@
 
 The unit test (tests/unit/observability/test_dashboard.py) checks the same queries against the registries the
 code builds; this one proves the processes serve them. The shared e2e system turns listener metrics off (its
-listeners share one machine's ports), so this file starts a system of its own with them on: the node agent
-gives each listener's metrics server a free loopback port, which the listener's own config names.
+listeners share one machine's ports), so this file runs on a system of its own with them on (``metrics_system``,
+tests/e2e/conftest.py): the node agent gives each listener's metrics server a free loopback port, which the
+listener's own config names. tests/e2e/test_e2e_prometheus.py has a real Prometheus evaluate the queries.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
-import shutil
-import tempfile
-import uuid
-from collections.abc import AsyncIterator, Awaitable
-from pathlib import Path
+from collections.abc import Awaitable
 
 import aiohttp
-import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from arc_scaleset.api.listener_config import CONFIG_PATH_ENV
-from arc_scaleset_lab.harness.cluster import TestCluster
-from arc_scaleset_lab.harness.system import System, SystemOptions
+from arc_scaleset_lab.harness.prometheus import listener_metrics_urls
+from arc_scaleset_lab.harness.system import System
 from arc_scaleset_lab.harness.waiting import eventually
-from tests.e2e.harness import ScaleSetFactory, started_system
+from tests.e2e.harness import ScaleSetFactory
 from tests.unit.observability.test_dashboard import DASHBOARD, GROUPING, MATCHER_LABEL, METRIC, queries
-
-RUN_ID = uuid.uuid4().hex[:6]
-NAMESPACE = f"e2e-dash-{RUN_ID}"
-
-
-@pytest.fixture(scope="module")
-async def metrics_system(cluster: TestCluster) -> AsyncIterator[System]:
-    workdir = Path(tempfile.mkdtemp(prefix="arc-scaleset-e2e-dashboard-"))
-    options = SystemOptions(
-        controller_namespace=f"arc-e2e-dash-{RUN_ID}",
-        watch_namespace=NAMESPACE,
-        long_poll_seconds=2.0,
-        controller_args=("--listener-metrics-addr=:8080",),  # after the harness's "=0": the last one wins
-    )
-    try:
-        async with started_system(
-            workdir, kubeconfig=cluster.kubeconfig, namespace=NAMESPACE, options=options
-        ) as running:
-            yield running
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)
 
 
 async def scrape(url: str) -> str:
     async with aiohttp.ClientSession() as http, http.get(url, timeout=aiohttp.ClientTimeout(total=5)) as response:
         assert response.status == 200, url
         return await response.text()
-
-
-def listener_metrics_url(system: System) -> str | None:
-    """The ``/metrics`` URL of a running listener process: its config (the sandbox copy) names the address."""
-    for pid in system.listener_pids().values():
-        with contextlib.suppress(OSError, ValueError, KeyError):
-            environ = dict(
-                item.split(b"=", 1) for item in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0") if b"=" in item
-            )
-            config = json.loads(Path(environ[CONFIG_PATH_ENV.encode()].decode()).read_text())
-            if config.get("metrics_addr"):
-                return f"http://{config['metrics_addr']}{config.get('metrics_endpoint') or '/metrics'}"
-    return None
 
 
 def exported(text: str) -> tuple[set[str], dict[str, set[str]]]:
@@ -88,17 +48,17 @@ def exported(text: str) -> tuple[set[str], dict[str, set[str]]]:
 async def test_every_metric_and_label_the_dashboard_queries_is_scraped_from_the_controller_or_a_listener(
     metrics_system: System,
 ) -> None:
-    factory = ScaleSetFactory(metrics_system, namespace=NAMESPACE, stem="dashboard")
+    factory = ScaleSetFactory(metrics_system, namespace=metrics_system.options.watch_namespace, stem="dashboard")
     try:
         runners = await factory.create(min_runners=1, max_runners=3)
         await runners.wait_ready(timeout=90)
         await runners.enqueue(4, duration=1.0)
         await runners.wait_jobs_completed(timeout=120)
 
-        listener_url = await eventually(
-            lambda: listener_metrics_url(metrics_system), timeout=30, what="a listener serving metrics"
+        listener_urls = await eventually(
+            lambda: listener_metrics_urls(metrics_system), timeout=30, what="a listener serving metrics"
         )
-        assert listener_url is not None
+        listener_url = listener_urls[0]
         # The listener publishes its job counters as it sees the jobs' messages; scrape once they are there.
         listener_text = await eventually(
             lambda: _with(scrape(listener_url), "gha_completed_jobs_total{"), timeout=30, what="completed jobs"
