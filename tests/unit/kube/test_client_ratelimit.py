@@ -9,6 +9,12 @@ import pytest
 from arc_scaleset.clock import FakeClock
 from arc_scaleset.kube.client import _RateLimits, _TokenBucket, rate_limit_key
 from arc_scaleset.kube.resources import CONFIG_MAPS, PODS, SECRETS, Resource
+from arc_scaleset_lab.harness.waiting import eventually
+
+
+async def _until_waiting(clock: FakeClock, requests: int = 1) -> None:
+    """Until ``requests`` requests wait on ``clock`` for their tokens (its time stands still meanwhile)."""
+    await eventually(lambda: clock.sleepers == requests, timeout=5, what=f"{requests} requests waiting for tokens")
 
 
 async def test_burst_passes_at_once_then_requests_are_spaced_by_one_over_qps() -> None:
@@ -21,8 +27,7 @@ async def test_burst_passes_at_once_then_requests_are_spaced_by_one_over_qps() -
         finished.append(round(clock.monotonic() - 1000.0, 6))
 
     tasks = [asyncio.ensure_future(request()) for _ in range(4)]
-    for _ in range(10):
-        await asyncio.sleep(0)
+    await _until_waiting(clock, requests=2)  # the two beyond the burst
     assert finished == [0.0, 0.0]
     await clock.advance(0.1)
     assert finished == [0.0, 0.0, 0.1]
@@ -41,8 +46,7 @@ async def test_idle_time_refills_the_bucket_up_to_the_burst() -> None:
         await asyncio.wait_for(bucket.acquire(), timeout=1)  # no waiting: refilled to 3, not 100
     assert clock.sleepers == 0
     pending = asyncio.ensure_future(bucket.acquire())
-    await asyncio.sleep(0)
-    assert clock.sleepers == 1
+    await _until_waiting(clock)
     await clock.advance(1)
     await pending
 
@@ -74,8 +78,7 @@ async def test_a_resource_whose_bucket_is_empty_does_not_delay_another() -> None
     limits = _RateLimits(qps=1.0, burst=1, clock=clock)
     await limits.acquire(PODS, "create")
     pods = asyncio.ensure_future(limits.acquire(PODS, "create"))
-    await asyncio.sleep(0)
-    assert clock.sleepers == 1  # the second pod waits for its token
+    await _until_waiting(clock)  # the second pod waits for its token
     await asyncio.wait_for(limits.acquire(SECRETS, "create"), timeout=1)  # Secrets: a bucket of their own
     await asyncio.wait_for(limits.acquire(PODS, "watch"), timeout=1)  # the pods' watch: one of its own too
     assert not pods.done()
@@ -93,7 +96,6 @@ async def test_with_rate_limit_draws_every_request_from_one_bucket() -> None:
     assert limits is not None
     await limits.acquire(SECRETS, "list")
     blocked = asyncio.ensure_future(limits.acquire(CONFIG_MAPS, "list"))
-    await asyncio.sleep(0)
-    assert clock.sleepers == 1
+    await _until_waiting(clock)
     await clock.advance(1)
     await blocked
