@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
@@ -24,6 +23,7 @@ from arc_scaleset_lab.harness import scale_sets
 from arc_scaleset_lab.harness.runner_tracker import RunnerTracker
 from arc_scaleset_lab.harness.scale_sets import ScaleSetSnapshot
 from arc_scaleset_lab.harness.system import ORG, System, SystemOptions
+from tests.cli import run_cli
 
 REPOSITORY = f"{ORG}/e2e"
 
@@ -264,12 +264,5 @@ async def listener_recreations(system: System, listener_name: str) -> int:
 
 
 async def arc(system: System, *args: str) -> tuple[int, str]:
-    """Run ``arc-scaleset <args>`` (``kubectl arc``) as a user runs it: a separate process with the kubeconfig;
-    its exit code and output."""
-    process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "arc_scaleset.cli", *args, "--kubeconfig", str(system.kubeconfig),
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
-    )  # fmt: skip
-    output, _ = await asyncio.wait_for(process.communicate(), 60)
-    assert process.returncode is not None
-    return process.returncode, output.decode()
+    """Run ``arc-scaleset <args>`` (``kubectl arc``) against the system's cluster: its exit code and output."""
+    return await run_cli(system.kubeconfig, *args)

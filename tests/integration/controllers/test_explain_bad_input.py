@@ -3,9 +3,7 @@ Secret and what GitHub said, and no secret is printed."""
 
 from __future__ import annotations
 
-import asyncio
 import json
-import sys
 from typing import Any
 
 import pytest
@@ -13,6 +11,7 @@ import pytest
 from arc_scaleset.kube.conditions import get_condition
 from arc_scaleset_lab.harness.cluster import TestCluster
 from arc_scaleset_lab.harness.waiting import eventually
+from tests.cli import run_cli
 from tests.integration.controllers.scale_set_env import (  # noqa: F401 - fixtures
     EnvFactory,
     controller_namespace_fixture,
@@ -26,13 +25,7 @@ WRONG_TOKEN = "ghp_not_known_to_github_0123456789"
 
 
 async def arc(cluster: TestCluster, *args: str) -> tuple[int, str]:
-    process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "arc_scaleset.cli", *args, "--kubeconfig", str(cluster.kubeconfig),
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
-    )  # fmt: skip
-    output, _ = await asyncio.wait_for(process.communicate(), 60)
-    assert process.returncode is not None
-    return process.returncode, output.decode()
+    return await run_cli(cluster.kubeconfig, *args)
 
 
 async def test_explain_says_the_credentials_were_rejected_and_names_the_secret(
