@@ -309,13 +309,14 @@ async def _with_network(
                 display.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await display
-        if report is not None:
-            await _write_report(scenario, summary, report, console)
+        written = await _write_report(scenario, summary, report) if report is not None else None
         if failure is not None:
             console.print(f"error: {failure}")
             console.print(plain_line(state))
             for at, message in state.events[-10:]:
                 console.print(f"  {at:6.0f}s  {message}")
+            if written is not None:
+                console.print(written, highlight=False)
             return 1
         assert summary is not None
         console.print("\n[bold]Summary[/bold]")
@@ -323,6 +324,8 @@ async def _with_network(
             console.print("  " + line, highlight=False)
         if prometheus is not None:
             console.print(await observing.scraped(prometheus), highlight=False)
+        if written is not None:
+            console.print(written, highlight=False)
         return 0 if summary.ok else 1
     finally:
         await stack.aclose()
@@ -334,7 +337,8 @@ async def _with_network(
             await system.stop()
 
 
-async def _write_report(scenario: Scenario, summary: Summary | None, path: Path, console: Console) -> None:
+async def _write_report(scenario: Scenario, summary: Summary | None, path: Path) -> str:
+    """Write the run's report to ``path``; the line that says where (or why not)."""
     import aiohttp
 
     from arc_scaleset_lab.demo import report_html
@@ -343,9 +347,8 @@ async def _write_report(scenario: Scenario, summary: Summary | None, path: Path,
     try:
         written = await asyncio.to_thread(report_html.write, await scenario.report(summary), path)
     except (OSError, SimAdminError, aiohttp.ClientError, TimeoutError) as exc:
-        console.print(f"could not write the report to {path}: {exc}", highlight=False)
-        return
-    console.print(f"Report: {written} (one HTML file; open it in a browser, it needs no network)", highlight=False)
+        return f"could not write the report to {path}: {exc}"
+    return f"Report: {written} (one HTML file; open it in a browser, it needs no network)"
 
 
 async def _plain(state: DemoState) -> None:

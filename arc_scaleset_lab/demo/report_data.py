@@ -102,7 +102,8 @@ def job_waits(
 ) -> tuple[JobWait, ...]:
     """The wait of every job that started on one of ``runners`` (their last known state), joined with the runner's
     pod among ``pods`` (by owner), in the order the jobs were queued. A job without a recorded *queued* time has no
-    wait to divide and is left out."""
+    wait to divide and is left out; one that started in the second it was queued (the milestones are whole
+    seconds, as Kubernetes records times) is kept, with no phase."""
     waits = []
     for runner in runners:
         uid = ObjectView(runner).uid
@@ -111,10 +112,9 @@ def job_waits(
         if timeline is None or Milestone.STARTED not in timeline.milestones:
             continue
         queued = _since(timeline.milestones.get(Milestone.QUEUED), start)
-        phases = timeline.wait_phases()
-        if queued is None or not phases:
+        if queued is None:
             continue
-        waits.append(JobWait(queued, JobRow(timeline, phases, started=True)))
+        waits.append(JobWait(queued, JobRow(timeline, timeline.wait_phases(), started=True)))
     return tuple(sorted(waits, key=lambda wait: (wait.queued, wait.name)))
 
 

@@ -160,10 +160,14 @@ def _waits_chart(data: ReportData) -> Chart:
     title = "Queue to start, by phase"
     caption = (
         "Each started job's wait from queued on GitHub to started on its runner, divided into the phases of its "
-        "timeline (the listener's record on the runner and the runner's pod), in the order the jobs were queued."
+        "timeline (the listener's record on the runner and the runner's pod), in the order the jobs were queued. "
+        "The times are whole seconds, as Kubernetes records them: a job that started in the second it was queued "
+        "has no bar."
     )
     if not data.waits:
         return Chart("waits", title, caption, None)
+    waited = sum(1 for wait in data.waits if wait.total > 0)
+    caption += f" {len(data.waits)} {'job' if len(data.waits) == 1 else 'jobs'}, {waited} waited a second or more."
     top = slowest_phase([wait.row for wait in data.waits])
     if top is not None:
         caption += f" {top.line[0].upper()}{top.line[1:]}."

@@ -103,6 +103,15 @@ def test_a_runner_without_a_started_job_or_a_queued_time_has_no_wait() -> None:
     assert job_waits([idle, unqueued, waiting], [], T0) == ()
 
 
+def test_a_job_started_in_the_second_it_was_queued_is_kept_with_no_phase() -> None:
+    (quick,) = job_waits([runner("q", "quick", {Milestone.QUEUED: 4, Milestone.STARTED: 4})], [], T0)
+    assert (quick.name, quick.queued, quick.total, dict(quick.phases)) == ("quick", 4.0, 0.0, {})
+    page = report_html.render(ReportData(title="quick", started_at=T0, waits=(quick,)))
+    (waits,) = [chart for chart in charts(page) if chart.key == "waits"]
+    assert (waits.marks, waits.no_data) == (0, False)
+    assert "1 job, 0 waited a second or more." in page
+
+
 def test_job_counts_step_through_waiting_running_and_done() -> None:
     spans = [JobSpan("a", 0, 2, 5), JobSpan("b", 1, None, None)]
     times, counts = report_html.job_counts(spans)
@@ -141,7 +150,7 @@ def test_each_phase_of_a_jobs_wait_and_each_revision_is_drawn_and_named() -> Non
     assert "revision 1" in page
     assert "revision 2" in page
     assert "session held by listener-pod" in page
-    assert "Jobs wait mostly for nodes: 23 s of 30 s at p95 (2 jobs)." in page
+    assert "2 jobs, 2 waited a second or more. Jobs wait mostly for nodes: 23 s of 30 s at p95 (2 jobs)." in page
 
 
 def test_the_page_is_self_contained_and_escapes_what_it_shows() -> None:
