@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from arc_scaleset.kube import resources
 from arc_scaleset.kube.client import KubeClient
 from arc_scaleset.kube.views import ObjectView
-from arc_scaleset_lab.demo.report_data import ReportData, job_spans, job_waits, sample
+from arc_scaleset_lab.demo.report_data import ReportData, Sample, job_spans, job_waits, sample
 from arc_scaleset_lab.harness.following import follow
 from arc_scaleset_lab.harness.runner_tracker import RunnerTracker
 from arc_scaleset_lab.harness.scale_sets import ScaleSetSnapshot
@@ -30,7 +31,7 @@ class ReportRecorder:
         self._namespace = namespace
         self._runners = runners
         self._pods: dict[str, dict[str, Any]] = {}
-        self._snapshots: list[tuple[dt.datetime, ScaleSetSnapshot]] = []
+        self._samples: list[tuple[dt.datetime, Sample]] = []  # timed when the workload's start is known
         self.started_at = dt.datetime.now(dt.UTC)
 
     def started(self, at: dt.datetime | None = None) -> None:
@@ -38,8 +39,8 @@ class ReportRecorder:
         self.started_at = at or dt.datetime.now(dt.UTC)
 
     def record(self, snapshot: ScaleSetSnapshot, at: dt.datetime | None = None) -> None:
-        """The scale set as seen at ``at`` (default now)."""
-        self._snapshots.append((at or dt.datetime.now(dt.UTC), snapshot))
+        """The scale set as seen at ``at`` (default now); only what the report draws of it is kept."""
+        self._samples.append((at or dt.datetime.now(dt.UTC), sample(0.0, snapshot)))
 
     async def run(self) -> None:
         await follow(self._kube, resources.PODS, namespace=self._namespace, seen=self._pod, what="report recorder")
@@ -64,7 +65,7 @@ class ReportRecorder:
             started_at=start,
             jobs=job_spans(jobs, start),
             waits=job_waits(self._runners.latest.values(), list(self._pods.values()), start),
-            samples=tuple(sample((at - start).total_seconds(), snapshot) for at, snapshot in self._snapshots),
+            samples=tuple(replace(taken, at=(at - start).total_seconds()) for at, taken in self._samples),
             summary=tuple(summary),
             events=tuple(events),
         )

@@ -5,12 +5,15 @@ one in Chromium)."""
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any
+from typing import Any, cast
 
 from arc_scaleset.api.job_timeline import Milestone, Phase
+from arc_scaleset.kube.client import KubeClient
 from arc_scaleset_lab.demo import report_html
 from arc_scaleset_lab.demo.report_data import JobSpan, ReportData, Sample, job_spans, job_waits, sample
+from arc_scaleset_lab.demo.report_recorder import ReportRecorder
 from arc_scaleset_lab.harness.browser import charts
+from arc_scaleset_lab.harness.runner_tracker import RunnerTracker
 from arc_scaleset_lab.harness.scale_sets import RunnerView, ScaleSetSnapshot
 
 T0 = dt.datetime(2026, 1, 1, 12, 0, 0, tzinfo=dt.UTC)
@@ -174,3 +177,16 @@ def test_rendering_is_a_pure_function_of_the_data() -> None:
 def test_samples_keep_the_snapshots_counts() -> None:
     taken = sample(3.0, snapshot({"Running": 2, "Pending": 1}, 4, "owner"))
     assert taken == Sample(3.0, {"Running": 2, "Pending": 1}, {4: 3}, "owner", "Running")
+
+
+def test_the_recorder_times_its_samples_from_the_workloads_start_and_keeps_a_deleted_runners_job() -> None:
+    tracker = RunnerTracker(cast(KubeClient, None), namespace="ns")
+    recorder = ReportRecorder(cast(KubeClient, None), namespace="ns", runners=tracker)
+    recorder.record(snapshot({"Running": 1}, 1, None), at=T0 - dt.timedelta(seconds=4))
+    recorder.started(T0)
+    recorder.record(snapshot({"Running": 2}, 1, "owner"), at=T0 + dt.timedelta(seconds=3))
+    tracker.latest["b"] = runner("b", "test", {Milestone.QUEUED: 1, Milestone.STARTED: 2})  # as its watch left it
+    data = recorder.data(title="t", jobs=[{"displayName": "test", "enqueuedAt": at(1)}], summary=["ok"])
+    assert [(s.at, s.session_owner) for s in data.samples] == [(-4.0, None), (3.0, "owner")]
+    assert [(w.name, w.queued, w.total) for w in data.waits] == [("test", 1.0, 1.0)]
+    assert (data.started_at, data.jobs[0].enqueued, data.summary) == (T0, 1.0, ("ok",))
