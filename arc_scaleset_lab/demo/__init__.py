@@ -7,6 +7,7 @@ live, prints a summary, and stops everything (``--keep`` leaves it running; ``--
 one). Exit code 0 when every job ran exactly once and the set settled back at its minimum.
 ``--cold-nodes`` puts the runners on nodes that appear only when a runner pod needs one (``cold_nodes.py``).
 ``--observe`` runs the lab's Prometheus over the controller and the listener while the demo runs (``observe.py``).
+At the end it writes a self-contained HTML report of the run (``--report``; ``report_html.py``).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
 
 DEFAULTS = DemoOptions()
 COLD_DEFAULTS = ColdNodes()
+REPORT = Path("build/demo-report.html")
 
 
 # The workload and scale-set options: (DemoOptions field, type, help); the flag is the field with dashes.
@@ -90,6 +92,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="run a real Prometheus (built from its Go module on first use) scraping the controller and the "
         "listener while the demo runs, and print where to query it (it stops with the demo, also with --keep)",
+    )
+    parser.add_argument(
+        "--report",
+        type=Path,
+        default=REPORT,
+        metavar="PATH",
+        help="where to write the run's HTML report: charts of jobs, waits by phase, runners and the listener, in "
+        f"one file that opens without a network (default: {REPORT})",
     )
     parser.add_argument(
         "--keep",
@@ -174,6 +184,7 @@ def run(args: argparse.Namespace) -> int:
                 live=live,
                 console=console,
                 observe=args.observe,
+                report=args.report,
             )
         )
     except KeyboardInterrupt:
@@ -199,6 +210,7 @@ async def _demo(
     live: bool,
     console: Console,
     observe: bool = False,
+    report: Path | None = None,
 ) -> int:
     from arc_scaleset_lab.demo.network import DemoNetwork, NetworkError
 
@@ -225,6 +237,7 @@ async def _demo(
             live=live,
             console=console,
             observe=observe,
+            report=report,
         )
     finally:
         if not keep:
@@ -241,8 +254,10 @@ async def _with_network(
     live: bool,
     console: Console,
     observe: bool = False,
+    report: Path | None = None,
 ) -> int:
-    """The demo once its network is up: the system, the scenario and the summary; exit code 0 when it is ok."""
+    """The demo once its network is up: the system, the scenario, the summary and the report (at ``report``,
+    also after a failure); exit code 0 when it is ok."""
     from rich.live import Live
 
     from arc_scaleset_lab.demo import observe as observing
@@ -294,11 +309,14 @@ async def _with_network(
                 display.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await display
+        written = await _write_report(scenario, summary, report) if report is not None else None
         if failure is not None:
             console.print(f"error: {failure}")
             console.print(plain_line(state))
             for at, message in state.events[-10:]:
                 console.print(f"  {at:6.0f}s  {message}")
+            if written is not None:
+                console.print(written, highlight=False)
             return 1
         assert summary is not None
         console.print("\n[bold]Summary[/bold]")
@@ -306,6 +324,8 @@ async def _with_network(
             console.print("  " + line, highlight=False)
         if prometheus is not None:
             console.print(await observing.scraped(prometheus), highlight=False)
+        if written is not None:
+            console.print(written, highlight=False)
         return 0 if summary.ok else 1
     finally:
         await stack.aclose()
@@ -315,6 +335,20 @@ async def _with_network(
         else:
             console.print("Stopping the node agent, the controller, the simulated GitHub and the cluster ...")
             await system.stop()
+
+
+async def _write_report(scenario: Scenario, summary: Summary | None, path: Path) -> str:
+    """Write the run's report to ``path``; the line that says where (or why not)."""
+    import aiohttp
+
+    from arc_scaleset_lab.demo import report_html
+    from arc_scaleset_lab.sim.admin_client import SimAdminError
+
+    try:
+        written = await asyncio.to_thread(report_html.write, await scenario.report(summary), path)
+    except (OSError, SimAdminError, aiohttp.ClientError, TimeoutError) as exc:
+        return f"could not write the report to {path}: {exc}"
+    return f"Report: {written} (one HTML file; open it in a browser, it needs no network)"
 
 
 async def _plain(state: DemoState) -> None:

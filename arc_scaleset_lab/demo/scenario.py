@@ -8,7 +8,8 @@
    rolls, idle runners are replaced, busy ones finish their job first;
 5. the queue drains and the set returns to its minimum, every runner of the new revision;
 6. the summary: jobs, queue-to-start latency, runners, API writes per runner, exactly-once; with ``--proxy``,
-   whether all GitHub traffic went through the proxy (:mod:`arc_scaleset_lab.demo.network`).
+   whether all GitHub traffic went through the proxy (:mod:`arc_scaleset_lab.demo.network`);
+7. :meth:`Scenario.report`: what the HTML report draws (:mod:`arc_scaleset_lab.demo.report_recorder` gathers it).
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ from arc_scaleset_lab.cluster.provisioner import NodeProvisioner
 from arc_scaleset_lab.demo import api_writes
 from arc_scaleset_lab.demo.cold_nodes import ColdNodes
 from arc_scaleset_lab.demo.network import DemoNetwork
+from arc_scaleset_lab.demo.report_data import ReportData
+from arc_scaleset_lab.demo.report_recorder import ReportRecorder
 from arc_scaleset_lab.demo.summary import Summary, audit_jobs, queue_latencies
 from arc_scaleset_lab.demo.view import DemoState
 from arc_scaleset_lab.harness import scale_sets
@@ -96,6 +99,7 @@ class Scenario:
         self.state = state
         self.network = network
         self.tracker = RunnerTracker(system.kube, namespace=options.namespace, runner_set=options.name)
+        self.recorder = ReportRecorder(system.kube, namespace=options.namespace, runners=self.tracker)
         self._t0 = time.monotonic()
         self._change_task: asyncio.Task[None] | None = None
         cold = options.cold
@@ -119,6 +123,7 @@ class Scenario:
         previous = self.state.snapshot
         self._tick()
         self.state.snapshot = snapshot
+        self.recorder.record(snapshot)
         self.state.jobs_by_state = dict(stats.get("jobs") or {})
         self.state.runners_created = self.tracker.created
         if self.provisioner is not None and self.options.cold is not None:
@@ -160,6 +165,7 @@ class Scenario:
         writes_before = api_writes.apiserver_writes(await system.kube.request_raw("GET", "/metrics"))
         controller_before = api_writes.client_writes(await system.controller_metrics())
         tracker_task = asyncio.create_task(self.tracker.run(), name="runner-tracker")
+        recorder_task = asyncio.create_task(self.recorder.run(), name="report-recorder")
         nodes_task = asyncio.create_task(self.provisioner.run(), name="node-provisioner") if self.provisioner else None
         try:
             manifest = scale_sets.autoscaling_runner_set(
@@ -187,6 +193,7 @@ class Scenario:
                 what=f"the listener's session and {options.runners_min} idle runners",
             )
             self._t0 = time.monotonic()
+            self.recorder.started()
             self._tick()
             burst = f" ({spec.burst} of them at once after the first {spec.burst_after})" if spec.burst else ""
             state.log(f"ready: {options.runners_min} idle runners; workload of {spec.jobs} jobs starts{burst}")
@@ -246,11 +253,22 @@ class Scenario:
                 notes=notes,
             )
         finally:
-            for task in (tracker_task, nodes_task):
+            for task in (tracker_task, recorder_task, nodes_task):
                 if task is not None:
                     task.cancel()
                     with contextlib.suppress(asyncio.CancelledError):
                         await task
+
+    async def report(self, summary: Summary | None = None) -> ReportData:
+        """The run's report (:mod:`arc_scaleset_lab.demo.report_html` draws it), also after a failed run: what was
+        seen until then. Reads the sim's job records, so call it before the system stops."""
+        options = self.options
+        return self.recorder.data(
+            title=f"arc-scaleset demo: {options.namespace}/{options.name}, {options.jobs} jobs (seed {options.seed})",
+            jobs=await self.system.sim.jobs(),
+            summary=summary.lines() if summary is not None else (),
+            events=self.state.events,
+        )
 
     async def _workload(self, spec: WorkloadSpec) -> Sequence[int]:
         half = max(1, spec.jobs // 2)

@@ -3,18 +3,14 @@ lives for less than one period, e.g. an idle runner replaced at once by a revisi
 
 from __future__ import annotations
 
-import asyncio
-import logging
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
 from arc_scaleset.api.ephemeralrunner import EPHEMERAL_RUNNERS
 from arc_scaleset.kube.client import KubeClient
-from arc_scaleset.kube.errors import Gone, KubeError
+from arc_scaleset_lab.harness.following import follow
 from arc_scaleset_lab.harness.scale_sets import RunnerView, owned_by_runner_set
-
-log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -25,7 +21,8 @@ class SeenRunner:
 
 
 class RunnerTracker:
-    """``asyncio.create_task(tracker.run())``; cancel to stop. ``seen`` maps uid -> first sighting.
+    """``asyncio.create_task(tracker.run())``; cancel to stop. ``seen`` maps uid -> first sighting, ``latest`` uid
+    -> the last state the watch showed (a deleted runner's last one: its job's record, e.g. ``status.jobTimeline``).
 
     ``runner_set``: only the runners of the EphemeralRunnerSet of that name (others may share the namespace).
     """
@@ -35,6 +32,7 @@ class RunnerTracker:
         self._namespace = namespace
         self._runner_set = runner_set
         self.seen: dict[str, SeenRunner] = {}
+        self.latest: dict[str, dict[str, Any]] = {}
 
     @property
     def created(self) -> int:
@@ -51,22 +49,11 @@ class RunnerTracker:
         if self._runner_set is not None and not owned_by_runner_set(er, self._runner_set):
             return
         view = RunnerView.of(er)
-        if view.uid and view.uid not in self.seen:
+        if not view.uid:
+            return
+        self.latest[view.uid] = er
+        if view.uid not in self.seen:
             self.seen[view.uid] = SeenRunner(view.name, view.uid, view.revision)
 
     async def run(self) -> None:
-        while True:
-            try:
-                listed = await self._kube.list(EPHEMERAL_RUNNERS, namespace=self._namespace)
-                for item in listed.items:
-                    self._record(item)
-                async for event in self._kube.watch(
-                    EPHEMERAL_RUNNERS, namespace=self._namespace, resource_version=listed.resource_version
-                ):
-                    if event.type in ("ADDED", "MODIFIED"):
-                        self._record(event.object)
-            except Gone:
-                continue
-            except KubeError as error:
-                log.warning("runner tracker: watch failed, relisting: %s", error)
-                await asyncio.sleep(0.5)
+        await follow(self._kube, EPHEMERAL_RUNNERS, namespace=self._namespace, seen=self._record, what="runner tracker")

@@ -11,12 +11,15 @@ run, so its controller never meets their objects).
 - ``metrics_system``: a system of the test module's own with listener metrics on (the shared one turns them off:
   its listeners share one machine's ports); its scale-set namespace is ``options.watch_namespace``.
 - ``prometheus_bin``: Prometheus built from its Go module (cached beside the control plane; built on first use).
+- ``chromium``: headless Chromium for the demo's HTML report (Debian's package, installed with apt-get when missing,
+  as the image's tests install their tools: root, as CI is; a non-root run outside CI skips its test).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import shutil
 import tempfile
 import uuid
@@ -26,9 +29,11 @@ from pathlib import Path
 import pytest
 
 from arc_scaleset_lab.cluster import prometheus_binary
+from arc_scaleset_lab.harness import browser
 from arc_scaleset_lab.harness.cluster import TestCluster
 from arc_scaleset_lab.harness.secret_scan import JitConfigCollector, find_leaks
 from arc_scaleset_lab.harness.system import System, SystemOptions
+from image import tools
 from tests.e2e.harness import ScaleSetFactory, ScaleSetHandle, started_system
 
 RUN_ID = uuid.uuid4().hex[:6]
@@ -99,6 +104,16 @@ async def metrics_system(cluster: TestCluster, request: pytest.FixtureRequest) -
 @pytest.fixture(scope="session")
 async def prometheus_bin() -> Path:
     return await asyncio.to_thread(prometheus_binary.build)
+
+
+@pytest.fixture(scope="session")
+def chromium() -> str:
+    if shutil.which(browser.COMMAND) is None and os.geteuid() != 0 and not os.environ.get("CI"):
+        pytest.skip(
+            f"headless Chromium is missing and installing it needs root: sudo apt-get install {browser.PACKAGE}"
+        )
+    tools.ensure({browser.COMMAND: browser.PACKAGE})
+    return browser.COMMAND
 
 
 __all__ = ["ScaleSetHandle"]

@@ -52,6 +52,9 @@ async def test_make_demo_runs_the_whole_system_and_every_job_runs_once() -> None
     assert re.search(r"jobs run:\s+8/8 completed", output), output[-4000:]
     assert re.search(r"every job ran once:\s+yes", output), output[-4000:]
     assert re.search(r"settled at minimum:\s+yes", output), output[-4000:]
+    report = re.search(r"^Report: (\S+) \(", output, flags=re.MULTILINE)
+    assert report is not None, output[-4000:]
+    assert await asyncio.to_thread(Path(report.group(1)).is_file), report.group(1)
 
 
 async def test_the_cluster_commands_shown_in_the_readme_work(tmp_path: Path) -> None:
