@@ -2,9 +2,10 @@
 
 Selected by ``LISTENER_GROUP_SECRET`` (the group's config Secret) and ``LISTENER_GROUP_NAMESPACE`` (its
 namespace) in the environment, as the controller sets them on a shared listener pod; no config file is read.
-The process shares among its members one Kubernetes client, one metrics registry and server (on the
-``metrics_addr`` and ``metrics_endpoint`` the members' configs name, started when the first member arrives) and
-the probes. SIGTERM or SIGINT stops every member at once (each deletes its session) and exits 0.
+The process shares among its members one Kubernetes client, the GitHub connection pools (per root CA), one
+metrics registry and server (on the ``metrics_addr`` and ``metrics_endpoint`` the members' configs name, started
+when the first member arrives) and the probes. SIGTERM or SIGINT stops every member at once (each deletes its
+session) and exits 0.
 """
 
 from __future__ import annotations
@@ -131,6 +132,7 @@ async def main_group(*, secret: str, namespace: str, kubeconfig: str | None, pro
         return 0
     finally:
         await servers.close()
+        await context.http.aclose()
         await kube.close()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.remove_signal_handler(sig)

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 from arc_scaleset.api.listener_config import ListenerConfig, ListenerConfigError
 from arc_scaleset.clock import REAL_CLOCK, Clock
-from arc_scaleset.github import ProxySettings
+from arc_scaleset.github import ProxySettings, SharedSessions
 from arc_scaleset.listener.app import ListenerApp, Timing, build_listener
 from arc_scaleset.listener.errors import FatalListenerError, Stopping, retry_backoff
 from arc_scaleset.listener.group_metrics import MemberMetrics
@@ -40,7 +40,8 @@ class MemberContext:
     """What every member of one process shares: nothing in it carries a scale set's identity.
 
     ``kube``: the one Kubernetes client (any :class:`~arc_scaleset.listener.scaler.ResourcePatcher`); ``owner``:
-    the session owner name (the pod's hostname); ``metrics``: the collector the process serves.
+    the session owner name (the pod's hostname); ``metrics``: the collector the process serves; ``http``: the
+    GitHub connection pools, shared by the members whose CA is the same (the owner of the context closes them).
     """
 
     kube: ResourcePatcher
@@ -49,6 +50,7 @@ class MemberContext:
     timing: Timing = field(default_factory=Timing)
     clock: Clock = REAL_CLOCK
     environ: Mapping[str, str] | None = None
+    http: SharedSessions = field(default_factory=SharedSessions)
 
 
 class Member:
@@ -166,6 +168,7 @@ class Member:
                 owner=context.owner,
                 clock=context.clock,
                 timing=context.timing,
+                shared_sessions=context.http,
             )
         except (VaultCredentialsError, FatalListenerError) as exc:
             log.error(f"listener member cannot start: {exc}")

@@ -58,6 +58,7 @@ class Group:
     namespace: str
     scale_set_ids: dict[str, int]
     listener: SharedListener | None = None
+    context: MemberContext | None = None
     stop: StopSignal = field(default_factory=StopSignal)
     task: asyncio.Task[None] | None = None
 
@@ -81,7 +82,7 @@ class Group:
             await self.kube.create(SECRETS, {"apiVersion": "v1", "kind": "Secret", **body}, namespace=self.namespace)
 
     def start(self) -> SharedListener:
-        context = MemberContext(kube=self.kube, owner="arc-shared-listener-pod", timing=FAST)
+        context = self.context = MemberContext(kube=self.kube, owner="arc-shared-listener-pod", timing=FAST)
         self.listener = SharedListener(self.kube, secret=GROUP_SECRET, namespace=self.namespace, context=context)
         self.task = asyncio.create_task(self.listener.run(self.stop))
         return self.listener
@@ -136,6 +137,8 @@ async def group(kube: KubeClient, namespace: str, crds_installed: list[str]) -> 
             handle.stop.set()
             if handle.task is not None:
                 await asyncio.wait_for(handle.task, timeout=30)
+            if handle.context is not None:
+                await handle.context.http.aclose()
 
 
 async def all_sessions(group: Group, names: tuple[str, ...]) -> dict[str, str]:
@@ -172,6 +175,8 @@ async def test_three_members_in_one_process_hold_their_own_sessions_and_publish_
     assert listener is not None
     assert listener.live()[0]
     assert listener.ready() == (True, "3 of 3 members hold a message session")
+    assert group.context is not None
+    assert len(group.context.http) == 1  # the members' GitHub connections: one pool, as their CA is the same
 
 
 async def test_a_member_removed_from_the_secret_has_its_session_deleted_while_the_others_keep_theirs(
