@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/bench_memory.py [--runners 200,1000] [--jobs 200] [--qps 100] [--credentials pat|app]
         [--reuse DIR]
-    .venv/bin/python bench/bench_memory.py --shared 1,10,100 [--reuse DIR]
+    .venv/bin/python bench/bench_memory.py --shared 1,10,100 [--shared-jobs 2] [--long-poll 5] [--tls] [--reuse DIR]
 
 Starts a fresh local control plane (or reuses ``--reuse``) and the whole system as the demo and the e2e
 suite run it (``arc_scaleset_lab.harness.system``): the simulated GitHub, ``arc-scaleset controller`` (its
@@ -29,6 +29,9 @@ largest size, their EphemeralRunnerSets, then
 * **each size**: ``arc-scaleset listener`` in group mode (``LISTENER_GROUP_SECRET``) whose Secret holds that many
   members; measured once every member holds its session and has polled, then once each member has scaled its
   set for ``--shared-jobs`` jobs (every job's runner is never started, so the jobs stay assigned).
+
+With ``--tls`` the simulated GitHub serves HTTPS with a CA of its own, given to every listener as
+``server_root_ca`` (as GitHub Enterprise Server behind a private CA): each connection then holds TLS buffers.
 
 It prints each process's steady RSS, the group's per member (RSS / members) and per added member (the slope
 from the smallest size), and the ratios of the per-set listener's RSS to them. ARC's listener is about 26.5 MB
@@ -65,7 +68,7 @@ from arc_scaleset.api.ephemeralrunner import EPHEMERAL_RUNNERS
 from arc_scaleset.api.ephemeralrunnerset import EPHEMERAL_RUNNER_SETS
 from arc_scaleset.api.listener_config import ListenerConfig
 from arc_scaleset.api.listener_group import GROUP_NAMESPACE_ENV, GROUP_SECRET_ENV
-from arc_scaleset.github import ActionsClient, PersonalAccessToken, SystemInfo, parse_config_url
+from arc_scaleset.github import ActionsClient, PersonalAccessToken, SystemInfo, TransportOptions, parse_config_url
 from arc_scaleset.kube.client import KubeClient, PatchType
 from arc_scaleset.kube.errors import NotFound
 from arc_scaleset.kube.resources import NAMESPACES, SECRETS
@@ -301,12 +304,15 @@ class SharedBench:
     """The scale sets' EphemeralRunnerSets (made once) and, per measured process, a fresh simulated GitHub with
     as many scale sets, so that no process inherits another's sessions or jobs."""
 
-    def __init__(self, kube: KubeClient, namespace: str, kubeconfig: Path, workdir: Path, long_poll: float) -> None:
+    def __init__(
+        self, kube: KubeClient, namespace: str, kubeconfig: Path, workdir: Path, *, long_poll: float, tls: bool
+    ) -> None:
         self.kube = kube
         self.namespace = namespace
         self.kubeconfig = kubeconfig
         self.workdir = workdir
         self.long_poll = long_poll
+        self.tls = tls
         self._sim: SimulatedGitHub | None = None
         self.scale_set_ids: list[int] = []
 
@@ -336,10 +342,13 @@ class SharedBench:
 
     @contextlib.asynccontextmanager
     async def fresh_sim(self, sets: int) -> AsyncIterator[None]:
-        async with await SimulatedGitHub.start(config=SimConfig(long_poll_seconds=self.long_poll)) as sim:
+        config = SimConfig(long_poll_seconds=self.long_poll)
+        async with await SimulatedGitHub.start(config=config, tls=self.tls) as sim:
             sim.credentials.add_token(SHARED_PAT)
             token = PersonalAccessToken(SHARED_PAT)
-            async with ActionsClient(parse_config_url(sim.config_url(ORG)), token, system_info=SystemInfo()) as client:
+            transport = TransportOptions(root_ca_pem=sim.ca_pem)
+            github = parse_config_url(sim.config_url(ORG))
+            async with ActionsClient(github, token, system_info=SystemInfo(), transport=transport) as client:
                 ids = [(await client.create_runner_scale_set(name=self.name(i), runner_group_id=1)).id
                        for i in range(sets)]  # fmt: skip
             self._sim, self.scale_set_ids = sim, ids
@@ -362,6 +371,7 @@ class SharedBench:
                 "min_runners": 0,
                 "runner_scale_set_id": self.scale_set_ids[index],
                 "runner_scale_set_name": self.name(index),
+                "server_root_ca": self.sim.ca_pem or "",
                 "log_level": "warn",
                 "log_format": "json",
                 "metrics_addr": "127.0.0.1:0",
@@ -428,7 +438,9 @@ async def main_shared(args: argparse.Namespace) -> None:
             namespace = f"bench-memory-{uuid.uuid4().hex[:6]}"
             await kube.create(NAMESPACES, {"metadata": {"name": namespace}})
             try:
-                bench = SharedBench(kube, namespace, cluster.kubeconfig, Path(workdir), args.long_poll)
+                bench = SharedBench(
+                    kube, namespace, cluster.kubeconfig, Path(workdir), long_poll=args.long_poll, tls=args.tls
+                )
                 for index in range(sizes[-1]):
                     await bench.create_runner_set(index)
                 await measure_shared(bench, sizes, jobs=args.shared_jobs)
@@ -463,10 +475,10 @@ def print_shared(single_idle: Memory, single_busy: Memory, rows: list[tuple[int,
     print("members | idle RSS | per member | per added member | busy RSS | per member | per-set listener / per member")
     first_size, first_idle, _ = rows[0]
     for size, idle, busy in rows:
-        added = (idle.rss - first_idle.rss) / (size - first_size) / MB if size > first_size else float("nan")
+        added = f"{(idle.rss - first_idle.rss) / (size - first_size) / MB:5.2f} MB" if size > first_size else "    -   "
         per_idle, per_busy = idle.rss / size / MB, busy.rss / size / MB
         print(
-            f"{size:7d} | {idle.rss / MB:6.1f} MB | {per_idle:6.2f} MB | {added:8.2f} MB | {busy.rss / MB:6.1f} MB"
+            f"{size:7d} | {idle.rss / MB:6.1f} MB | {per_idle:6.2f} MB | {added:>11} | {busy.rss / MB:6.1f} MB"
             f" | {per_busy:6.2f} MB | {single_idle.rss / MB / per_idle:5.1f}x idle, "
             f"{single_busy.rss / MB / per_busy:5.1f}x busy (ARC: {ARC_LISTENER_MB / per_busy:5.1f}x)"
         )
@@ -489,5 +501,6 @@ if __name__ == "__main__":
     parser.add_argument("--shared", default="", help="measure the shared listener at these member counts (1,10,100)")
     parser.add_argument("--shared-jobs", type=int, default=2, help="with --shared: jobs per member (default 2)")
     parser.add_argument("--long-poll", type=float, default=5.0, help="with --shared: the sim's long poll, seconds")
+    parser.add_argument("--tls", action="store_true", help="with --shared: HTTPS, the sim CA in the configs")
     arguments = parser.parse_args()
     asyncio.run(main_shared(arguments) if arguments.shared else main(arguments))
