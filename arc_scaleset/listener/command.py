@@ -28,7 +28,6 @@ from arc_scaleset.github import ProxySettings
 from arc_scaleset.listener.app import build_listener
 from arc_scaleset.listener.config import config_path_from_environment, load_config
 from arc_scaleset.listener.errors import FatalListenerError
-from arc_scaleset.listener.group_command import run_group
 from arc_scaleset.listener.vault import VaultCredentialsError, with_vault_credentials
 from arc_scaleset.observability.logging import configure_logging, register_secret
 from arc_scaleset.observability.metrics_server import HealthCheck, MetricsServer, serve_metrics
@@ -64,7 +63,10 @@ def run(args: argparse.Namespace) -> int:
     group_secret = os.environ.get(GROUP_SECRET_ENV, "")
     if group_secret:
         # A shared listener pod (docs/listener.md, "Shared listener (process)"): no config file, its members'
-        # configs come from the group's Secret.
+        # configs come from the group's Secret. Imported here, so that a listener of one scale set never loads
+        # the group's modules (the informer among them): its memory is paid once per scale set.
+        from arc_scaleset.listener.group_command import run_group
+
         return run_group(
             secret=group_secret,
             namespace=os.environ.get(GROUP_NAMESPACE_ENV, ""),
