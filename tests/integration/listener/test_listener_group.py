@@ -250,6 +250,21 @@ async def test_a_member_whose_config_changes_is_replaced_and_the_others_keep_the
     assert listener.members["set-b"].config.min_runners == 2
 
 
+async def test_an_unreadable_member_config_waits_for_a_new_value_without_touching_the_others(group: Group) -> None:
+    await group.write_secret({"set-a": group.config("set-a")})
+    listener = group.start()
+    before = await all_sessions(group, ("set-a",))
+    broken = base64.b64encode(b'{"configure_url": 7').decode()
+    await group.kube.patch(SECRETS, GROUP_SECRET, {"data": {"set-b": broken}}, namespace=group.namespace)
+    await eventually(lambda: "set-b" in listener.members, timeout=20, what="set-b to be a member")
+    assert listener.members["set-b"].config is None
+    assert "invalid listener configuration" in listener.members["set-b"].config_error
+    assert group.session_of("set-b") is None
+    await group.write_secret({"set-b": group.config("set-b")})  # fixed: the member is replaced and starts
+    after = await all_sessions(group, ("set-a", "set-b"))
+    assert after["set-a"] == before["set-a"]
+
+
 async def test_the_process_serves_every_member_on_one_metrics_endpoint_and_sigterm_deletes_every_session(
     group: Group, cluster: TestCluster
 ) -> None:
