@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import logging
 import os
 import signal
 import sys
@@ -199,7 +200,10 @@ async def test_a_member_removed_from_the_secret_has_its_session_deleted_while_th
     assert group.session_of("set-b") is None
 
 
-async def test_a_member_whose_token_is_refused_keeps_failing_alone_while_the_others_scale(group: Group) -> None:
+async def test_a_member_whose_token_is_refused_keeps_failing_alone_while_the_others_scale(
+    group: Group, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, logger="arc_scaleset.listener")
     await group.write_secret(
         {
             "set-a": group.config("set-a"),
@@ -222,6 +226,12 @@ async def test_a_member_whose_token_is_refused_keeps_failing_alone_while_the_oth
     assert group.session_of("set-b") is None
     assert listener.members["set-b"].session_held is False
     assert listener.live()[0]
+
+    def restarted() -> bool:  # the member is started again with the listener's backoff, not given up
+        return any(r.getMessage().startswith("listener member stopped; starting it again") for r in caplog.records)
+
+    await eventually(restarted, timeout=45, what="set-b to be started again")
+    assert group.session_of("set-a") is not None
 
 
 async def test_a_member_added_later_starts_without_touching_the_others(group: Group) -> None:
