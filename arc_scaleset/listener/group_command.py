@@ -32,9 +32,9 @@ from arc_scaleset.observability.uncaught import log_asyncio_exception
 log = logging.getLogger("arc_scaleset.listener")
 
 GROUP_KUBE_CONNECTIONS = 32
-"""The group's Kubernetes requests at once, for all its members (the client's default). A member of a single
-listener has a pool of its own; here a burst of one member's bookkeeping may make another's patch wait for the
-length of one request, while a pool per member would cost a hundred idle TLS connections."""
+"""The group's Kubernetes requests at once, for all its members (the client's default; a listener of one scale set
+has :data:`~arc_scaleset.listener.app.KUBE_CONNECTIONS`). A burst of one member's bookkeeping may make another's
+patch wait for the length of one request, where a pool per member would keep a hundred idle TLS connections."""
 
 
 class _Servers:
