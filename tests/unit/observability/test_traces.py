@@ -1,0 +1,132 @@
+"""Traces over OTLP: where they go, when a failing endpoint is tried again, and the spans the SDK is given."""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from collections.abc import Sequence
+
+import pytest
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from arc_scaleset.observability.otlp_traces import SDK_EXPORTER_LOGGER, BackingOffExporter, OtlpTraceSink
+from arc_scaleset.observability.traces import ExportBackoff, SpanRecord, TraceRecord, display_url, traces_endpoint
+
+T0 = dt.datetime(2026, 3, 1, 12, 0, 0, tzinfo=dt.UTC)
+
+
+def at(seconds: float) -> dt.datetime:
+    return T0 + dt.timedelta(seconds=seconds)
+
+
+@pytest.mark.parametrize(
+    ("flag", "environ", "expected"),
+    [
+        ("", {}, None),
+        ("http://collector:4318", {}, "http://collector:4318/v1/traces"),
+        ("http://collector:4318/", {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://other:4318"},
+         "http://collector:4318/v1/traces"),
+        ("", {"OTEL_EXPORTER_OTLP_ENDPOINT": "https://otel.example:4318"}, "https://otel.example:4318/v1/traces"),
+        ("", {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://a:4318", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://b/x"},
+         "http://b/x"),
+        ("http://collector:4318", {"OTEL_SDK_DISABLED": "true"}, None),
+        ("", {"OTEL_EXPORTER_OTLP_ENDPOINT": "  "}, None),
+    ],
+)  # fmt: skip
+def test_the_flag_wins_then_the_traces_variable_then_the_base_variable(
+    flag: str, environ: dict[str, str], expected: str | None
+) -> None:
+    assert traces_endpoint(flag, environ) == expected
+
+
+def test_an_endpoint_is_logged_without_the_credentials_a_url_may_carry() -> None:
+    assert display_url("https://user:token@otel.example:4318/v1/traces?key=s3cret#x") == (
+        "https://otel.example:4318/v1/traces"
+    )
+
+
+def test_each_failure_in_a_row_doubles_the_wait_up_to_the_cap_and_a_success_ends_the_run() -> None:
+    backoff = ExportBackoff(first=5, cap=30)
+    assert backoff.admits(0)
+    assert [backoff.failed(0), backoff.failed(0), backoff.failed(0), backoff.failed(0)] == [5, 10, 20, 30]
+    assert not backoff.admits(29.9)
+    assert backoff.admits(30)
+    assert backoff.succeeded() is True
+    assert backoff.succeeded() is False
+    assert backoff.failed(100) == 5
+
+
+class ScriptedExporter(SpanExporter):
+    """Answers each export with the next result, logging as the SDK's exporter does when it fails."""
+
+    def __init__(self, results: list[SpanExportResult]) -> None:
+        self.results = results
+        self.calls = 0
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        self.calls += 1
+        result = self.results.pop(0)
+        if result is SpanExportResult.FAILURE:
+            logging.getLogger(SDK_EXPORTER_LOGGER).warning("Transient error %s, retrying", "Connection refused")
+        return result
+
+
+def test_a_dead_endpoint_is_tried_again_only_after_its_backoff_with_one_line_per_try(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    now = [0.0]
+    inner = ScriptedExporter([SpanExportResult.FAILURE, SpanExportResult.FAILURE, SpanExportResult.SUCCESS])
+    exporter = BackingOffExporter(
+        inner, endpoint="http://collector:4318/v1/traces", backoff=ExportBackoff(first=5, cap=60), clock=lambda: now[0]
+    )
+    caplog.set_level(logging.INFO)
+    try:
+        assert exporter.export([]) is SpanExportResult.FAILURE
+        now[0] = 4.0
+        assert exporter.export([]) is SpanExportResult.FAILURE  # dropped: no request
+        now[0] = 5.0
+        assert exporter.export([]) is SpanExportResult.FAILURE
+        now[0] = 15.0
+        assert exporter.export([]) is SpanExportResult.SUCCESS
+    finally:
+        exporter.shutdown()
+
+    assert inner.calls == 3
+    lines = [(record.name, record.getMessage()) for record in caplog.records]
+    assert lines == [
+        ("arc_scaleset.traces", "cannot export traces to http://collector:4318/v1/traces (Transient error Connection "
+         "refused, retrying); spans are dropped until the next try in 5 s"),
+        ("arc_scaleset.traces", "cannot export traces to http://collector:4318/v1/traces (Transient error Connection "
+         "refused, retrying); spans are dropped until the next try in 10 s"),
+        ("arc_scaleset.traces", "exporting traces to http://collector:4318/v1/traces again (0 spans dropped "
+         "meanwhile)"),
+    ]  # fmt: skip
+
+
+def test_a_trace_is_one_root_span_with_its_children_under_it_at_their_own_times() -> None:
+    memory = InMemorySpanExporter()
+    sink = OtlpTraceSink("http://unused", service_name="arc-test", service_version="1.2.3", exporter=memory)
+    trace = TraceRecord(
+        root=SpanRecord("job", at(0), at(10), {"name": "arc", "job_id": "42"}),
+        children=(SpanRecord("node", at(0), at(7), {"phase": "node"}), SpanRecord("job_start", at(7), at(10))),
+    )
+    sink.export(trace)
+    sink.shutdown()
+
+    spans = {span.name: span for span in memory.get_finished_spans()}
+    assert sorted(spans) == ["job", "job_start", "node"]
+    root = spans["job"]
+    assert root.parent is None
+    assert dict(root.attributes or {}) == {"name": "arc", "job_id": "42"}
+    assert root.resource.attributes["service.name"] == "arc-test"
+    assert root.resource.attributes["service.version"] == "1.2.3"
+    for child in (spans["node"], spans["job_start"]):
+        assert child.parent is not None
+        assert child.parent.span_id == root.context.span_id
+        assert child.context.trace_id == root.context.trace_id
+    assert (spans["node"].start_time, spans["node"].end_time) == (
+        int(at(0).timestamp() * 1e9), int(at(7).timestamp() * 1e9)
+    )  # fmt: skip
+    assert dict(spans["node"].attributes or {}) == {"phase": "node"}
