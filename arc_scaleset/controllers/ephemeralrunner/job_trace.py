@@ -23,17 +23,20 @@ PHASE_ATTRIBUTE: Final = "phase"
 
 def job_trace(er: Mapping[str, Any], timeline: JobTimeline, scale_set: Mapping[str, str]) -> TraceRecord | None:
     """The trace of the wait of the job on runner ``er`` (its ``timeline``; ``scale_set``: the scale set's metric
-    labels), ``None`` until the job started or when its timeline lacks when it was queued."""
+    labels), ``None`` until the job started or when its timeline lacks when it was queued.
+
+    A job that started within the second it was queued (the milestones are kept to the second) is still one
+    trace: a root of no length without phases.
+    """
     queued, started = timeline.milestones.get(Milestone.QUEUED), timeline.milestones.get(Milestone.STARTED)
-    spans = phase_spans(timeline.milestones)
-    if queued is None or started is None or not spans:
+    if queued is None or started is None:
         return None
     attributes = job_attributes(er, timeline, scale_set)
     children = tuple(
         SpanRecord(span.phase.value, span.start, span.end, {**attributes, PHASE_ATTRIBUTE: span.phase.value})
-        for span in spans
+        for span in phase_spans(timeline.milestones)
     )
-    return TraceRecord(root=SpanRecord(ROOT_SPAN, queued, started, attributes), children=children)
+    return TraceRecord(root=SpanRecord(ROOT_SPAN, queued, max(started, queued), attributes), children=children)
 
 
 def job_attributes(

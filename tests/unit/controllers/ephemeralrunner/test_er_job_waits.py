@@ -101,6 +101,18 @@ def test_no_trace_before_the_job_started() -> None:
     assert job_trace(er, timeline, runner_set_labels(er)) is None
 
 
+def test_a_job_that_started_within_the_second_it_was_queued_is_a_trace_without_phases() -> None:
+    er = busy_runner()
+    er["status"]["jobTimeline"] = {"queued": stamp(0), "acquired": stamp(0), "started": stamp(0)}
+    timeline = JobTimeline.of_runner(er, runner_pod())
+    assert timeline is not None
+
+    trace = job_trace(er, timeline, runner_set_labels(er))
+
+    assert trace is not None
+    assert (trace.root.start, trace.root.end, trace.children) == (T0, T0, ())
+
+
 def test_each_runners_job_is_observed_once_in_the_histogram_and_as_one_trace() -> None:
     registry = CollectorRegistry()
     sink = RecordingSink()
