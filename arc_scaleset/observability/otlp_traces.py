@@ -35,15 +35,17 @@ SDK_EXPORTER_LOGGER: Final = "opentelemetry.exporter.otlp.proto.http.trace_expor
 INSTRUMENTATION_SCOPE: Final = "arc_scaleset"
 
 
-class _LastWords(logging.Filter):
-    """Keeps the SDK exporter's last message and lets none through: :class:`BackingOffExporter` says it once."""
+class _FirstWords(logging.Filter):
+    """Keeps the SDK exporter's first message since the last :meth:`take` and lets none through:
+    :class:`BackingOffExporter` says it once. The first, because it names the cause ("Transient error
+    <connection refused> ... retrying"); the last one of a failed export only says that retries ran out."""
 
     def __init__(self) -> None:
         super().__init__()
         self.message = ""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        self.message = record.getMessage()
+        self.message = self.message or record.getMessage()
         return False
 
     def take(self) -> str:
@@ -70,7 +72,7 @@ class BackingOffExporter(SpanExporter):
         self._backoff = backoff or ExportBackoff()
         self._clock = clock
         self._dropped = 0
-        self._sdk_words = _LastWords()
+        self._sdk_words = _FirstWords()
         logging.getLogger(SDK_EXPORTER_LOGGER).addFilter(self._sdk_words)
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
@@ -85,7 +87,8 @@ class BackingOffExporter(SpanExporter):
                 self._dropped = 0
             return result
         self._dropped += len(spans)
-        wait = self._backoff.failed(now)
+        # From when the export gave up: the SDK's own retries may have taken seconds of this thread's time.
+        wait = self._backoff.failed(self._clock())
         reason = self._sdk_words.take() or "no reason given"
         log.warning(
             "cannot export traces to %s (%s); spans are dropped until the next try in %.0f s", self._endpoint,

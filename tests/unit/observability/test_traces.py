@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import socket
 from collections.abc import Sequence
+from typing import Any
 
 import pytest
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -59,10 +62,14 @@ def test_each_failure_in_a_row_doubles_the_wait_up_to_the_cap_and_a_success_ends
 
 
 class ScriptedExporter(SpanExporter):
-    """Answers each export with the next result, logging as the SDK's exporter does when it fails."""
+    """Answers each export with the next result; a failure takes :data:`RETRYING` seconds of ``now`` and logs as
+    the SDK's exporter does while it retries."""
 
-    def __init__(self, results: list[SpanExportResult]) -> None:
+    RETRYING = 7.0
+
+    def __init__(self, results: list[SpanExportResult], now: list[float]) -> None:
         self.results = results
+        self.now = now
         self.calls = 0
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
@@ -70,6 +77,8 @@ class ScriptedExporter(SpanExporter):
         result = self.results.pop(0)
         if result is SpanExportResult.FAILURE:
             logging.getLogger(SDK_EXPORTER_LOGGER).warning("Transient error %s, retrying", "Connection refused")
+            logging.getLogger(SDK_EXPORTER_LOGGER).error("Failed to export spans batch due to timeout")
+            self.now[0] += self.RETRYING
         return result
 
 
@@ -77,19 +86,22 @@ def test_a_dead_endpoint_is_tried_again_only_after_its_backoff_with_one_line_per
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     now = [0.0]
-    inner = ScriptedExporter([SpanExportResult.FAILURE, SpanExportResult.FAILURE, SpanExportResult.SUCCESS])
+    inner = ScriptedExporter([SpanExportResult.FAILURE, SpanExportResult.FAILURE, SpanExportResult.SUCCESS], now)
     exporter = BackingOffExporter(
         inner, endpoint="http://collector:4318/v1/traces", backoff=ExportBackoff(first=5, cap=60), clock=lambda: now[0]
     )
+    batch: Any = ["span"] * 2  # the wrapper only counts them
     caplog.set_level(logging.INFO)
     try:
-        assert exporter.export([]) is SpanExportResult.FAILURE
-        now[0] = 4.0
-        assert exporter.export([]) is SpanExportResult.FAILURE  # dropped: no request
-        now[0] = 5.0
-        assert exporter.export([]) is SpanExportResult.FAILURE
-        now[0] = 15.0
-        assert exporter.export([]) is SpanExportResult.SUCCESS
+        assert exporter.export(batch) is SpanExportResult.FAILURE  # gives up at 7: next try at 12
+        now[0] = 11.0
+        assert exporter.export(batch) is SpanExportResult.FAILURE  # dropped: no request
+        now[0] = 12.0
+        assert exporter.export(batch) is SpanExportResult.FAILURE  # gives up at 19: next try at 29
+        now[0] = 28.0
+        assert exporter.export(batch) is SpanExportResult.FAILURE  # dropped
+        now[0] = 29.0
+        assert exporter.export(batch) is SpanExportResult.SUCCESS
     finally:
         exporter.shutdown()
 
@@ -100,7 +112,7 @@ def test_a_dead_endpoint_is_tried_again_only_after_its_backoff_with_one_line_per
          "refused, retrying); spans are dropped until the next try in 5 s"),
         ("arc_scaleset.traces", "cannot export traces to http://collector:4318/v1/traces (Transient error Connection "
          "refused, retrying); spans are dropped until the next try in 10 s"),
-        ("arc_scaleset.traces", "exporting traces to http://collector:4318/v1/traces again (0 spans dropped "
+        ("arc_scaleset.traces", "exporting traces to http://collector:4318/v1/traces again (8 spans dropped "
          "meanwhile)"),
     ]  # fmt: skip
 
@@ -130,3 +142,27 @@ def test_a_trace_is_one_root_span_with_its_children_under_it_at_their_own_times(
         int(at(0).timestamp() * 1e9), int(at(7).timestamp() * 1e9)
     )  # fmt: skip
     assert dict(spans["node"].attributes or {}) == {"phase": "node"}
+
+
+def test_a_refused_connection_is_one_line_of_ours_and_the_next_batch_sends_nothing(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    endpoint = f"http://127.0.0.1:{port}/v1/traces"
+    exporter = BackingOffExporter(OTLPSpanExporter(endpoint=endpoint, timeout=3), endpoint=endpoint)
+    caplog.set_level(logging.DEBUG, logger="opentelemetry")
+    caplog.set_level(logging.INFO, logger="arc_scaleset")
+    try:
+        assert exporter.export([]) is SpanExportResult.FAILURE
+        assert exporter.export([]) is SpanExportResult.FAILURE  # within the backoff: dropped at once
+    finally:
+        exporter.shutdown()
+
+    lines = [record for record in caplog.records if record.levelno >= logging.WARNING]
+    assert len(lines) == 1, [record.getMessage() for record in lines]
+    assert lines[0].name == "arc_scaleset.traces"
+    assert lines[0].getMessage().startswith(f"cannot export traces to {endpoint} (")
+    assert "Connection refused" in lines[0].getMessage()  # the cause, from the SDK's first word on it
+    assert lines[0].getMessage().endswith("spans are dropped until the next try in 5 s")
