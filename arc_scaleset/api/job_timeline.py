@@ -9,11 +9,11 @@ A job's timeline is put together from what two processes already hold, with no n
 - the runner's pod tells the cluster's side: created, scheduled, its runner container running, ready (the
   runner online), finished (:func:`pod_milestones`).
 
-:func:`wait_phases` divides the wait, from *queued* to *started* (or to now, for a job still waiting), into
+:func:`phase_spans` divides the wait, from *queued* to *started* (or to now, for a job still waiting), into
 :class:`Phase` s: each milestone in :data:`ORDER` ends the phase named after it, and a milestone that came
 before the point the wait had reached (a warm runner's pod, created long before the job was queued) ends an
 empty phase. So the phases always add up to the whole wait, and each second of it is told once. A missing
-milestone hands its time to the next phase. Everything here is pure.
+milestone hands its time to the next phase (:func:`wait_phases` sums them by phase). Everything here is pure.
 """
 
 from __future__ import annotations
@@ -34,9 +34,11 @@ __all__ = [
     "JobTimeline",
     "Milestone",
     "Phase",
+    "PhaseSpan",
     "describe",
     "listener_milestones",
     "percentile",
+    "phase_spans",
     "pod_milestones",
     "recorded_milestones",
     "slowest",
@@ -197,18 +199,31 @@ def _runner_container_state(status: Mapping[str, Any]) -> Mapping[str, Any]:
     return {}
 
 
-def wait_phases(milestones: Mapping[Milestone, dt.datetime], *, now: dt.datetime | None = None) -> dict[Phase, float]:
-    """Seconds of the wait spent in each phase (phases that took no time are left out).
+@dataclass(frozen=True, slots=True)
+class PhaseSpan:
+    """One stretch of a job's wait: ``phase``, from ``start`` to ``end`` (UTC)."""
 
-    The wait runs from *queued* to *started*, or to ``now`` when the job has not started (the phase it is in
-    then gets the time so far). Without *queued*, or without *started* and ``now``, there is no wait to divide:
-    ``{}``. The values add up to the whole wait.
+    phase: Phase
+    start: dt.datetime
+    end: dt.datetime
+
+    @property
+    def seconds(self) -> float:
+        return (self.end - self.start).total_seconds()
+
+
+def phase_spans(milestones: Mapping[Milestone, dt.datetime], *, now: dt.datetime | None = None) -> list[PhaseSpan]:
+    """The wait as consecutive stretches, in time order: the first starts at *queued*, each starts where the one
+    before ended, the last ends at *started* (or at ``now`` for a job that has not started, in the phase it is in
+    then). Phases that took no time are left out, and a phase appears at most once, except the phase of a job
+    still waiting, whose time since its last milestone comes last. Without *queued*, or without *started* and
+    ``now``, there is no wait: ``[]``.
     """
     queued = milestones.get(Milestone.QUEUED)
     end = milestones.get(Milestone.STARTED) or now
     if queued is None or end is None or end < queued:
-        return {}
-    phases: dict[Phase, float] = {}
+        return []
+    spans: list[PhaseSpan] = []
     reached = queued
     for milestone, phase in ORDER:
         moment = milestones.get(milestone)
@@ -216,12 +231,21 @@ def wait_phases(milestones: Mapping[Milestone, dt.datetime], *, now: dt.datetime
             continue
         moment = min(max(moment, reached), end)
         if moment > reached:
-            phases[phase] = (moment - reached).total_seconds()
+            spans.append(PhaseSpan(phase, reached, moment))
             reached = moment
     if reached < end:
         # Not started yet: the time since the last milestone belongs to the phase after it.
-        phase = _upcoming(milestones)
-        phases[phase] = phases.get(phase, 0.0) + (end - reached).total_seconds()
+        spans.append(PhaseSpan(_upcoming(milestones), reached, end))
+    return spans
+
+
+def wait_phases(milestones: Mapping[Milestone, dt.datetime], *, now: dt.datetime | None = None) -> dict[Phase, float]:
+    """Seconds of the wait spent in each phase (phases that took no time are left out): :func:`phase_spans`
+    summed by phase. The values add up to the whole wait; ``{}`` when there is none.
+    """
+    phases: dict[Phase, float] = {}
+    for span in phase_spans(milestones, now=now):
+        phases[span.phase] = phases.get(span.phase, 0.0) + span.seconds
     return phases
 
 

@@ -57,6 +57,14 @@ from arc_scaleset.controllers.settings import (
 from arc_scaleset.gc_tuning import freeze_startup_objects
 from arc_scaleset.kube.workqueue import RateLimiter, bucket_rate_limiter, default_rate_limiter
 from arc_scaleset.observability.logging import configure_logging
+from arc_scaleset.observability.traces import (
+    ENDPOINT_ENV,
+    TRACES_ENDPOINT_ENV,
+    TRACES_PATH,
+    TraceSink,
+    display_url,
+    traces_endpoint,
+)
 from arc_scaleset.observability.uncaught import install_uncaught_exception_logging, log_asyncio_exception
 from arc_scaleset.tls_buffers import shrink_tls_read_buffers
 
@@ -82,6 +90,7 @@ UNRESTRICTED_VAULT_WARNING: Final = (
     " (docs/github.md)"
 )
 FORCE_GHES_ENV: Final = "GITHUB_ACTIONS_FORCE_GHES"
+TRACE_SERVICE_NAME: Final = "arc-scaleset-controller"
 
 
 # -- flag value types -------------------------------------------------------------------------------
@@ -344,6 +353,16 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     add_go_flag(
         parser,
+        "otlp-endpoint",
+        default="",
+        metavar="URL",
+        help="export each job's wait (queued to started, by phase) as an OpenTelemetry trace to this OTLP/HTTP "
+        f"base URL (traces go to its /{TRACES_PATH}), as {ENDPOINT_ENV} does; without it, {TRACES_ENDPOINT_ENV} or "
+        f"{ENDPOINT_ENV} turn traces on, and with neither none are made; the other OTEL_EXPORTER_OTLP_* variables "
+        'set headers, certificates and timeout; not an ARC flag (default: "", off)',
+    )
+    add_go_flag(
+        parser,
         "workqueue-rate-limiter",
         default="",
         type=_choice(RATE_LIMITERS, allow_empty=True),
@@ -540,6 +559,7 @@ def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> 
         ),
         warm_pool_max_placeholders=args.warm_pool_max_placeholders,
         runner_cost_labels=args.runner_cost_labels,
+        otlp_traces_endpoint=traces_endpoint(args.otlp_endpoint, environ),
     )
 
 
@@ -597,6 +617,19 @@ def run(args: argparse.Namespace) -> int:
     return asyncio.run(serve(args, settings))
 
 
+def start_traces(settings: ControllerSettings) -> TraceSink | None:
+    """The sink of the jobs' traces when an OTLP endpoint is configured (docs/observability.md, "Traces");
+    otherwise ``None``, and the OpenTelemetry SDK is never imported."""
+    if settings.otlp_traces_endpoint is None:
+        return None
+    from arc_scaleset.observability.otlp_traces import OtlpTraceSink
+
+    log.info("exporting each job's wait as a trace to %s", display_url(settings.otlp_traces_endpoint))
+    return OtlpTraceSink(
+        settings.otlp_traces_endpoint, service_name=TRACE_SERVICE_NAME, service_version=settings.build_version
+    )
+
+
 async def installed_crds_are_this_versions(kube: KubeClient) -> bool:
     """False, with the command that fixes it logged, when the cluster's CRDs would prune fields this version
     writes (ARC's, left in place by a Helm upgrade); True when they are this version's or cannot be read."""
@@ -649,6 +682,7 @@ async def serve(args: argparse.Namespace, settings: ControllerSettings) -> int:
     from arc_scaleset.controllers.context import ControllerContext
 
     context: ControllerContext | None = None
+    traces = start_traces(settings)
     try:
         if not await installed_crds_are_this_versions(kube):
             return 1
@@ -670,7 +704,7 @@ async def serve(args: argparse.Namespace, settings: ControllerSettings) -> int:
         except ValueError as exc:
             log.error("cannot start the controller: %s", exc)
             return 1
-        context = ControllerContext.create(kube, manager, settings, environ=os.environ)
+        context = ControllerContext.create(kube, manager, settings, environ=os.environ, traces=traces)
         setup_controllers(context, rate_limiter=rate_limiter_factory(args.workqueue_rate_limiter, clock=manager.clock))
         log.info(
             "starting the controller manager",
@@ -705,4 +739,7 @@ async def serve(args: argparse.Namespace, settings: ControllerSettings) -> int:
         if context is not None:
             await context.github.pool.aclose()
             await context.github.vault_secrets.close()
+        if traces is not None:
+            # Sends what is queued: a blocking call (at most the exporter's timeout), off the event loop.
+            await asyncio.to_thread(traces.shutdown)
         await kube.close()

@@ -25,6 +25,7 @@ from arc_scaleset.kube.client import KubeClient
 from arc_scaleset.kube.events import EventRecorder
 from arc_scaleset.kube.manager import Cache, Manager
 from arc_scaleset.kube.resources import Resource
+from arc_scaleset.observability.traces import TraceSink
 
 EVENT_COMPONENT = "arc-scaleset.dev/controller"
 """The ``reportingController`` of the controller's Events."""
@@ -58,6 +59,8 @@ class ControllerContext:
     deleted_children: DeletedChildren = field(default_factory=DeletedChildren)
     """Runner pods and JIT Secrets the EphemeralRunnerSet deleted in a batch, so a runner's deletion path need
     not again."""
+    traces: TraceSink | None = None
+    """Where each job's wait goes as a trace (docs/observability.md, "Traces"); ``None``: tracing is off."""
 
     def cache(self, resource: Resource) -> Cache:
         """The shared cache of ``resource`` (its informers are created on first use)."""
@@ -73,10 +76,11 @@ class ControllerContext:
         pool: ActionsClientPool | None = None,
         environ: Mapping[str, str] = os.environ,
         events: EventRecorder | None = None,
+        traces: TraceSink | None = None,
     ) -> ControllerContext:
         """The usual wiring: the manager's clock and registry, a new client pool unless one is given.
 
-        The caller owns the pool's shutdown (``await context.github.pool.aclose()``).
+        The caller owns the pool's shutdown (``await context.github.pool.aclose()``), and that of ``traces``.
         """
         clock = manager.clock
         client_pool = pool or ActionsClientPool(
@@ -111,4 +115,5 @@ class ControllerContext:
             metrics=ControllerMetrics(manager.registry, enabled=settings.metrics_enabled),
             clock=clock,
             references=references,
+            traces=traces,
         )

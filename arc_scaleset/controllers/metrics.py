@@ -245,8 +245,6 @@ class ControllerMetrics:
         self._observing = False
         # Runners whose deletion was counted, oldest first (bounded: a runner is deleted within seconds).
         self._counted_deletions: OrderedDict[str, None] = OrderedDict()
-        # Runners whose job's wait was observed (bounded like the deletions: a busy runner is gone within hours).
-        self._observed_waits: OrderedDict[str, None] = OrderedDict()
         self.runners_created = Counter(
             RUNNERS_CREATED, "EphemeralRunners the controller created.", METRIC_LABELS, registry=self.registry
         )
@@ -318,13 +316,11 @@ class ControllerMetrics:
                 self._counted_deletions.popitem(last=False)
         self.runners_deleted.labels(**labels, **{DELETED_REASON_LABEL: reason}).inc()
 
-    def observe_job_wait(self, labels: Mapping[str, str], runner_uid: str, phases: Mapping[Phase, float]) -> None:
-        """Observe one started job's wait, divided into ``phases``; once per runner (by UID) in this process."""
-        if not self.enabled or runner_uid in self._observed_waits:
+    def observe_job_wait(self, labels: Mapping[str, str], phases: Mapping[Phase, float]) -> None:
+        """Observe one started job's wait, divided into ``phases`` (the caller observes each job once:
+        ``controllers/ephemeralrunner/timeline.py``)."""
+        if not self.enabled:
             return
-        self._observed_waits[runner_uid] = None
-        if len(self._observed_waits) > _COUNTED_DELETIONS_KEPT:
-            self._observed_waits.popitem(last=False)
         for phase in Phase:
             self.job_wait.labels(**labels, **{PHASE_LABEL: phase.value}).observe(phases.get(phase, 0.0))
 

@@ -152,6 +152,8 @@ class ControllerSettings:
     - ``warm_pool_max_placeholders``: the most placeholders one pool keeps (``--warm-pool-max-placeholders``).
     - ``runner_cost_labels``: label a busy runner's pod with its job's repository, workflow and job
       (``--runner-cost-labels``; :mod:`arc_scaleset.controllers.ephemeralrunner.cost_labels`).
+    - ``otlp_traces_endpoint``: the URL each job's wait is posted to as an OTLP trace; ``None``: no traces
+      (``--otlp-endpoint`` or the ``OTEL_EXPORTER_OTLP_*`` variables, :mod:`arc_scaleset.observability.traces`).
     """
 
     controller_namespace: str
@@ -193,6 +195,7 @@ class ControllerSettings:
     )
     warm_pool_max_placeholders: int = DEFAULT_WARM_POOL_MAX_PLACEHOLDERS
     runner_cost_labels: bool = True
+    otlp_traces_endpoint: str | None = None
 
     def __post_init__(self) -> None:
         if not self.controller_namespace:

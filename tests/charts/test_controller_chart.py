@@ -127,6 +127,23 @@ async def test_cost_labels_are_on_by_default_and_the_value_turns_them_off(
     assert settings.runner_cost_labels is expected
 
 
+@pytest.mark.parametrize(
+    ("values", "expected"),
+    [
+        ({}, None),
+        ({"flags": {"otlpEndpoint": "http://otel-collector.observability:4318"}},
+         "http://otel-collector.observability:4318/v1/traces"),
+        ({"env": [{"name": "OTEL_EXPORTER_OTLP_ENDPOINT", "value": "http://collector:4318"}]},
+         "http://collector:4318/v1/traces"),
+    ],
+)  # fmt: skip
+async def test_traces_are_off_by_default_and_the_value_or_the_standard_variable_turns_them_on(
+    helm: Helm, values: dict[str, Any], expected: str | None
+) -> None:
+    _, settings = controller_settings(manager(only(await render(helm, values), "Deployment")))
+    assert settings.otlp_traces_endpoint == expected
+
+
 async def test_metrics_health_probes_and_flags_values_reach_the_controller(helm: Helm) -> None:
     values = {
         "metrics": {"controllerManagerAddr": ":8080", "listenerAddr": ":8081", "listenerEndpoint": "/metrics"},

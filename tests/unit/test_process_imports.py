@@ -10,8 +10,8 @@ import pytest
 
 # Imported only where they are used: rich and PyJWT by nobody in these processes (the image has no rich; App
 # JWTs are signed through the system OpenSSL), cryptography for githubServerTLS and Key Vault, PyYAML for a
-# kubeconfig file, the lab for its commands.
-LAZY = ("rich", "jwt", "cryptography", "yaml", "arc_scaleset_lab")
+# kubeconfig file, the lab for its commands, OpenTelemetry (and its protobuf) for a configured OTLP endpoint.
+LAZY = ("rich", "jwt", "cryptography", "yaml", "arc_scaleset_lab", "opentelemetry", "google")
 
 # What each command imports before it serves (its module imports, and those of its run()).
 RUNTIME = {

@@ -66,7 +66,7 @@ from arc_scaleset.controllers.ephemeralrunner.outcome import (
 )
 from arc_scaleset.controllers.ephemeralrunner.registration import NAME_COLLISION_REQUEUE, register
 from arc_scaleset.controllers.ephemeralrunner.scope import RunnerPass
-from arc_scaleset.controllers.ephemeralrunner.timeline import observe_job_wait
+from arc_scaleset.controllers.ephemeralrunner.timeline import JobWaits
 from arc_scaleset.controllers.failure_report import ReconcileFailureReporter
 from arc_scaleset.controllers.metrics import DeletedReason
 from arc_scaleset.controllers.reconcile_pass import ObjectMemory, Phase, gather, run_phases
@@ -100,6 +100,7 @@ class EphemeralRunnerReconciler:
         self.clients = RunnerClients(ctx.github, clock=ctx.clock)
         self._new_slot = functools.partial(RunnerMemory, clock=ctx.clock, pod_wait=POD_EXISTS_REQUEUE)
         self.memory = ObjectMemory(self._new_slot)
+        self._job_waits = JobWaits(ctx.metrics, ctx.traces)
         self._phases: tuple[Phase[RunnerPass], ...] = (
             self._deleting,
             self._own_writes,
@@ -230,7 +231,7 @@ class EphemeralRunnerReconciler:
         if scope.slot.retrying_pod == ObjectView(pod).uid:
             return Result()  # the pod we deleted to retry, still on its way out
         await label_pod_for_cost(self._ctx, scope.runner.raw, pod)
-        observe_job_wait(self._ctx, scope.runner.raw, pod)
+        self._job_waits.observe(scope.runner.raw, pod)
         outcome = pod_outcome(
             pod,
             has_job=scope.runner.has_job,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 
 from hypothesis import given
 from hypothesis import strategies as st
@@ -11,9 +12,11 @@ from arc_scaleset.api.job_timeline import (
     JobTimeline,
     Milestone,
     Phase,
+    PhaseSpan,
     describe,
     listener_milestones,
     percentile,
+    phase_spans,
     pod_milestones,
     slowest,
     wait_phases,
@@ -102,6 +105,38 @@ def test_the_phases_add_up_to_the_whole_wait_and_none_is_negative(milestones: di
         assert abs(sum(phases.values()) - (end - queued).total_seconds()) < 1e-6
     else:
         assert phases == {}
+
+
+def test_the_phases_as_spans_follow_each_other_in_time_from_queued_to_started() -> None:
+    milestones = {
+        Milestone.POD_CREATED: at(-600),  # a warm runner: its pod's milestones end empty phases
+        Milestone.QUEUED: at(0),
+        Milestone.OFFERED: at(2),
+        Milestone.ACQUIRED: at(3),
+        Milestone.ASSIGNED: at(7),
+        Milestone.STARTED: at(8),
+    }
+    assert phase_spans(milestones) == [
+        PhaseSpan(Phase.OFFER, at(0), at(2)),
+        PhaseSpan(Phase.ACQUISITION, at(2), at(3)),
+        PhaseSpan(Phase.ASSIGNMENT, at(3), at(7)),
+        PhaseSpan(Phase.JOB_START, at(7), at(8)),
+    ]
+    assert phase_spans({Milestone.QUEUED: at(0)}) == []
+    assert phase_spans({Milestone.QUEUED: at(0)}, now=at(5)) == [PhaseSpan(Phase.OFFER, at(0), at(5))]
+
+
+@given(milestone_times)
+def test_the_spans_are_contiguous_and_sum_to_the_phases(milestones: dict[Milestone, dt.datetime]) -> None:
+    spans = phase_spans(milestones, now=at(2000))
+    for before, after in itertools.pairwise(spans):
+        assert before.end == after.start
+    if spans:
+        assert spans[0].start == milestones[Milestone.QUEUED]
+    totals: dict[Phase, float] = {}
+    for span in spans:
+        totals[span.phase] = totals.get(span.phase, 0.0) + span.seconds
+    assert totals == wait_phases(milestones, now=at(2000))
 
 
 def test_the_listener_records_what_github_sent_and_when_the_job_started() -> None:

@@ -114,6 +114,21 @@ def test_cost_labels_are_on_unless_turned_off(argv: list[str], expected: bool) -
     assert settings_from_args(parse(*argv), ENV).runner_cost_labels is expected
 
 
+@pytest.mark.parametrize(
+    ("argv", "environ", "expected"),
+    [
+        ([], {}, None),
+        (["--otlp-endpoint=http://collector:4318"], {}, "http://collector:4318/v1/traces"),
+        ([], {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318"}, "http://collector:4318/v1/traces"),
+        ([], {"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://collector:4318/traces"}, "http://collector:4318/traces"),
+    ],
+)
+def test_traces_are_off_unless_the_flag_or_the_standard_variables_name_an_endpoint(
+    argv: list[str], environ: dict[str, str], expected: str | None
+) -> None:
+    assert settings_from_args(parse(*argv), {**ENV, **environ}).otlp_traces_endpoint == expected
+
+
 def test_a_max_runners_ceiling_below_one_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
         parse("--max-runners-ceiling=0")

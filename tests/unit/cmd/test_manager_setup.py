@@ -1,11 +1,14 @@
 """``setup_controllers``: the four controllers and the warm-pool controller, registered with the manager, each with
 its own workqueue rate limiter from the ``--workqueue-rate-limiter`` factory; ``cache_label_selectors``: what the
-manager caches."""
+manager caches; ``start_traces``: the OpenTelemetry SDK only with an OTLP endpoint."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Hashable
 
+from arc_scaleset.cmd.controller import start_traces
 from arc_scaleset.cmd.controller_setup import CHILD_LABEL, cache_label_selectors, setup_controllers
 from arc_scaleset.controllers.context import ControllerContext
 from arc_scaleset.controllers.settings import ControllerSettings
@@ -14,6 +17,7 @@ from arc_scaleset.kube.controller import Request
 from arc_scaleset.kube.credentials import ConnectionConfig
 from arc_scaleset.kube.manager import Manager
 from arc_scaleset.kube.resources import PODS, ROLE_BINDINGS, ROLES, SERVICE_ACCOUNTS
+from arc_scaleset.observability.otlp_traces import OtlpTraceSink
 
 
 class RecordingLimiter:
@@ -87,3 +91,42 @@ def test_pods_service_accounts_roles_and_bindings_are_cached_only_with_the_child
 def test_no_selector_when_the_childrens_label_is_kept_off_the_objects_the_controller_makes() -> None:
     assert cache_label_selectors(["actions.github.com/"]) == {}
     assert cache_label_selectors(["actions."]) == {}
+
+
+def test_the_default_controller_never_imports_opentelemetry() -> None:
+    # A fresh interpreter: the controller command's flags and settings, its context and its five controllers,
+    # as `arc-scaleset controller` builds them without an OTLP endpoint.
+    code = """
+import asyncio, sys
+from arc_scaleset.cli import build_parser
+from arc_scaleset.cmd.controller import settings_from_args, start_traces
+from arc_scaleset.cmd.controller_setup import setup_controllers
+from arc_scaleset.controllers.context import ControllerContext
+from arc_scaleset.kube.client import KubeClient
+from arc_scaleset.kube.credentials import ConnectionConfig
+from arc_scaleset.kube.manager import Manager
+
+async def main():
+    env = {"CONTROLLER_MANAGER_POD_NAMESPACE": "arc-systems", "CONTROLLER_MANAGER_CONTAINER_IMAGE": "c:1"}
+    settings = settings_from_args(build_parser(["controller"]).parse_args(["controller"]), env)
+    traces = start_traces(settings)
+    kube = KubeClient(ConnectionConfig(server="http://127.0.0.1:9"), retries=0)
+    ctx = ControllerContext.create(kube, Manager(kube, metrics_address=None), settings, environ=env, traces=traces)
+    setup_controllers(ctx)
+    await ctx.github.pool.aclose()
+    await kube.close()
+    print(traces, sorted(m for m in sys.modules if m.startswith("opentelemetry")))
+
+asyncio.run(main())
+"""
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert result.stdout.strip() == "None []", result.stderr
+
+
+def test_an_otlp_endpoint_starts_the_trace_sink() -> None:
+    settings = ControllerSettings(
+        controller_namespace="arc-systems", controller_image="c:1", otlp_traces_endpoint="http://127.0.0.1:9/v1/traces"
+    )
+    traces = start_traces(settings)
+    assert isinstance(traces, OtlpTraceSink)
+    traces.shutdown()  # nothing queued: returns at once
