@@ -26,7 +26,8 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 from opentelemetry.trace import Span, set_span_in_context
 
-from arc_scaleset.observability.traces import ExportBackoff, SpanRecord, TraceRecord, display_url
+from arc_scaleset.observability.logging import register_secret
+from arc_scaleset.observability.traces import ExportBackoff, SpanRecord, TraceRecord, display_url, url_secrets
 
 log = logging.getLogger("arc_scaleset.traces")
 
@@ -111,6 +112,8 @@ class OtlpTraceSink:
     def __init__(
         self, endpoint: str, *, service_name: str, service_version: str, exporter: SpanExporter | None = None
     ) -> None:
+        for secret in url_secrets(endpoint):
+            register_secret(secret)
         # Resource.create adds OTEL_RESOURCE_ATTRIBUTES; OTEL_SERVICE_NAME still wins over service_name.
         resource = Resource.create({SERVICE_NAME: service_name, SERVICE_VERSION: service_version})
         self._provider = TracerProvider(resource=resource, shutdown_on_exit=False)

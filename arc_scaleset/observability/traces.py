@@ -84,6 +84,13 @@ def display_url(url: str) -> str:
     return urllib.parse.urlunsplit((parts.scheme, host, parts.path, "", ""))
 
 
+def url_secrets(url: str) -> list[str]:
+    """The parts of ``url`` that may carry credentials (a password, the query, the fragment), to be masked in
+    every log line: the HTTP library's error text quotes the URL it was given whole."""
+    parts = urllib.parse.urlsplit(url)
+    return [part for part in (parts.password, parts.query, parts.fragment) if part]
+
+
 def _signal_url(base: str) -> str:
     return f"{base.rstrip('/')}/{TRACES_PATH}"
 

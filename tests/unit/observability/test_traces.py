@@ -14,8 +14,16 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from arc_scaleset.observability.logging import redact, unregister_secret
 from arc_scaleset.observability.otlp_traces import SDK_EXPORTER_LOGGER, BackingOffExporter, OtlpTraceSink
-from arc_scaleset.observability.traces import ExportBackoff, SpanRecord, TraceRecord, display_url, traces_endpoint
+from arc_scaleset.observability.traces import (
+    ExportBackoff,
+    SpanRecord,
+    TraceRecord,
+    display_url,
+    traces_endpoint,
+    url_secrets,
+)
 
 T0 = dt.datetime(2026, 3, 1, 12, 0, 0, tzinfo=dt.UTC)
 
@@ -166,3 +174,17 @@ def test_a_refused_connection_is_one_line_of_ours_and_the_next_batch_sends_nothi
     assert lines[0].getMessage().startswith(f"cannot export traces to {endpoint} (")
     assert "Connection refused" in lines[0].getMessage()  # the cause, from the SDK's first word on it
     assert lines[0].getMessage().endswith("spans are dropped until the next try in 5 s")
+
+
+def test_a_token_in_the_endpoints_query_or_password_is_masked_in_every_log_line() -> None:
+    endpoint = "https://collector:s3cret-password@otel.example/v1/traces?token=abcdefgh12345678"
+    sink = OtlpTraceSink(endpoint, service_name="arc-scaleset", service_version="test", exporter=InMemorySpanExporter())
+    try:
+        quoted = f"ConnectionError for url: {endpoint}"  # as the HTTP library words a failure
+        masked = redact(quoted)
+        assert "s3cret-password" not in masked
+        assert "abcdefgh12345678" not in masked
+    finally:
+        sink.shutdown()
+        for secret in url_secrets(endpoint):
+            unregister_secret(secret)
