@@ -7,7 +7,8 @@ phases in order, and the status written at the end. The decisions are :mod:`.sca
 
 1. ``_finalize``, while the set is being deleted: remove every runner (busy ones block until their job ends),
    then the proxy Secret, then the finalizer;
-2. ``_ensure_finalizer``: add the finalizer if missing;
+2. ``_count_from_zero``: the scale set's counters exist, at 0 until counted (docs/observability.md); then
+   ``_ensure_finalizer``: add the finalizer if missing;
 3. ``_apply_revision``, the **revision cleanup**, when ``spec.actionableRevision >
    status.appliedActionableRevision``: delete every done runner, remove every idle or pending one (busy runners
    keep the old spec until their job ends), reconcile the proxy Secret, then record the revision with the
@@ -134,6 +135,7 @@ class EphemeralRunnerSetReconciler:
         self.capacity = CapacityPublisher(ctx)
         self._phases: tuple[Phase[SetPass], ...] = (
             self._finalize,
+            self._count_from_zero,
             self._ensure_finalizer,
             self._apply_revision,
             self._reconcile_proxy,
@@ -249,6 +251,12 @@ class EphemeralRunnerSetReconciler:
             # state gauges follow the cache).
             self._ctx.metrics.forget(runner_set_labels(scope.ers))
         return Result()
+
+    async def _count_from_zero(self, scope: SetPass) -> Result | None:
+        """The scale set's transition counters exist, at 0 until its first transition (a set being deleted has
+        ended in :meth:`_finalize`, which forgets them once its last set is gone)."""
+        self._ctx.metrics.start_scale_set(runner_set_labels(scope.ers))
+        return None
 
     async def _ensure_finalizer(self, scope: SetPass) -> Result | None:
         """Add this controller's finalizer unless the set holds one (ours or ARC's); its write ends the pass."""
