@@ -45,6 +45,7 @@ from typing import Any, Final
 
 from arc_scaleset.api.ephemeralrunner import EPHEMERAL_RUNNERS
 from arc_scaleset.api.ephemeralrunnerset import EPHEMERAL_RUNNER_SETS
+from arc_scaleset.api.job_window import WindowBounds
 from arc_scaleset.api.keys import EPHEMERAL_RUNNER_SET_FINALIZER, EPHEMERAL_RUNNER_SET_FINALIZERS
 from arc_scaleset.api.runner_sets import is_superseded, siblings_of
 from arc_scaleset.api.views import EphemeralRunnerSetView
@@ -53,6 +54,7 @@ from arc_scaleset.controllers.ephemeralrunnerset.capacity_status import Capacity
 from arc_scaleset.controllers.ephemeralrunnerset.conditions import degraded_conditions, patch_conditions
 from arc_scaleset.controllers.ephemeralrunnerset.counts import DEFAULT_COUNTS_INTERVAL, runner_counts, status_changes
 from arc_scaleset.controllers.ephemeralrunnerset.expectations import DEFAULT_EXPECTATION_TIMEOUT
+from arc_scaleset.controllers.ephemeralrunnerset.kept_jobs import finished_jobs
 from arc_scaleset.controllers.ephemeralrunnerset.proxy import (
     delete_runner_proxy_secret,
     reconcile_runner_proxy_secret,
@@ -68,7 +70,7 @@ from arc_scaleset.controllers.ephemeralrunnerset.scaling import (
     replicas_above_ceiling,
     revision_cleanup,
 )
-from arc_scaleset.controllers.ephemeralrunnerset.scope import SetMemory, SetPass, SetReport, runner_index_of
+from arc_scaleset.controllers.ephemeralrunnerset.scope import SetMemory, SetPass, SetReport, set_memory_of
 from arc_scaleset.controllers.ephemeralrunnerset.status import (
     patch_applied_actionable_revision,
     patch_finished_cleanup_marker,
@@ -108,8 +110,9 @@ class EphemeralRunnerSetReconciler:
     (:mod:`~arc_scaleset.controllers.ephemeralrunnerset.scaling`, rule 3). ``counts_interval``: seconds between
     two status writes that change only the runner counts (:mod:`~arc_scaleset.controllers.ephemeralrunnerset.counts`).
     ``expectation_timeout``: seconds after which runners this process created or deleted are no longer awaited
-    in the cache (:mod:`.expectations`). ``runner_writes``: makes what creates and removes the runners
-    (:mod:`.runner_writes`).
+    in the cache (:mod:`.expectations`). ``job_window``: how many finished jobs, and how old, the set's
+    ``status.recentJobs`` keeps (:mod:`arc_scaleset.api.job_window`). ``runner_writes``: makes what creates and
+    removes the runners (:mod:`.runner_writes`).
     """
 
     def __init__(
@@ -119,6 +122,7 @@ class EphemeralRunnerSetReconciler:
         failed_runner_min_age: float = DEFAULT_FAILED_RUNNER_MIN_AGE,
         counts_interval: float = DEFAULT_COUNTS_INTERVAL,
         expectation_timeout: float = DEFAULT_EXPECTATION_TIMEOUT,
+        job_window: WindowBounds | None = None,
         runner_writes: Callable[[ControllerContext], RunnerWrites] = RunnerWrites,
     ) -> None:
         self._ctx = ctx
@@ -128,7 +132,11 @@ class EphemeralRunnerSetReconciler:
         self._failed_runner_min_age = failed_runner_min_age
         self._memory: ObjectMemory[SetMemory] = ObjectMemory(
             functools.partial(
-                SetMemory.new, clock=ctx.clock, expectation_timeout=expectation_timeout, counts_interval=counts_interval
+                SetMemory.new,
+                clock=ctx.clock,
+                expectation_timeout=expectation_timeout,
+                counts_interval=counts_interval,
+                job_window=job_window,
             )
         )
         self._writes = runner_writes(ctx)
@@ -182,11 +190,16 @@ class EphemeralRunnerSetReconciler:
 
     def _runner_changed(self, runner: Object) -> list[Request]:
         """Tell the runner index of the runner's set (its controller owner, by key and UID) that the runner
-        changed (added, updated or deleted); queues nothing itself (``owns`` queues the set)."""
-        index = runner_index_of(self._memory, runner)
-        if index is not None:
+        changed (added, updated or deleted), and keep the job it finished: a runner deleted right after its job
+        may be gone from the cache before the set's next pass, but its delete event still has it. Queues nothing
+        itself (``owns`` queues the set)."""
+        slot = set_memory_of(self._memory, runner)
+        if slot is None:
+            return []
+        if slot.runners is not None:
             view = ObjectView(runner)
-            index.changed(view.namespace, view.name)
+            slot.runners.changed(view.namespace, view.name)
+        slot.jobs.see(runner)
         return []
 
     # -- the pass ---------------------------------------------------------------------------------------
@@ -390,6 +403,8 @@ class EphemeralRunnerSetReconciler:
         """Write the phase and the runner counts where they differ; a write of counts alone waits for the
         pacer: then the seconds until it may go out are returned (the pass comes back then), else ``None``."""
         changes = status_changes(scope.view.status, counts=runner_counts(scope.states), phase=scope.report.phase)
+        finished = finished_jobs(scope.states, self._runners)
+        changes |= scope.memory.jobs.changes(scope.view.status, finished, now=self._ctx.clock.now())
         if not changes:
             return None
         if "phase" not in changes:
@@ -398,6 +413,7 @@ class EphemeralRunnerSetReconciler:
                 return wait
         await patch_status(self._kube, scope.ers, changes)
         scope.memory.counts.wrote()
+        scope.memory.jobs.written(changes)
         return None
 
     async def _set_degraded(self, scope: SetPass, problem: tuple[str, str] | None) -> None:
