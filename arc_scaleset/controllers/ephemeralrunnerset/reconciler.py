@@ -26,7 +26,8 @@ phases in order, and the status written at the end. The decisions are :mod:`.sca
 
 The status, at the end: ``Degraded`` and the advertised capacity after a pass that got through ``_scale``; the
 phase and the runner counts where they differ, in one patch (counts alone at most every ``counts_interval``
-seconds: :mod:`.counts`), also while the set drains.
+seconds: :mod:`.counts`), also while the set drains; the jobs its runners finished ride that patch into
+``status.recentJobs`` (:mod:`.kept_jobs`).
 
 The set's finalizer is this controller's, or ARC's (``ephemeralrunner.actions.github.com/finalizer``, on sets
 ARC's releases made): either one makes the set drain its runners before it goes, and both are removed then.
