@@ -23,7 +23,7 @@ pytestmark = [pytest.mark.cluster, pytest.mark.timeout(180)]
 
 KEPT = 2
 LISTENER_SIDE = {Milestone.QUEUED, Milestone.ACQUIRED, Milestone.ASSIGNED, Milestone.STARTED}
-POD_SIDE = {Milestone.POD_CREATED, Milestone.POD_RUNNING, Milestone.FINISHED}
+POD_SIDE = {Milestone.POD_CREATED, Milestone.POD_RUNNING, Milestone.RUNNER_ONLINE, Milestone.FINISHED}
 
 
 async def _record_as_the_listener(h: ControllerHarness, name: str) -> None:
@@ -72,7 +72,8 @@ async def test_finished_jobs_stay_on_the_set_with_their_whole_timeline_after_the
 
         window = await eventually(kept, what=f"the set keeping {expected}, newest first")
 
-    # Each kept job has both halves of its timeline: the listener's and the pod's, finished included.
+    # Each kept job has both halves of its timeline: the listener's and the pod's (online, though the finished pod
+    # is no longer Ready; finished).
     for timeline in window_timelines(window, now=dt.datetime.now(dt.UTC)):
         assert timeline.milestones.keys() >= LISTENER_SIDE
         assert timeline.milestones.keys() >= POD_SIDE
