@@ -92,7 +92,7 @@ def test_the_records_come_from_the_sets_succeeded_runners_with_a_job_finished_or
 
 def test_a_runner_event_keeps_the_job_it_finished_for_the_next_write() -> None:
     jobs = KeptJobs(WindowBounds())
-    timeline = {"finished": "2026-03-01T12:00:10Z"}
+    timeline = {"started": "2026-03-01T12:00:05Z", "finished": "2026-03-01T12:00:10Z"}
     jobs.see({"metadata": {"name": "busy"}, "status": {"phase": "Running", "jobId": "j", "jobTimeline": timeline}})
     assert jobs.changes({}, [], now=NOW) == {}
     jobs.see({"metadata": {"name": "done"}, "status": {"phase": "Succeeded", "jobId": "j", "jobTimeline": timeline}})
