@@ -24,10 +24,9 @@ phases in order, and the status written at the end. The decisions are :mod:`.sca
    (:mod:`arc_scaleset.api.runner_sets`; only after a move from ARC) is planned as ``replicas`` 0 under
    patch ID 0: it creates nothing and removes its idle runners while the AutoscalingRunnerSet deletes it.
 
-The status, at the end: ``Degraded`` and the advertised capacity after a pass that got through ``_scale``; the
-phase and the runner counts where they differ, in one patch (counts alone at most every ``counts_interval``
-seconds: :mod:`.counts`), also while the set drains; the jobs its runners finished ride that patch into
-``status.recentJobs`` (:mod:`.kept_jobs`).
+The status, at the end (:mod:`.pass_status`): ``Degraded`` and the advertised capacity after a pass that got
+through ``_scale``; the phase and the runner counts where they differ, in one patch (counts alone at most every
+``counts_interval`` seconds: :mod:`.counts`), also while the set drains, with the jobs its runners finished.
 
 The set's finalizer is this controller's, or ARC's (``ephemeralrunner.actions.github.com/finalizer``, on sets
 ARC's releases made): either one makes the set drain its runners before it goes, and both are removed then.
@@ -37,7 +36,6 @@ the set and the pass fails, so the key is retried with backoff; nothing is delet
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import functools
 import logging
@@ -52,10 +50,9 @@ from arc_scaleset.api.runner_sets import is_superseded, siblings_of
 from arc_scaleset.api.views import EphemeralRunnerSetView
 from arc_scaleset.controllers.context import ControllerContext
 from arc_scaleset.controllers.ephemeralrunnerset.capacity_status import CapacityPublisher
-from arc_scaleset.controllers.ephemeralrunnerset.conditions import degraded_conditions, patch_conditions
-from arc_scaleset.controllers.ephemeralrunnerset.counts import DEFAULT_COUNTS_INTERVAL, runner_counts, status_changes
+from arc_scaleset.controllers.ephemeralrunnerset.counts import DEFAULT_COUNTS_INTERVAL
 from arc_scaleset.controllers.ephemeralrunnerset.expectations import DEFAULT_EXPECTATION_TIMEOUT
-from arc_scaleset.controllers.ephemeralrunnerset.kept_jobs import finished_jobs
+from arc_scaleset.controllers.ephemeralrunnerset.pass_status import PassStatus, sooner
 from arc_scaleset.controllers.ephemeralrunnerset.proxy import (
     delete_runner_proxy_secret,
     reconcile_runner_proxy_secret,
@@ -75,7 +72,6 @@ from arc_scaleset.controllers.ephemeralrunnerset.scope import SetMemory, SetPass
 from arc_scaleset.controllers.ephemeralrunnerset.status import (
     patch_applied_actionable_revision,
     patch_finished_cleanup_marker,
-    patch_status,
     read_finished_cleanup_patch_id,
 )
 from arc_scaleset.controllers.ephemeralrunnerset.template_check import (
@@ -89,7 +85,6 @@ from arc_scaleset.controllers.metrics import DeletedReason, ScaleSetState, runne
 from arc_scaleset.controllers.reconcile_pass import ObjectMemory, Phase, gather, run_phases
 from arc_scaleset.controllers.runner_classification import RunnerStates, RunnerView
 from arc_scaleset.kube.controller import Controller, Request, Result, Watch
-from arc_scaleset.kube.errors import NotFound as KubeNotFound
 from arc_scaleset.kube.finalizers import add_finalizer, has_finalizer, remove_finalizer
 from arc_scaleset.kube.informer import Object
 from arc_scaleset.kube.ownerrefs import Owner, children_of
@@ -142,6 +137,7 @@ class EphemeralRunnerSetReconciler:
         )
         self._writes = runner_writes(ctx)
         self.capacity = CapacityPublisher(ctx)
+        self._status = PassStatus(ctx, self.capacity)
         self._phases: tuple[Phase[SetPass], ...] = (
             self._finalize,
             self._count_from_zero,
@@ -214,11 +210,11 @@ class EphemeralRunnerSetReconciler:
         try:
             result = await run_phases(scope, self._phases)
         except ConfigurationError as exc:
-            await self._bad_input(scope, exc)
+            await self._status.bad_input(scope, exc)
             raise
         finally:
-            status_due = await self._write_status(scope)
-        return Result(requeue_after=_sooner(result.requeue_after, status_due))
+            status_due = await self._status.write(scope)
+        return Result(requeue_after=sooner(result.requeue_after, status_due))
 
     def _scope(self, ers: Object, request: Request) -> SetPass:
         view = EphemeralRunnerSetView(ers)
@@ -327,7 +323,7 @@ class EphemeralRunnerSetReconciler:
             )
         await self._execute(scope, plan)
         scope.report = SetReport(counts=True, phase=str(plan.phase), assessed=True, problem=problem)
-        return Result(requeue_after=_sooner(plan.requeue_after, recheck))
+        return Result(requeue_after=sooner(plan.requeue_after, recheck))
 
     def _plan(self, scope: SetPass) -> ScalingPlan:
         view = scope.view
@@ -387,56 +383,6 @@ class EphemeralRunnerSetReconciler:
         if plan.step is not Step.STEADY and plan.step is not Step.GATE_CLOSED:
             log.debug("%s: %s", scope.key, plan.step)
 
-    # -- the status, at the end of the pass -------------------------------------------------------------
-
-    async def _write_status(self, scope: SetPass) -> float | None:
-        """Write what the pass reports (module docstring); the seconds until a write held back, or a capacity
-        recheck, is due (``None``: nothing is)."""
-        report = scope.report
-        if report.assessed:
-            await self._set_degraded(scope, report.problem)
-        counts_due = await self._write_counts(scope) if report.counts else None
-        if not report.assessed:
-            return counts_due
-        return _sooner(counts_due, await self.capacity.publish(scope.ers, scope.states))
-
-    async def _write_counts(self, scope: SetPass) -> float | None:
-        """Write the phase and the runner counts where they differ; a write of counts alone waits for the
-        pacer: then the seconds until it may go out are returned (the pass comes back then), else ``None``."""
-        changes = status_changes(scope.view.status, counts=runner_counts(scope.states), phase=scope.report.phase)
-        finished = finished_jobs(scope.states, self._runners)
-        changes |= scope.memory.jobs.changes(scope.view.status, finished, now=self._ctx.clock.now())
-        if not changes:
-            return None
-        if "phase" not in changes:
-            wait = scope.memory.counts.wait()
-            if wait > 0:
-                return wait
-        await patch_status(self._kube, scope.ers, changes)
-        scope.memory.counts.wrote()
-        scope.memory.jobs.written(changes)
-        return None
-
-    async def _set_degraded(self, scope: SetPass, problem: tuple[str, str] | None) -> None:
-        """Write the set's ``Degraded`` condition when it changes, with a Warning Event for a new problem."""
-        conditions = degraded_conditions(scope.ers, problem, now=self._ctx.clock.now())
-        if conditions is None:
-            return
-        await patch_conditions(self._kube, scope.ers, conditions)
-        if problem is not None:
-            reason, message = problem
-            await self._ctx.events.event(scope.ers, type="Warning", reason=reason, note=message, action="Scale")
-
-    async def _bad_input(self, scope: SetPass, exc: ConfigurationError) -> None:
-        """``Degraded=True`` naming the configuration error that stopped the pass, and a Warning Event; the
-        next pass that gets through derives the condition again."""
-        conditions = degraded_conditions(scope.ers, (exc.reason, exc.message), now=self._ctx.clock.now())
-        if conditions is not None:
-            with contextlib.suppress(KubeNotFound):
-                await patch_conditions(self._kube, scope.ers, conditions)
-        action = "Delete" if scope.view.is_deleting else "Reconcile"
-        await self._ctx.events.event(scope.ers, type="Warning", reason=exc.reason, note=exc.message, action=action)
-
     def _scale_set_states(self) -> list[ScaleSetState]:
         """The state gauges' source (read at scrape time): every cached set with its cached runners."""
 
@@ -448,13 +394,6 @@ class EphemeralRunnerSetReconciler:
 
 def _deletion_started(old: Object, new: Object) -> bool:
     return EphemeralRunnerSetView(old).is_deleting != EphemeralRunnerSetView(new).is_deleting
-
-
-def _sooner(first: float | None, second: float | None) -> float | None:
-    """The earlier of two optional requeue delays."""
-    if first is None:
-        return second
-    return first if second is None else min(first, second)
 
 
 def setup_ephemeral_runner_set_controller(
