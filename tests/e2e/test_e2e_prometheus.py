@@ -189,10 +189,16 @@ async def test_listener_offline_fires_while_the_listener_pod_finds_no_node_and_r
 ) -> None:
     runners = await factory.create(min_runners=0, max_runners=1)
     listener = (await runners.wait_ready(timeout=90)).listener_name
+    # Not firing before the cause (a listener pod just created is not running for a moment either).
+    await eventually(
+        lambda: _not(firing(prometheus, "ArcScaleSetListenerOffline", listener)),
+        timeout=30,
+        what="no ArcScaleSetListenerOffline while the listener runs",
+    )
     # The cause: the listener's pod selects a node that does not exist, so it stays Pending and no listener runs
     # (a killed listener is back within seconds; a pod no node takes stays down as long as the template says).
-    await _listener_template(metrics_system, runners, {"spec": {"containers": [{"name": "listener"}],
-                                                                "nodeSelector": NO_NODE}})  # fmt: skip
+    unschedulable = {"spec": {"containers": [{"name": "listener"}], "nodeSelector": NO_NODE}}
+    await _listener_template(metrics_system, runners, unschedulable)
 
     (alert,) = await eventually(
         lambda: firing(prometheus, "ArcScaleSetListenerOffline", listener),
