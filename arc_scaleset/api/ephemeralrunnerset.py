@@ -12,6 +12,7 @@ from arc_scaleset.api.common import (
     Condition,
     KubeObject,
     ResourceMeta,
+    Timestamp,
 )
 from arc_scaleset.api.constants import EPHEMERAL_RUNNER_SETS as EPHEMERAL_RUNNER_SETS
 from arc_scaleset.api.ephemeralrunner import EphemeralRunnerSpec
@@ -31,6 +32,20 @@ class EphemeralRunnerSetSpec(ApiModel):
     """Extra labels and annotations for EphemeralRunners created after a change."""
     actionable_revision: int = 0
     """Revision of ephemeralRunnerSpec; bumped by the AutoscalingRunnerSet controller when it changes."""
+
+
+class RecentJob(ApiModel):
+    """A job a runner of the set finished, kept after the runner is gone (docs/observability.md). Not in ARC."""
+
+    runner: str
+    """The EphemeralRunner that ran it (deleted since)."""
+    job_id: str = ""
+    repository: str = ""
+    """owner/repo, as the listener learned it."""
+    job: str = ""
+    """The job's display name."""
+    timeline: dict[str, Timestamp] | None = None
+    """The job's milestones, as the runner's ``status.jobTimeline`` held them when it finished."""
 
 
 class EphemeralRunnerSetStatus(ApiModel):
@@ -63,6 +78,9 @@ class EphemeralRunnerSetStatus(ApiModel):
     advertised_capacity: int | None = Field(default=None, ge=0)
     """Runners the cluster can give this set now (its quota's room, its runners' nodes; not beyond maxRunners):
     what its listener tells the Actions service (docs/capacity.md). Not an ARC field."""
+    recent_jobs: list[RecentJob] | None = None
+    """The last finished jobs, newest first, bounded by count and age, with where their wait went
+    (``arc-scaleset jobs``; docs/observability.md). Not an ARC field."""
 
 
 class EphemeralRunnerSet(KubeObject):

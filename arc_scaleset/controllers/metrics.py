@@ -290,6 +290,18 @@ class ControllerMetrics:
             self._observing = True
             self.registry.register(_ScaleSetCollector(source))
 
+    def start_scale_set(self, labels: Mapping[str, str]) -> None:
+        """Make one scale set's transition counters exist at 0 (every deletion reason too), as controller-runtime
+        starts its own: ``increase()`` then counts the scale set's first failure (a series' first sample is no
+        increase), and a healthy scale set's failure rate is 0 rather than no series. Idempotent; called on
+        every pass over a set that is not being deleted."""
+        if not self.enabled:
+            return
+        for family in (self.runners_created, self.runners_succeeded, self.runners_failed):
+            family.labels(**labels)
+        for reason in DELETED_REASONS:
+            self.runners_deleted.labels(**labels, **{DELETED_REASON_LABEL: reason})
+
     def count_created(self, labels: Mapping[str, str], count: int = 1) -> None:
         if self.enabled and count > 0:
             self.runners_created.labels(**labels).inc(count)
@@ -325,8 +337,10 @@ class ControllerMetrics:
             self.job_wait.labels(**labels, **{PHASE_LABEL: phase.value}).observe(phases.get(phase, 0.0))
 
     def set_listener_running(self, labels: Mapping[str, str], running: bool) -> None:
+        """Set the listener's running gauge; its restart counter exists from then on (at 0 before a restart)."""
         if self.enabled:
             self.running_listeners.labels(**labels).set(1 if running else 0)
+            self.listener_restarts.labels(**labels)
 
     def count_listener_restart(self, labels: Mapping[str, str]) -> None:
         if self.enabled:

@@ -2,9 +2,9 @@
 
 A pure function of a :class:`~.snapshot.Snapshot`: each runner with a job gives one :class:`JobRow` (its
 timeline joins the listener's record on the runner and the runner's pod, :mod:`arc_scaleset.api.job_timeline`),
-and :func:`slowest_phase` says which phase the jobs of the window waited in most, at p95. The window is the
-runners the cluster still holds: a runner is deleted once its job is done, after which its wait lives on in
-``gha_controller_job_wait_phase_seconds``.
+and so does each finished job its runner set keeps after its runner was deleted (``status.recentJobs``, bounded by
+count and age: :mod:`arc_scaleset.api.job_window`); :func:`slowest_phase` says which phase the jobs of the window
+waited in most, at p95.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from arc_scaleset.api.job_timeline import JobTimeline, Milestone, Phase, describe, percentile, slowest
+from arc_scaleset.api.job_window import RECENT_JOBS, window_timelines
 from arc_scaleset.diagnose.printable import printable
 from arc_scaleset.diagnose.snapshot import Snapshot
 
@@ -45,6 +46,10 @@ class JobRow:
     def wait(self) -> float:
         return sum(self.phases.values())
 
+    @property
+    def finished(self) -> bool:
+        return Milestone.FINISHED in self.timeline.milestones
+
     def to_json(self) -> dict[str, Any]:
         top = slowest(self.phases)
         return {
@@ -53,6 +58,7 @@ class JobRow:
             "repository": self.timeline.repository,
             "job": self.timeline.job,
             "started": self.started,
+            "finished": self.finished,
             "waitSeconds": round(self.wait, 3),
             "runSeconds": None if self.timeline.run_seconds is None else round(self.timeline.run_seconds, 3),
             "phases": {phase.value: round(seconds, 3) for phase, seconds in self.phases.items()},
@@ -81,17 +87,26 @@ class SlowestPhase:
 
 
 def job_rows(snapshot: Snapshot) -> list[JobRow]:
-    """The jobs of the snapshot's runners whose wait is known (the listener recorded when they were queued),
-    longest wait first."""
+    """The jobs whose wait is known (the listener recorded when they were queued): those of the snapshot's
+    runners, and the finished ones its runner sets keep whose runner is gone; longest wait first."""
     rows = []
-    for runner in snapshot.runners:
-        timeline = JobTimeline.of_runner(runner, snapshot.pod_of(runner))
-        if timeline is None:
-            continue
+    for timeline in _timelines(snapshot):
         phases = timeline.wait_phases(now=snapshot.taken_at)
         if phases:
             rows.append(JobRow(timeline, phases, started=Milestone.STARTED in timeline.milestones))
     return sorted(rows, key=lambda row: (-row.wait, row.timeline.runner))
+
+
+def _timelines(snapshot: Snapshot) -> list[JobTimeline]:
+    """The runners' timelines, then the runner sets' windows without the runners still held (a runner whose
+    record was just kept is shown once, from the runner)."""
+    live = [JobTimeline.of_runner(runner, snapshot.pod_of(runner)) for runner in snapshot.runners]
+    timelines = [timeline for timeline in live if timeline is not None]
+    held = {str((runner.get("metadata") or {}).get("name") or "") for runner in snapshot.runners}
+    for runner_set in snapshot.runner_sets:
+        window = (runner_set.get("status") or {}).get(RECENT_JOBS)
+        timelines += [t for t in window_timelines(window, now=snapshot.taken_at) if t.runner not in held]
+    return timelines
 
 
 def slowest_phase(rows: Sequence[JobRow]) -> SlowestPhase | None:
@@ -123,7 +138,7 @@ def render_jobs(snapshot: Snapshot) -> str:
     lines = [f"{snapshot.namespace}/{snapshot.name}: {len(rows)} {'job' if len(rows) == 1 else 'jobs'}"]
     for row in rows:
         top = slowest(row.phases)
-        state = "started after" if row.started else "waiting for"
+        state = ("done, started after" if row.finished else "started after") if row.started else "waiting for"
         what = f"{row.timeline.repository} {row.timeline.job}".strip() or row.timeline.job_id
         lines.append(printable(f"  {row.timeline.runner}  {what}: {state} {row.wait:.0f} s"
                                + (f", {describe(*top)}" if top else "")))  # fmt: skip

@@ -216,8 +216,7 @@ class Controller:
         self._metrics = metrics
         self._queue = WorkQueue(name=self.name, rate_limiter=self._rate_limiter, clock=self._clock, metrics=metrics)
         if metrics is not None:
-            metrics.max_concurrent_reconciles.labels(controller=self.name).set(self.concurrency)
-            metrics.active_workers.labels(controller=self.name).set(0)
+            metrics.start_controller(self.name, concurrency=self.concurrency)
         for resource in self.resources:
             mappers = self._mappers_for(resource)
             for informer in informers(resource):

@@ -10,6 +10,8 @@ which is what unit tests use.
 
 from __future__ import annotations
 
+from typing import Final
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 # controller-runtime's buckets: workqueue latencies span 10 ns .. 1000 s by powers of ten ...
@@ -20,6 +22,9 @@ _RECONCILE_BUCKETS = (
     1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 15.0, 20.0, 25.0, 30.0,
     40.0, 50.0, 60.0,
 )  # fmt: skip
+RECONCILE_RESULTS: Final = ("success", "error", "requeue_after")
+"""The ``result`` label values of ``controller_runtime_reconcile_total`` this runtime produces (a reconcile asks
+for a requeue only with a delay, so controller-runtime's ``requeue`` never occurs)."""
 
 
 class RuntimeMetrics:
@@ -91,3 +96,14 @@ class RuntimeMetrics:
             ("name",),
             registry=r,
         )
+
+    def start_controller(self, name: str, *, concurrency: int) -> None:
+        """Make controller ``name``'s series exist from its start, as controller-runtime's ``initMetrics`` does:
+        every reconcile result and the error count at 0, no active worker, its concurrency. ``rate()`` and
+        ``increase()`` then count a controller's first error (a series' first sample is no increase), and a
+        query for a healthy controller's errors returns 0 rather than nothing."""
+        for result in RECONCILE_RESULTS:
+            self.reconcile_total.labels(controller=name, result=result)
+        self.reconcile_errors.labels(controller=name)
+        self.active_workers.labels(controller=name).set(0)
+        self.max_concurrent_reconciles.labels(controller=name).set(concurrency)

@@ -1,6 +1,7 @@
 """Where a job's wait went (issue 29), on the running system: a job whose runner pod waits for a node shows that
 wait as the largest phase of its timeline, in ``arc-scaleset jobs``, in ``gha_controller_job_wait_phase_seconds``
-and in ``explain``; and its busy runner's pod carries the job's cost labels.
+and in ``explain``, and still in ``jobs`` once its runner is deleted; and its busy runner's pod carries the job's
+cost labels.
 
 The lab's node provisioner runs on a :class:`FakeClock`: the node appears only once the test lets its delay pass,
 so the pod waits for a node exactly as long as the test holds the node back (at least :data:`NODE_WAIT` seconds).
@@ -139,6 +140,20 @@ async def test_a_job_that_waited_for_a_node_shows_it_in_its_timeline_jobs_metric
         assert annotations.get(LABEL_JOB) == HOSTILE_JOB
 
         await handle.assert_every_job_ran_once(timeout=JOB_SECONDS + 60)
+
+        # Its runner deleted, the job stays in `jobs` (its runner set keeps it), with its phases and its run.
+        async def kept_after_the_runner() -> dict[str, Any] | None:
+            if runner in {r.name for r in (await handle.snapshot()).runners}:
+                return None
+            code, output = await arc(system, "jobs", name, "-n", SCALE_SET_NAMESPACE, "-o", "json")
+            assert code == 0, output
+            jobs = json.loads(output)["jobs"]
+            return jobs[0] if jobs and jobs[0]["finished"] else None
+
+        kept = await eventually(kept_after_the_runner, timeout=60, what="the finished job listed without its runner")
+        assert (kept["runner"], kept["jobId"], kept["slowestPhase"]) == (runner, job["jobId"], "node"), kept
+        assert kept["phases"] == job["phases"], "the wait is the one seen while the runner ran"
+        assert kept["runSeconds"] is not None
     finally:
         await handle.stop_tracking()
         with contextlib.suppress(Exception):

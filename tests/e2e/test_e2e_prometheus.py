@@ -51,9 +51,6 @@ NOT_PRODUCED = {
     # Only a queue message the listener cannot read counts here; the simulated GitHub sends none unless a test
     # scripts its queue in-process (tests/integration/listener/test_listener_poison_messages.py).
     "sum by (reason) (increase(gha_listener_skipped_messages_total[1h]))",
-    # A healthy run has no reconcile error, and the controller's registry makes a controller's series at its first
-    # error (Go's controller-runtime starts it at 0); tests/unit/kube/test_controller.py counts one.
-    "sum by (controller) (rate(controller_runtime_reconcile_errors_total[5m]))",
 }
 
 
@@ -187,6 +184,42 @@ async def test_runners_failing_fires_when_a_runner_fails_and_resolves_after_its_
     )
 
 
+async def test_listener_offline_fires_while_the_listener_pod_finds_no_node_and_resolves_once_it_runs(
+    metrics_system: System, prometheus: LabPrometheus, factory: ScaleSetFactory
+) -> None:
+    runners = await factory.create(min_runners=0, max_runners=1)
+    listener = (await runners.wait_ready(timeout=90)).listener_name
+    # Not firing before the cause (a listener pod just created is not running for a moment either).
+    await eventually(
+        lambda: _not(firing(prometheus, "ArcScaleSetListenerOffline", listener)),
+        timeout=30,
+        what="no ArcScaleSetListenerOffline while the listener runs",
+    )
+    # The cause: the listener's pod selects a node that does not exist, so it stays Pending and no listener runs
+    # (a killed listener is back within seconds; a pod no node takes stays down as long as the template says).
+    unschedulable = {"spec": {"containers": [{"name": "listener"}], "nodeSelector": NO_NODE}}
+    await _listener_template(metrics_system, runners, unschedulable)
+
+    (alert,) = await eventually(
+        lambda: firing(prometheus, "ArcScaleSetListenerOffline", listener),
+        timeout=90,
+        what="ArcScaleSetListenerOffline firing",
+    )
+    # The gauge is the AutoscalingListener's, in the controller namespace (ARC's labels for it).
+    assert (alert["labels"]["namespace"], alert["labels"]["severity"]) == (
+        metrics_system.controller_namespace,
+        "critical",
+    )
+
+    await _listener_template(metrics_system, runners, None)  # the cause ends: the pod is recreated and runs
+    await eventually(
+        lambda: _not(firing(prometheus, "ArcScaleSetListenerOffline", listener)),
+        timeout=90,
+        what="ArcScaleSetListenerOffline resolved",
+    )
+    await runners.wait_ready(timeout=60)  # and the new listener holds a session again
+
+
 async def test_every_dashboard_query_returns_series_from_prometheus_after_a_workload(
     metrics_system: System, prometheus: LabPrometheus, factory: ScaleSetFactory
 ) -> None:
@@ -262,6 +295,13 @@ async def _valid_template(system: System, runners: ScaleSetHandle) -> None:
     template["spec"]["nodeSelector"] = None
     await system.kube.patch(
         AUTOSCALING_RUNNER_SETS, runners.name, {"spec": {"template": template}}, namespace=runners.namespace
+    )
+
+
+async def _listener_template(system: System, runners: ScaleSetHandle, template: dict[str, Any] | None) -> None:
+    """Set the scale set's ``listenerTemplate`` (``None`` removes it: a merge patch's null)."""
+    await system.kube.patch(
+        AUTOSCALING_RUNNER_SETS, runners.name, {"spec": {"listenerTemplate": template}}, namespace=runners.namespace
     )
 
 

@@ -44,6 +44,7 @@ from datetime import timedelta
 from typing import Any, Final
 
 from arc_scaleset.api.ephemeralrunner import DONE_PHASES, EPHEMERAL_RUNNERS
+from arc_scaleset.api.job_window import runner_online, timeline_completion
 from arc_scaleset.api.keys import (
     EPHEMERAL_RUNNER_FINALIZER,
     EPHEMERAL_RUNNER_REGISTRATION_FINALIZER,
@@ -275,11 +276,14 @@ class EphemeralRunnerReconciler:
                     scope.changes.update(
                         phase=outcome.phase, ready=outcome.ready, reason=outcome.reason, message=outcome.message
                     )
+                    scope.changes.update(runner_online(pod))  # when it went online: a finished pod no longer says
                 return Result(requeue_after=outcome.recheck_after)
             case Verdict.SUCCEEDED:
                 scope.changes.update(
                     phase=EphemeralRunnerPhase.SUCCEEDED, ready=False, reason=outcome.reason, message=outcome.message
                 )
+                # The job's timeline outlives the pod: its set keeps it once the runner is gone (api/job_window.py).
+                scope.changes.update(timeline_completion(runner.raw, pod))
                 scope.then.append(functools.partial(scope.delete_runner, DeletedReason.SUCCEEDED))
             case Verdict.OUTDATED:
                 await self._mark_done(scope, EphemeralRunnerPhase.OUTDATED, "Outdated", outcome.message)

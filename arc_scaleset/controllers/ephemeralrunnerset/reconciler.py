@@ -7,7 +7,8 @@ phases in order, and the status written at the end. The decisions are :mod:`.sca
 
 1. ``_finalize``, while the set is being deleted: remove every runner (busy ones block until their job ends),
    then the proxy Secret, then the finalizer;
-2. ``_ensure_finalizer``: add the finalizer if missing;
+2. ``_count_from_zero``: the scale set's counters exist, at 0 until counted (docs/observability.md); then
+   ``_ensure_finalizer``: add the finalizer if missing;
 3. ``_apply_revision``, the **revision cleanup**, when ``spec.actionableRevision >
    status.appliedActionableRevision``: delete every done runner, remove every idle or pending one (busy runners
    keep the old spec until their job ends), reconcile the proxy Secret, then record the revision with the
@@ -23,9 +24,9 @@ phases in order, and the status written at the end. The decisions are :mod:`.sca
    (:mod:`arc_scaleset.api.runner_sets`; only after a move from ARC) is planned as ``replicas`` 0 under
    patch ID 0: it creates nothing and removes its idle runners while the AutoscalingRunnerSet deletes it.
 
-The status, at the end: ``Degraded`` and the advertised capacity after a pass that got through ``_scale``; the
-phase and the runner counts where they differ, in one patch (counts alone at most every ``counts_interval``
-seconds: :mod:`.counts`), also while the set drains.
+The status, at the end (:mod:`.pass_status`): ``Degraded`` and the advertised capacity after a pass that got
+through ``_scale``; the phase and the runner counts where they differ, in one patch (counts alone at most every
+``counts_interval`` seconds: :mod:`.counts`), also while the set drains, with the jobs its runners finished.
 
 The set's finalizer is this controller's, or ARC's (``ephemeralrunner.actions.github.com/finalizer``, on sets
 ARC's releases made): either one makes the set drain its runners before it goes, and both are removed then.
@@ -35,7 +36,6 @@ the set and the pass fails, so the key is retried with backoff; nothing is delet
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import functools
 import logging
@@ -44,14 +44,15 @@ from typing import Any, Final
 
 from arc_scaleset.api.ephemeralrunner import EPHEMERAL_RUNNERS
 from arc_scaleset.api.ephemeralrunnerset import EPHEMERAL_RUNNER_SETS
+from arc_scaleset.api.job_window import WindowBounds
 from arc_scaleset.api.keys import EPHEMERAL_RUNNER_SET_FINALIZER, EPHEMERAL_RUNNER_SET_FINALIZERS
 from arc_scaleset.api.runner_sets import is_superseded, siblings_of
 from arc_scaleset.api.views import EphemeralRunnerSetView
 from arc_scaleset.controllers.context import ControllerContext
 from arc_scaleset.controllers.ephemeralrunnerset.capacity_status import CapacityPublisher
-from arc_scaleset.controllers.ephemeralrunnerset.conditions import degraded_conditions, patch_conditions
-from arc_scaleset.controllers.ephemeralrunnerset.counts import DEFAULT_COUNTS_INTERVAL, runner_counts, status_changes
+from arc_scaleset.controllers.ephemeralrunnerset.counts import DEFAULT_COUNTS_INTERVAL
 from arc_scaleset.controllers.ephemeralrunnerset.expectations import DEFAULT_EXPECTATION_TIMEOUT
+from arc_scaleset.controllers.ephemeralrunnerset.pass_status import PassStatus, sooner
 from arc_scaleset.controllers.ephemeralrunnerset.proxy import (
     delete_runner_proxy_secret,
     reconcile_runner_proxy_secret,
@@ -67,11 +68,10 @@ from arc_scaleset.controllers.ephemeralrunnerset.scaling import (
     replicas_above_ceiling,
     revision_cleanup,
 )
-from arc_scaleset.controllers.ephemeralrunnerset.scope import SetMemory, SetPass, SetReport, runner_index_of
+from arc_scaleset.controllers.ephemeralrunnerset.scope import SetMemory, SetPass, SetReport, set_memory_of
 from arc_scaleset.controllers.ephemeralrunnerset.status import (
     patch_applied_actionable_revision,
     patch_finished_cleanup_marker,
-    patch_status,
     read_finished_cleanup_patch_id,
 )
 from arc_scaleset.controllers.ephemeralrunnerset.template_check import (
@@ -85,7 +85,6 @@ from arc_scaleset.controllers.metrics import DeletedReason, ScaleSetState, runne
 from arc_scaleset.controllers.reconcile_pass import ObjectMemory, Phase, gather, run_phases
 from arc_scaleset.controllers.runner_classification import RunnerStates, RunnerView
 from arc_scaleset.kube.controller import Controller, Request, Result, Watch
-from arc_scaleset.kube.errors import NotFound as KubeNotFound
 from arc_scaleset.kube.finalizers import add_finalizer, has_finalizer, remove_finalizer
 from arc_scaleset.kube.informer import Object
 from arc_scaleset.kube.ownerrefs import Owner, children_of
@@ -107,8 +106,9 @@ class EphemeralRunnerSetReconciler:
     (:mod:`~arc_scaleset.controllers.ephemeralrunnerset.scaling`, rule 3). ``counts_interval``: seconds between
     two status writes that change only the runner counts (:mod:`~arc_scaleset.controllers.ephemeralrunnerset.counts`).
     ``expectation_timeout``: seconds after which runners this process created or deleted are no longer awaited
-    in the cache (:mod:`.expectations`). ``runner_writes``: makes what creates and removes the runners
-    (:mod:`.runner_writes`).
+    in the cache (:mod:`.expectations`). ``job_window``: how many finished jobs, and how old, the set's
+    ``status.recentJobs`` keeps (:mod:`arc_scaleset.api.job_window`). ``runner_writes``: makes what creates and
+    removes the runners (:mod:`.runner_writes`).
     """
 
     def __init__(
@@ -118,6 +118,7 @@ class EphemeralRunnerSetReconciler:
         failed_runner_min_age: float = DEFAULT_FAILED_RUNNER_MIN_AGE,
         counts_interval: float = DEFAULT_COUNTS_INTERVAL,
         expectation_timeout: float = DEFAULT_EXPECTATION_TIMEOUT,
+        job_window: WindowBounds | None = None,
         runner_writes: Callable[[ControllerContext], RunnerWrites] = RunnerWrites,
     ) -> None:
         self._ctx = ctx
@@ -127,13 +128,19 @@ class EphemeralRunnerSetReconciler:
         self._failed_runner_min_age = failed_runner_min_age
         self._memory: ObjectMemory[SetMemory] = ObjectMemory(
             functools.partial(
-                SetMemory.new, clock=ctx.clock, expectation_timeout=expectation_timeout, counts_interval=counts_interval
+                SetMemory.new,
+                clock=ctx.clock,
+                expectation_timeout=expectation_timeout,
+                counts_interval=counts_interval,
+                job_window=job_window,
             )
         )
         self._writes = runner_writes(ctx)
         self.capacity = CapacityPublisher(ctx)
+        self._status = PassStatus(ctx, self.capacity)
         self._phases: tuple[Phase[SetPass], ...] = (
             self._finalize,
+            self._count_from_zero,
             self._ensure_finalizer,
             self._apply_revision,
             self._reconcile_proxy,
@@ -180,11 +187,16 @@ class EphemeralRunnerSetReconciler:
 
     def _runner_changed(self, runner: Object) -> list[Request]:
         """Tell the runner index of the runner's set (its controller owner, by key and UID) that the runner
-        changed (added, updated or deleted); queues nothing itself (``owns`` queues the set)."""
-        index = runner_index_of(self._memory, runner)
-        if index is not None:
+        changed (added, updated or deleted), and keep the job it finished: a runner deleted right after its job
+        may be gone from the cache before the set's next pass, but its delete event still has it. Queues nothing
+        itself (``owns`` queues the set)."""
+        slot = set_memory_of(self._memory, runner)
+        if slot is None:
+            return []
+        if slot.runners is not None:
             view = ObjectView(runner)
-            index.changed(view.namespace, view.name)
+            slot.runners.changed(view.namespace, view.name)
+        slot.jobs.see(runner)
         return []
 
     # -- the pass ---------------------------------------------------------------------------------------
@@ -198,11 +210,11 @@ class EphemeralRunnerSetReconciler:
         try:
             result = await run_phases(scope, self._phases)
         except ConfigurationError as exc:
-            await self._bad_input(scope, exc)
+            await self._status.bad_input(scope, exc)
             raise
         finally:
-            status_due = await self._write_status(scope)
-        return Result(requeue_after=_sooner(result.requeue_after, status_due))
+            status_due = await self._status.write(scope)
+        return Result(requeue_after=sooner(result.requeue_after, status_due))
 
     def _scope(self, ers: Object, request: Request) -> SetPass:
         view = EphemeralRunnerSetView(ers)
@@ -249,6 +261,12 @@ class EphemeralRunnerSetReconciler:
             # state gauges follow the cache).
             self._ctx.metrics.forget(runner_set_labels(scope.ers))
         return Result()
+
+    async def _count_from_zero(self, scope: SetPass) -> Result | None:
+        """The scale set's transition counters exist, at 0 until its first transition (a set being deleted has
+        ended in :meth:`_finalize`, which forgets them once its last set is gone)."""
+        self._ctx.metrics.start_scale_set(runner_set_labels(scope.ers))
+        return None
 
     async def _ensure_finalizer(self, scope: SetPass) -> Result | None:
         """Add this controller's finalizer unless the set holds one (ours or ARC's); its write ends the pass."""
@@ -305,7 +323,7 @@ class EphemeralRunnerSetReconciler:
             )
         await self._execute(scope, plan)
         scope.report = SetReport(counts=True, phase=str(plan.phase), assessed=True, problem=problem)
-        return Result(requeue_after=_sooner(plan.requeue_after, recheck))
+        return Result(requeue_after=sooner(plan.requeue_after, recheck))
 
     def _plan(self, scope: SetPass) -> ScalingPlan:
         view = scope.view
@@ -365,53 +383,6 @@ class EphemeralRunnerSetReconciler:
         if plan.step is not Step.STEADY and plan.step is not Step.GATE_CLOSED:
             log.debug("%s: %s", scope.key, plan.step)
 
-    # -- the status, at the end of the pass -------------------------------------------------------------
-
-    async def _write_status(self, scope: SetPass) -> float | None:
-        """Write what the pass reports (module docstring); the seconds until a write held back, or a capacity
-        recheck, is due (``None``: nothing is)."""
-        report = scope.report
-        if report.assessed:
-            await self._set_degraded(scope, report.problem)
-        counts_due = await self._write_counts(scope) if report.counts else None
-        if not report.assessed:
-            return counts_due
-        return _sooner(counts_due, await self.capacity.publish(scope.ers, scope.states))
-
-    async def _write_counts(self, scope: SetPass) -> float | None:
-        """Write the phase and the runner counts where they differ; a write of counts alone waits for the
-        pacer: then the seconds until it may go out are returned (the pass comes back then), else ``None``."""
-        changes = status_changes(scope.view.status, counts=runner_counts(scope.states), phase=scope.report.phase)
-        if not changes:
-            return None
-        if "phase" not in changes:
-            wait = scope.memory.counts.wait()
-            if wait > 0:
-                return wait
-        await patch_status(self._kube, scope.ers, changes)
-        scope.memory.counts.wrote()
-        return None
-
-    async def _set_degraded(self, scope: SetPass, problem: tuple[str, str] | None) -> None:
-        """Write the set's ``Degraded`` condition when it changes, with a Warning Event for a new problem."""
-        conditions = degraded_conditions(scope.ers, problem, now=self._ctx.clock.now())
-        if conditions is None:
-            return
-        await patch_conditions(self._kube, scope.ers, conditions)
-        if problem is not None:
-            reason, message = problem
-            await self._ctx.events.event(scope.ers, type="Warning", reason=reason, note=message, action="Scale")
-
-    async def _bad_input(self, scope: SetPass, exc: ConfigurationError) -> None:
-        """``Degraded=True`` naming the configuration error that stopped the pass, and a Warning Event; the
-        next pass that gets through derives the condition again."""
-        conditions = degraded_conditions(scope.ers, (exc.reason, exc.message), now=self._ctx.clock.now())
-        if conditions is not None:
-            with contextlib.suppress(KubeNotFound):
-                await patch_conditions(self._kube, scope.ers, conditions)
-        action = "Delete" if scope.view.is_deleting else "Reconcile"
-        await self._ctx.events.event(scope.ers, type="Warning", reason=exc.reason, note=exc.message, action=action)
-
     def _scale_set_states(self) -> list[ScaleSetState]:
         """The state gauges' source (read at scrape time): every cached set with its cached runners."""
 
@@ -423,13 +394,6 @@ class EphemeralRunnerSetReconciler:
 
 def _deletion_started(old: Object, new: Object) -> bool:
     return EphemeralRunnerSetView(old).is_deleting != EphemeralRunnerSetView(new).is_deleting
-
-
-def _sooner(first: float | None, second: float | None) -> float | None:
-    """The earlier of two optional requeue delays."""
-    if first is None:
-        return second
-    return first if second is None else min(first, second)
 
 
 def setup_ephemeral_runner_set_controller(

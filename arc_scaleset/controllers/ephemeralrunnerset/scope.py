@@ -7,10 +7,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from arc_scaleset.api.ephemeralrunnerset import EPHEMERAL_RUNNER_SETS
+from arc_scaleset.api.job_window import WindowBounds
 from arc_scaleset.api.views import EphemeralRunnerSetView
 from arc_scaleset.clock import Clock
 from arc_scaleset.controllers.ephemeralrunnerset.counts import StatusPacer
 from arc_scaleset.controllers.ephemeralrunnerset.expectations import CreationExpectations, DeletionExpectations
+from arc_scaleset.controllers.ephemeralrunnerset.kept_jobs import KeptJobs
 from arc_scaleset.controllers.ephemeralrunnerset.runner_index import SetRunners, controller_uid
 from arc_scaleset.controllers.ephemeralrunnerset.template_check import TemplateChecks
 from arc_scaleset.controllers.reconcile_pass import ObjectMemory
@@ -34,27 +36,38 @@ class SetMemory:
     """The API server's last verdict on the set's runner pod (:mod:`.template_check`)."""
     counts: StatusPacer
     """When the runner counts were last written (:mod:`.counts`)."""
+    jobs: KeptJobs
+    """Finished jobs on their way into ``status.recentJobs`` (:mod:`.kept_jobs`)."""
     runners: SetRunners | None = None
     """The set's classified runners (:mod:`.runner_index`); ``None`` until a pass builds them from the cache, and
     again when a new controller starts (its event handlers start afresh)."""
 
     @classmethod
-    def new(cls, *, clock: Clock, expectation_timeout: float, counts_interval: float) -> SetMemory:
-        """An empty slot: nothing expected, no verdict, no counts written."""
+    def new(
+        cls, *, clock: Clock, expectation_timeout: float, counts_interval: float, job_window: WindowBounds | None = None
+    ) -> SetMemory:
+        """An empty slot: nothing expected, no verdict, no counts written, no finished job seen."""
         return cls(
             created=CreationExpectations(clock=clock, timeout=expectation_timeout),
             deleted=DeletionExpectations(clock=clock, timeout=expectation_timeout),
             template=TemplateChecks(clock=clock),
             counts=StatusPacer(clock=clock, interval=counts_interval),
+            jobs=KeptJobs(job_window or WindowBounds()),
         )
 
 
-def runner_index_of(memory: ObjectMemory[SetMemory], runner: Object) -> SetRunners | None:
-    """The runner index of the set that controls ``runner``, found by the set's key and UID in the runner's
-    controller reference (so no index by UID is kept beside the memory); ``None`` when no pass has built one
-    for that very set."""
+def set_memory_of(memory: ObjectMemory[SetMemory], runner: Object) -> SetMemory | None:
+    """The memory slot of the set that controls ``runner``, found by the set's key and UID in the runner's
+    controller reference (so no index by UID is kept beside the memory); ``None`` before a pass of that very
+    set."""
     request = controller_owner_request(runner, EPHEMERAL_RUNNER_SETS)
-    slot = None if request is None else memory.peek(request, controller_uid(runner))
+    return None if request is None else memory.peek(request, controller_uid(runner))
+
+
+def runner_index_of(memory: ObjectMemory[SetMemory], runner: Object) -> SetRunners | None:
+    """The runner index of the set that controls ``runner`` (:func:`set_memory_of`); ``None`` when no pass has
+    built one for that very set."""
+    slot = set_memory_of(memory, runner)
     return None if slot is None else slot.runners
 
 

@@ -63,7 +63,7 @@ async def test_scale_up_job_completion_and_template_change_show_in_gauges_and_co
         lambda: sample(h, "gha_controller_ephemeral_runners_deleted_total", reason="succeeded") == 1,
         what="deleted as succeeded",
     )
-    assert sample(h, "gha_controller_ephemeral_runners_failed_total") is None  # no runner failed: no series
+    assert sample(h, "gha_controller_ephemeral_runners_failed_total") == 0  # counted from 0 as controller-runtime
 
     # A template change: the new revision is desired, then applied; idle runners replaced for that reason.
     created_before = sample(h, "gha_controller_ephemeral_runners_created_total") or 0
@@ -97,7 +97,7 @@ async def test_a_failed_runner_is_counted_and_shown_until_it_is_reaped(h: Contro
     await eventually(lambda: sample(h, "gha_controller_ephemeral_runners_failed_total") == 1, what="failed counted")
     # Kept for failed_runner_min_age (60 s in the harness) before it is reaped: the gauge shows it meanwhile.
     await eventually(lambda: sample(h, "gha_controller_failed_ephemeral_runners") == 1, what="failed gauge")
-    assert sample(h, "gha_controller_ephemeral_runners_succeeded_total") is None
+    assert sample(h, "gha_controller_ephemeral_runners_succeeded_total") == 0
 
 
 async def test_a_deleted_scale_set_has_no_series_left(h: ControllerHarness) -> None:

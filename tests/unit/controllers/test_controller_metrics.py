@@ -8,6 +8,7 @@ from prometheus_client import CollectorRegistry
 
 from arc_scaleset.api.job_timeline import Phase
 from arc_scaleset.controllers.metrics import (
+    DELETED_REASONS,
     ControllerMetrics,
     DeletedReason,
     scale_set_states,
@@ -98,6 +99,28 @@ def test_transition_counters_count_and_are_forgotten_with_the_scale_set() -> Non
     metrics.forget(labels)
     assert _value(registry, "gha_controller_ephemeral_runners_created_total") is None
     assert _value(registry, "gha_controller_ephemeral_runners_deleted_total", reason="succeeded") is None
+
+
+def test_a_scale_sets_counters_and_its_listeners_restarts_start_at_zero_before_any_transition() -> None:
+    registry = CollectorRegistry()
+    metrics = ControllerMetrics(registry)
+    labels = {"name": "arc", "namespace": "ns", "repository": "", "organization": "org", "enterprise": ""}
+    metrics.start_scale_set(labels)
+    metrics.start_scale_set(labels)  # every pass calls it: nothing is reset
+    metrics.set_listener_running(labels, True)
+
+    for counter in ("created", "succeeded", "failed"):
+        assert _value(registry, f"gha_controller_ephemeral_runners_{counter}_total") == 0
+    for reason in DELETED_REASONS:
+        assert _value(registry, "gha_controller_ephemeral_runners_deleted_total", reason=reason) == 0
+    assert _value(registry, "gha_controller_listener_restarts_total") == 0
+
+    metrics.count_done("Failed", labels)
+    metrics.start_scale_set(labels)
+    assert _value(registry, "gha_controller_ephemeral_runners_failed_total") == 1
+    metrics.forget(labels)
+    assert _value(registry, "gha_controller_ephemeral_runners_failed_total") is None
+    assert _value(registry, "gha_controller_ephemeral_runners_deleted_total", reason="quota") is None
 
 
 def test_disabled_metrics_record_nothing() -> None:

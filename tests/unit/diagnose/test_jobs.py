@@ -104,3 +104,28 @@ def test_short_waits_and_no_jobs_are_not_worth_a_line() -> None:
     empty = snapshot([], [])
     assert jobs_document(empty) == {"namespace": "ns", "name": "arc", "jobs": [], "slowestPhase": None}
     assert render_jobs(empty) == "ns/arc: 0 jobs"
+
+
+def kept(name: str, *, queued: float, scheduled: float, started: float, finished: float) -> dict[str, Any]:
+    """A finished job as its runner set keeps it once the runner is gone (``status.recentJobs``)."""
+    timeline = {"queued": stamp(queued), "podCreated": stamp(queued + 1), "podScheduled": stamp(scheduled),
+                "started": stamp(started), "finished": stamp(finished)}  # fmt: skip
+    return {"runner": name, "jobId": f"job-{name}", "repository": "octo/app", "job": "test", "timeline": timeline}
+
+
+def test_finished_jobs_the_runner_set_keeps_are_listed_with_their_phases_after_their_runners_are_gone() -> None:
+    base = snapshot([runner("r1", queued=0, started=50)], [pod("r1", created=2, scheduled=43, ready=48)])
+    window = [kept("gone", queued=10, scheduled=45, started=50, finished=80),
+              kept("r1", queued=0, scheduled=43, started=50, finished=99)]  # fmt: skip
+    base.runner_sets = [{"metadata": {"name": "arc-x", "namespace": "ns"}, "status": {"recentJobs": window}}]
+
+    doc = jobs_document(base)
+    # r1 is still held: it is listed once, from the runner; the gone runner's job from the window.
+    assert [job["runner"] for job in doc["jobs"]] == ["r1", "gone"]
+    gone = doc["jobs"][1]
+    assert (gone["started"], gone["finished"], gone["runSeconds"]) == (True, True, 30)
+    assert gone["phases"] == {"runner_creation": 1, "node": 34, "job_start": 5}
+    assert doc["jobs"][0]["finished"] is False
+    assert (
+        render_jobs(base).splitlines()[2] == "  gone  octo/app test: done, started after 40 s, 34 s waiting for a node"
+    )

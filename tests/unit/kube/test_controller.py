@@ -65,6 +65,24 @@ async def test_a_failing_reconcile_is_retried_with_exponential_backoff_until_it_
     await controller.stop()
 
 
+async def test_a_started_controller_counts_from_zero_before_its_first_reconcile() -> None:
+    registry = CollectorRegistry()
+
+    async def reconcile(request: Request) -> Result:
+        return Result()
+
+    controller = Controller("fresh", CONFIG_MAPS, reconcile, concurrency=3)
+    controller.start(no_informers, metrics=RuntimeMetrics(registry))
+    # As controller-runtime's initMetrics: a healthy controller's error rate is 0, not an absent series.
+    assert registry.get_sample_value("controller_runtime_reconcile_errors_total", {"controller": "fresh"}) == 0
+    for result in ("success", "error", "requeue_after"):
+        labels = {"controller": "fresh", "result": result}
+        assert registry.get_sample_value("controller_runtime_reconcile_total", labels) == 0
+    assert registry.get_sample_value("controller_runtime_active_workers", {"controller": "fresh"}) == 0
+    assert registry.get_sample_value("controller_runtime_max_concurrent_reconciles", {"controller": "fresh"}) == 3
+    await controller.stop()
+
+
 async def test_a_reconcile_crash_is_logged_once_with_the_key_and_a_one_line_message(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
