@@ -40,6 +40,7 @@ __all__ = [
     "group_id",
     "group_key",
     "group_object_name",
+    "group_of",
     "is_shared",
     "member_key",
 ]
@@ -130,3 +131,13 @@ def group_object_name(group: str) -> str:
 def member_key(autoscaling_listener_name: str) -> str:
     """The config Secret's data key of a member: its AutoscalingListener's name (a valid Secret key)."""
     return autoscaling_listener_name
+
+
+def group_of(annotations: Mapping[str, str] | None, listener_spec: Mapping[str, Any]) -> str | None:
+    """The group ID of a scale set with these AutoscalingRunnerSet ``annotations`` whose AutoscalingListener has
+    ``listener_spec`` (JSON); ``None`` when the set keeps a listener of its own (not opted in, or it cannot
+    share: :func:`group_key`)."""
+    if not is_shared(annotations):
+        return None
+    key = group_key(listener_spec)
+    return None if key is None else group_id(key)

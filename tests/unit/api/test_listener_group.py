@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from arc_scaleset.api import listener_group
-from arc_scaleset.api.listener_group import GroupKey, group_id, group_key, group_object_name, is_shared
+from arc_scaleset.api.listener_group import GroupKey, group_id, group_key, group_object_name, group_of, is_shared
 
 
 def _spec(**overrides: Any) -> dict[str, Any]:
@@ -112,3 +112,12 @@ def test_group_id_is_a_stable_short_hash() -> None:
 def test_group_objects_are_named_after_the_group() -> None:
     assert group_object_name("0123456789") == "arc-shared-listener-0123456789"
     assert listener_group.member_key("set-a-abcd1234-listener") == "set-a-abcd1234-listener"
+
+
+def test_a_set_belongs_to_a_group_only_when_opted_in_and_shareable() -> None:
+    shared = {"listener.arc-scaleset.dev/shared": "true"}
+    key = group_key(_spec())
+    assert key is not None
+    assert group_of(shared, _spec()) == group_id(key)
+    assert group_of({}, _spec()) is None
+    assert group_of(shared, _spec(proxy={"http": {"url": "http://proxy"}})) is None
