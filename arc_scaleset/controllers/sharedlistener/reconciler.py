@@ -48,7 +48,7 @@ from arc_scaleset.controllers.sharedlistener.plan import (
     plan_group_pod,
 )
 from arc_scaleset.kube.controller import Controller, Request, Result
-from arc_scaleset.kube.errors import AlreadyExists
+from arc_scaleset.kube.errors import AlreadyExists, Conflict
 from arc_scaleset.kube.informer import Object
 from arc_scaleset.kube.resources import PODS, ROLE_BINDINGS, ROLES, SECRETS, SERVICE_ACCOUNTS, Resource
 from arc_scaleset.kube.views import ObjectView
@@ -59,6 +59,7 @@ log = logging.getLogger(__name__)
 CONTROLLER_NAME: Final = "sharedlistener"
 WAIT_SECONDS: Final = 1.0
 """How soon to look again at something that is on its way (a deletion; a member's first config)."""
+CONFLICT_REQUEUE_SECONDS: Final = 0.5
 _CACHED: Final = (PODS, SERVICE_ACCOUNTS, ROLES, ROLE_BINDINGS)
 
 
@@ -121,7 +122,11 @@ class SharedListenerReconciler:
 
     async def reconcile(self, request: Request) -> Result:
         scope = GroupPass(request, self.memory.slot(request, request.name))
-        return await run_phases(scope, self.phases)
+        try:
+            return await run_phases(scope, self.phases)
+        except Conflict:
+            # A write raced the cache (a Role or binding written from an older version): look again at once.
+            return Result(requeue_after=CONFLICT_REQUEUE_SECONDS)
 
     # -- the phases ---------------------------------------------------------------------------------
 
