@@ -11,7 +11,7 @@ steps:
   comes from the group's pod and from what this set's listener reports on its EphemeralRunnerSet, as for a pod of
   its own, and names the group's pod. A non-member (no group label) goes on to the per-set steps.
 - :meth:`Membership.leave`: a deleting member's key is removed before its finalizer goes, so its session ends
-  before its scale set's EphemeralRunnerSet can.
+  before its scale set's EphemeralRunnerSet can; :meth:`Membership.withdraw` removes a refused member's.
 
 The group label is only an index: a listener whose label is not the group its scale set makes
 (:func:`.group_membership.trusted_group`) publishes nothing and waits for the AutoscalingRunnerSet controller,
@@ -96,8 +96,14 @@ class Membership:
 
     async def leave(self, scope: ListenerPass) -> None:
         """The phase before the deletion step: a deleting member's key removed from its group's config Secret."""
+        if scope.view.is_deleting:
+            await self.withdraw(scope)
+
+    async def withdraw(self, scope: ListenerPass) -> None:
+        """A member's key removed from its group's config Secret (a no-op for a listener of its own): it is
+        deleting, or refused (a refused listener gets no session, as it would get no pod of its own)."""
         group = labelled_group(scope.obj)
-        if group is None or not scope.view.is_deleting:
+        if group is None:
             return
         name, key = group_object_name(group), member_key(scope.view.name)
         secret = await get_or_none(self.ctx.kube, SECRETS, scope.view.namespace, name)

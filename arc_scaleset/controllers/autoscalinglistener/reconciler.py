@@ -221,6 +221,7 @@ class AutoscalingListenerReconciler:
         if isinstance(exc, REFUSALS):
             scope.report.refused = True
             await self.tenancy.withdraw(scope, credentials=False)
+            await self.membership.withdraw(scope)
         await self.events.warning(scope.obj, exc.reason, exc.message, action="Configure")
 
     # -- the phases kept here (the others are in their modules) ---------------------------------------

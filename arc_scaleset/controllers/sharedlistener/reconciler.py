@@ -132,12 +132,14 @@ class SharedListenerReconciler:
 
     async def _plan(self, scope: GroupPass) -> None:
         group = scope.group
+        # The Secret first, the members after: a member publishes its key only once the cache shows it, so every
+        # key read here belongs to a listener the cache already holds, and no new member's key is pruned.
+        secret = await get_or_none(self.ctx.kube, SECRETS, self.namespace, group_object_name(group))
+        scope.secret = secret if secret is not None and is_group_object(secret, group) else None
         candidates = self.listeners.by_label(LABEL_GROUP, group)
         scope.members = select_members(
             candidates, group=group, controller_namespace=self.namespace, scale_set_of=self._scale_set_of
         )
-        secret = await get_or_none(self.ctx.kube, SECRETS, self.namespace, group_object_name(group))
-        scope.secret = secret if secret is not None and is_group_object(secret, group) else None
         published = list((scope.secret or {}).get("data") or {})
         scope.plan = plan_group(
             group, scope.members, published=published, controller_namespace=self.namespace, settings=self.ctx.settings
@@ -202,8 +204,10 @@ class SharedListenerReconciler:
 
     async def _prune(self, scope: GroupPass) -> None:
         """Remove the keys of listeners that are no longer members: the listener process ends their sessions."""
-        if scope.plan.prune:
-            patch = {"data": dict.fromkeys(scope.plan.prune)}
+        if scope.plan.prune and scope.secret is not None:
+            # Against the version read: a key published since then is not dropped on the strength of an old read.
+            version = ObjectView(scope.secret).resource_version
+            patch = {"metadata": {"resourceVersion": version}, "data": dict.fromkeys(scope.plan.prune)}
             await self.ctx.kube.patch(SECRETS, group_object_name(scope.group), patch, namespace=self.namespace)
 
     async def _pod(self, scope: GroupPass) -> Result:

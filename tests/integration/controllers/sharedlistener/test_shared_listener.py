@@ -265,3 +265,25 @@ async def test_the_last_member_takes_the_groups_objects_with_it(start_env: EnvFa
                 f"{resource.kind} {namespace}/{object_name} deleted with the last member",
                 timeout=60,
             )
+
+
+async def test_a_shared_listener_whose_template_the_policy_refuses_gets_no_pod_and_no_config(
+    start_env: EnvFactory,
+) -> None:
+    async with start_env() as env:
+        template = {"spec": {"nodeName": "control-plane-1", "containers": [{"name": "listener"}]}}
+        await create_shared(env, "alpha", listenerTemplate=template)
+        group = await group_of(env, "alpha")
+
+        async def refused() -> dict[str, Any] | None:
+            for listener in await env.listeners():
+                degraded = get_condition((listener.get("status") or {}).get("conditions"), "Degraded") or {}
+                if degraded.get("reason") == "InvalidListenerTemplate":
+                    return degraded
+            return None
+
+        await eventually(refused, "the member refused by the listenerTemplate policy")
+        # The group's objects may exist (no credentials in them), but no key and no pod: nothing runs for it.
+        secret = await get(env, resources.SECRETS, group_object_name(group), env.controller_namespace)
+        assert not (secret or {}).get("data")
+        assert await env.listener_pod(group_object_name(group)) is None
