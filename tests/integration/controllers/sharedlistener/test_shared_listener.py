@@ -22,6 +22,7 @@ from arc_scaleset.api.listener_group import (
     LABEL_GROUP,
     group_object_name,
 )
+from arc_scaleset.diagnose.snapshot import gather
 from arc_scaleset.kube import resources
 from arc_scaleset.kube.client import KubeClient
 from arc_scaleset.kube.conditions import get_condition
@@ -178,6 +179,10 @@ async def test_sets_of_one_namespace_and_secret_share_one_listener_and_another_n
             return ready if group_object_name(group) in ready.get("message", "") else None
 
         await eventually(ready_names_the_pod, "the member's Ready condition naming the group's pod")
+        # status and explain show each member with the pod that serves it.
+        for snapshot in await gather(env.kube, namespace=env.namespace, controller_namespace=env.controller_namespace):
+            assert snapshot.listener_pod is not None
+            assert ObjectView(snapshot.listener_pod).name == group_object_name(group)
 
         await env.kube.delete(AUTOSCALING_RUNNER_SETS, "delta", namespace=team_b)
         await eventually(
