@@ -17,7 +17,8 @@ carrying the group label, queues its group. A pass has the shape of every contro
    per-set listener's.
 
 There is no status of a group: each member's AutoscalingListener reports the group's pod in its ``Ready``
-(:mod:`arc_scaleset.controllers.autoscalinglistener.membership`), and a failed pod is a Warning Event on each.
+(:mod:`arc_scaleset.controllers.autoscalinglistener.membership`), and a failed pod or an object in the way of the
+group's is a Warning Event on each.
 """
 
 from __future__ import annotations
@@ -127,6 +128,13 @@ class SharedListenerReconciler:
         except Conflict:
             # A write raced the cache (a Role or binding written from an older version): look again at once.
             return Result(requeue_after=CONFLICT_REQUEUE_SECONDS)
+        except GroupObjectInTheWay as exc:
+            # A group has no status of its own: its members are where users look (retried with backoff).
+            for member in scope.members:
+                await self.ctx.events.event(
+                    member.obj, type="Warning", reason="ObjectInTheWay", note=str(exc), action="Configure"
+                )
+            raise
 
     # -- the phases ---------------------------------------------------------------------------------
 

@@ -22,6 +22,7 @@ from arc_scaleset.api.listener_group import (
     LABEL_GROUP,
     group_object_name,
 )
+from arc_scaleset.api.listener_group import group_of as group_of_spec  # beside the test's own group_of
 from arc_scaleset.diagnose.snapshot import gather
 from arc_scaleset.kube import resources
 from arc_scaleset.kube.client import KubeClient
@@ -31,6 +32,7 @@ from arc_scaleset.kube.views import ObjectView
 from arc_scaleset_lab.harness.waiting import eventually
 from tests.integration.controllers.harness import ControllerHarness
 from tests.integration.controllers.scale_set_env import (  # noqa: F401 - fixtures
+    IMAGE,
     PAT,
     SECRET_NAME,
     EnvFactory,
@@ -292,3 +294,33 @@ async def test_a_shared_listener_whose_template_the_policy_refuses_gets_no_pod_a
         secret = await get(env, resources.SECRETS, group_object_name(group), env.controller_namespace)
         assert not (secret or {}).get("data")
         assert await env.listener_pod(group_object_name(group)) is None
+
+
+async def test_a_foreign_object_under_a_group_name_is_left_untouched_and_named_on_the_members(
+    start_env: EnvFactory,
+) -> None:
+    async with start_env() as env:
+        spec = {"autoscalingRunnerSetNamespace": env.namespace, "githubConfigSecret": SECRET_NAME, "image": IMAGE}
+        group = group_of_spec({ANNOTATION_SHARED: "true"}, spec)
+        assert group is not None
+        name = group_object_name(group)
+        foreign = await env.kube.create(
+            resources.SERVICE_ACCOUNTS, {"metadata": {"name": name}}, namespace=env.controller_namespace
+        )
+        await create_shared(env, "alpha")
+        assert await group_of(env, "alpha") == group, "the group the test computed"
+
+        async def warned() -> bool:
+            for listener in await env.listeners():
+                reasons = await env.event_reasons(
+                    regarding=listener["metadata"]["name"], namespace=env.controller_namespace
+                )
+                if "ObjectInTheWay" in reasons:
+                    return True
+            return False
+
+        await eventually(warned, "an ObjectInTheWay Event on the member")
+        live = await get(env, resources.SERVICE_ACCOUNTS, name, env.controller_namespace)
+        assert live is not None
+        assert ObjectView(live).resource_version == ObjectView(foreign).resource_version, "left untouched"
+        assert await env.listener_pod(name) is None
