@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/bench_memory.py [--runners 200,1000] [--jobs 200] [--qps 100] [--credentials pat|app]
         [--reuse DIR]
+    .venv/bin/python bench/bench_memory.py --shared 1,10,100 [--shared-jobs 2] [--long-poll 5] [--tls] [--reuse DIR]
 
 Starts a fresh local control plane (or reuses ``--reuse``) and the whole system as the demo and the e2e
 suite run it (``arc_scaleset_lab.harness.system``): the simulated GitHub, ``arc-scaleset controller`` (its
@@ -20,6 +21,22 @@ Also ``python -X importtime`` of each entry point's modules (what ``arc-scaleset
 ``arc-scaleset listener`` import before their first request): module count, cumulative import time and
 the RSS of a process that imported them and did nothing else.
 
+With ``--shared SIZES`` it measures the shared listener instead (issue 30; docs/listener.md, "Shared listener
+(process)"), without the controller: the simulated GitHub (in this process) with as many scale sets as the
+largest size, their EphemeralRunnerSets, then
+
+* **per-set listener**: ``arc-scaleset listener`` for one scale set, as its pod runs it (``LISTENER_CONFIG_PATH``);
+* **each size**: ``arc-scaleset listener`` in group mode (``LISTENER_GROUP_SECRET``) whose Secret holds that many
+  members; measured once every member holds its session and has polled, then once each member has scaled its
+  set for ``--shared-jobs`` jobs (every job's runner is never started, so the jobs stay assigned).
+
+With ``--tls`` the simulated GitHub serves HTTPS with a CA of its own, given to every listener as
+``server_root_ca`` (as GitHub Enterprise Server behind a private CA): each connection then holds TLS buffers.
+
+It prints each process's steady RSS, the group's per member (RSS / members) and per added member (the slope
+from the smallest size), and the ratios of the per-set listener's RSS to them. ARC's listener is about 26.5 MB
+per set (issue 30, measured on 2026-06-30, not in this run).
+
 The figures are the kernel's (``/proc/<pid>/status``), in MB of 2^20 bytes. Nothing here is a ratio:
 memory does not depend on the machine's speed, but it does on the Python build and the installed packages.
 The scale set's credentials are a PAT, or with ``--credentials app`` a GitHub App registered in the simulated
@@ -31,26 +48,37 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
 import collections
 import contextlib
+import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
 import time
 import uuid
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from arc_scaleset.api.autoscalingrunnerset import AUTOSCALING_RUNNER_SETS
 from arc_scaleset.api.ephemeralrunner import EPHEMERAL_RUNNERS
+from arc_scaleset.api.ephemeralrunnerset import EPHEMERAL_RUNNER_SETS
+from arc_scaleset.api.listener_config import ListenerConfig
+from arc_scaleset.api.listener_group import GROUP_NAMESPACE_ENV, GROUP_SECRET_ENV
+from arc_scaleset.github import ActionsClient, PersonalAccessToken, SystemInfo, TransportOptions, parse_config_url
 from arc_scaleset.kube.client import KubeClient, PatchType
 from arc_scaleset.kube.errors import NotFound
-from arc_scaleset.kube.resources import NAMESPACES
-from arc_scaleset_lab.harness.cluster import start_test_cluster
+from arc_scaleset.kube.resources import NAMESPACES, SECRETS
+from arc_scaleset.observability.logging import configure_logging
+from arc_scaleset_lab.harness.cluster import install_crds, start_test_cluster
 from arc_scaleset_lab.harness.scale_sets import autoscaling_runner_set, runner_template
 from arc_scaleset_lab.harness.system import ORG, System, SystemOptions
 from arc_scaleset_lab.harness.waiting import eventually
+from arc_scaleset_lab.sim.server import SimulatedGitHub
+from arc_scaleset_lab.sim.state import SimConfig
 
 MB = 1024 * 1024
 SAMPLE_SECONDS = 5.0
@@ -264,6 +292,198 @@ async def load(system: System, scale_set: str, listeners: dict[str, int], jobs: 
         print(f"    controller: {memory_of(system.controller_pid).text()}")
 
 
+# --- the shared listener (--shared) ---------------------------------------------------------------------------
+
+SHARED_PAT = "ghp_bench_memory_shared_0123456789abcdef"
+SHARED_SECRET = "arc-shared-listener-bench"
+ARC_LISTENER_MB = 26.5
+"""ARC's listener, per scale set (issue 30, measured 2026-06-30): for scale, not measured in this run."""
+
+
+class SharedBench:
+    """The scale sets' EphemeralRunnerSets (made once) and, per measured process, a fresh simulated GitHub with
+    as many scale sets, so that no process inherits another's sessions or jobs."""
+
+    def __init__(
+        self, kube: KubeClient, namespace: str, kubeconfig: Path, workdir: Path, *, long_poll: float, tls: bool
+    ) -> None:
+        self.kube = kube
+        self.namespace = namespace
+        self.kubeconfig = kubeconfig
+        self.workdir = workdir
+        self.long_poll = long_poll
+        self.tls = tls
+        self._sim: SimulatedGitHub | None = None
+        self.scale_set_ids: list[int] = []
+
+    @property
+    def sim(self) -> SimulatedGitHub:
+        assert self._sim is not None, "inside fresh_sim() only"
+        return self._sim
+
+    @staticmethod
+    def name(index: int) -> str:
+        return f"bench-set-{index:03d}"
+
+    async def create_runner_set(self, index: int) -> None:
+        runner = {
+            "githubConfigUrl": "https://github.com/bench",
+            "githubConfigSecret": "unused",
+            "runnerScaleSetId": 1,
+            "spec": {"containers": [{"name": "runner", "image": "runner"}]},
+        }
+        ers = {
+            "apiVersion": "actions.github.com/v1alpha1",
+            "kind": "EphemeralRunnerSet",
+            "metadata": {"name": self.name(index), "namespace": self.namespace},
+            "spec": {"patchID": 0, "ephemeralRunnerSpec": runner},
+        }
+        await self.kube.create(EPHEMERAL_RUNNER_SETS, ers, namespace=self.namespace)
+
+    @contextlib.asynccontextmanager
+    async def fresh_sim(self, sets: int) -> AsyncIterator[None]:
+        config = SimConfig(long_poll_seconds=self.long_poll)
+        async with await SimulatedGitHub.start(config=config, tls=self.tls) as sim:
+            sim.credentials.add_token(SHARED_PAT)
+            token = PersonalAccessToken(SHARED_PAT)
+            transport = TransportOptions(root_ca_pem=sim.ca_pem)
+            github = parse_config_url(sim.config_url(ORG))
+            async with ActionsClient(github, token, system_info=SystemInfo(), transport=transport) as client:
+                ids = [(await client.create_runner_scale_set(name=self.name(i), runner_group_id=1)).id
+                       for i in range(sets)]  # fmt: skip
+            self._sim, self.scale_set_ids = sim, ids
+            try:
+                yield
+            finally:
+                self._sim = None
+                for index in range(sets):
+                    patch = {"spec": {"replicas": 0}}
+                    await self.kube.patch(EPHEMERAL_RUNNER_SETS, self.name(index), patch, namespace=self.namespace)
+
+    def config(self, index: int) -> ListenerConfig:
+        return ListenerConfig.from_document(
+            {
+                "configure_url": self.sim.config_url(ORG),
+                "github_token": SHARED_PAT,
+                "ephemeral_runner_set_namespace": self.namespace,
+                "ephemeral_runner_set_name": self.name(index),
+                "max_runners": 100,
+                "min_runners": 0,
+                "runner_scale_set_id": self.scale_set_ids[index],
+                "runner_scale_set_name": self.name(index),
+                "server_root_ca": self.sim.ca_pem or "",
+                "log_level": "warn",
+                "log_format": "json",
+                "metrics_addr": "127.0.0.1:0",
+                "metrics_endpoint": "/metrics",
+            }
+        )
+
+    async def measure(self, environment: dict[str, str], members: int, jobs: int) -> tuple[Memory, Memory]:
+        """Run ``arc-scaleset listener`` with ``environment``: its RSS once its ``members`` sets poll, then once
+        each has scaled its set for ``jobs`` jobs; it is stopped (SIGTERM) after."""
+        env = {k: v for k, v in os.environ.items() if k not in ("LISTENER_CONFIG_PATH", GROUP_SECRET_ENV)}
+        env.update(environment, KUBECONFIG=str(self.kubeconfig), HOSTNAME="bench-listener")
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "arc_scaleset.cli", "listener", env=env, stdout=subprocess.DEVNULL
+        )
+        try:
+            await self.polling(members)
+            idle = await steady_memory(process.pid)
+            await self.scaled(members, jobs)
+            busy = await steady_memory(process.pid)
+        finally:
+            process.send_signal(signal.SIGTERM)
+            try:
+                await asyncio.wait_for(process.wait(), timeout=60)
+            except TimeoutError:
+                process.kill()
+                await process.wait()
+        return idle, busy
+
+    async def polling(self, members: int) -> None:
+        """Every one of the first ``members`` sets holds a session that has been polled."""
+
+        def all_polling() -> bool:
+            sessions = self.sim.state.sessions
+            return all(
+                (found := sessions.get(scale_set_id)) is not None and found.last_seen > found.created_at
+                for scale_set_id in self.scale_set_ids[:members]
+            )
+
+        await eventually(all_polling, f"{members} sessions polling", timeout=300, interval=0.5)
+
+    async def scaled(self, members: int, jobs: int) -> None:
+        for index in range(members):
+            for _ in range(jobs):
+                self.sim.state.enqueue_job(self.name(index), repository=f"{ORG}/bench", duration=60.0)
+
+        async def all_scaled() -> bool:
+            listed = await self.kube.list(EPHEMERAL_RUNNER_SETS, namespace=self.namespace)
+            replicas = {ers["metadata"]["name"]: ers["spec"].get("replicas", 0) for ers in listed.items}
+            return all(replicas.get(self.name(index)) == jobs for index in range(members))
+
+        await eventually(all_scaled, f"{members} sets scaled to {jobs}", timeout=300, interval=0.5)
+
+
+async def main_shared(args: argparse.Namespace) -> None:
+    sizes = sorted({int(n) for n in args.shared.split(",")})
+    configure_logging(level="warn", stream=sys.stderr)  # the bench's own GitHub calls: not worth a line each
+    with (
+        start_test_cluster(reuse=Path(args.reuse) if args.reuse else None) as cluster,
+        tempfile.TemporaryDirectory(prefix="bench-memory-") as workdir,
+    ):
+        async with KubeClient.from_kubeconfig(cluster.kubeconfig) as kube:
+            await install_crds(kube)
+            namespace = f"bench-memory-{uuid.uuid4().hex[:6]}"
+            await kube.create(NAMESPACES, {"metadata": {"name": namespace}})
+            try:
+                bench = SharedBench(
+                    kube, namespace, cluster.kubeconfig, Path(workdir), long_poll=args.long_poll, tls=args.tls
+                )
+                for index in range(sizes[-1]):
+                    await bench.create_runner_set(index)
+                await measure_shared(bench, sizes, jobs=args.shared_jobs)
+            finally:
+                with contextlib.suppress(NotFound):
+                    await kube.delete(NAMESPACES, namespace)
+
+
+async def measure_shared(bench: SharedBench, sizes: list[int], *, jobs: int) -> None:
+    config_path = bench.workdir / "config.json"
+    async with bench.fresh_sim(1):
+        config_path.write_bytes(bench.config(0).to_json())
+        single_idle, single_busy = await bench.measure({"LISTENER_CONFIG_PATH": str(config_path)}, 1, jobs)
+    print(f"per-set listener: idle {single_idle.text()}; after {jobs} jobs {single_busy.text()}")
+    print(f"  ARC's listener per set (issue 30, not this run): {ARC_LISTENER_MB:.1f} MB")
+    rows: list[tuple[int, Memory, Memory]] = []
+    for size in sizes:
+        async with bench.fresh_sim(size):
+            data = {bench.name(i): base64.b64encode(bench.config(i).to_json()).decode() for i in range(size)}
+            with contextlib.suppress(NotFound):
+                await bench.kube.delete(SECRETS, SHARED_SECRET, namespace=bench.namespace)
+            secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": SHARED_SECRET}, "data": data}
+            await bench.kube.create(SECRETS, secret, namespace=bench.namespace)
+            group_env = {GROUP_SECRET_ENV: SHARED_SECRET, GROUP_NAMESPACE_ENV: bench.namespace}
+            idle, busy = await bench.measure(group_env, size, jobs)
+        rows.append((size, idle, busy))
+        print(f"shared listener, {size} members: idle {idle.text()}; after {jobs} jobs each {busy.text()}")
+    print_shared(single_idle, single_busy, rows)
+
+
+def print_shared(single_idle: Memory, single_busy: Memory, rows: list[tuple[int, Memory, Memory]]) -> None:
+    print("members | idle RSS | per member | per added member | busy RSS | per member | per-set listener / per member")
+    first_size, first_idle, _ = rows[0]
+    for size, idle, busy in rows:
+        added = f"{(idle.rss - first_idle.rss) / (size - first_size) / MB:5.2f} MB" if size > first_size else "    -   "
+        per_idle, per_busy = idle.rss / size / MB, busy.rss / size / MB
+        print(
+            f"{size:7d} | {idle.rss / MB:6.1f} MB | {per_idle:6.2f} MB | {added:>11} | {busy.rss / MB:6.1f} MB"
+            f" | {per_busy:6.2f} MB | {single_idle.rss / MB / per_idle:5.1f}x idle, "
+            f"{single_busy.rss / MB / per_busy:5.1f}x busy (ARC: {ARC_LISTENER_MB / per_busy:5.1f}x)"
+        )
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument(
@@ -278,4 +498,9 @@ if __name__ == "__main__":
     )
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds to wait for each level or the jobs")
     parser.add_argument("--reuse", help="work directory of a running cluster (arc-scaleset cluster up --dir)")
-    asyncio.run(main(parser.parse_args()))
+    parser.add_argument("--shared", default="", help="measure the shared listener at these member counts (1,10,100)")
+    parser.add_argument("--shared-jobs", type=int, default=2, help="with --shared: jobs per member (default 2)")
+    parser.add_argument("--long-poll", type=float, default=5.0, help="with --shared: the sim's long poll, seconds")
+    parser.add_argument("--tls", action="store_true", help="with --shared: HTTPS, the sim CA in the configs")
+    arguments = parser.parse_args()
+    asyncio.run(main_shared(arguments) if arguments.shared else main(arguments))

@@ -8,6 +8,7 @@ The public face; everything a controller or the listener needs is importable fro
         scale_set = await client.get_runner_scale_set(runner_group_id=1, name="arc-runners")
 """
 
+from arc_scaleset.github._transport import SharedSessions
 from arc_scaleset.github.actions_client import API_VERSION, ActionsClient
 from arc_scaleset.github.config_url import GitHubConfig, GitHubScope, InvalidConfigURL, parse_config_url
 from arc_scaleset.github.credentials import (
@@ -98,6 +99,7 @@ __all__ = [
     "RunnerSetting",
     "SessionConflict",
     "SessionNotFound",
+    "SharedSessions",
     "Statistics",
     "SystemInfo",
     "TransientError",

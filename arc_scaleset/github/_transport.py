@@ -261,11 +261,57 @@ def _clip(text: str) -> str:
     return text if len(text) <= _MAX_DETAIL else text[:_MAX_DETAIL] + "..."
 
 
+class SharedSessions:
+    """HTTP connection pools shared by the clients of one process (a shared listener's members; docs/listener.md,
+    "Shared listener (process)"): one aiohttp session per way of verifying the server (the system trust store, or
+    one extra root CA), so clients whose transport options are equal reuse each other's idle connections.
+
+    What a shared session holds carries no client's identity: credentials travel in each request's headers, a
+    proxy is chosen per request (and a tunnel's connection is pooled by proxy), and the sessions keep no cookies
+    (the service sets none that matter; ARC's Go client keeps none either). There is no cap on connections: every
+    client's long poll holds one for up to a minute, and a cap would make one client's call wait behind others'
+    polls. Close it once, after every client that uses it (a client's ``aclose`` leaves it open).
+    """
+
+    def __init__(self) -> None:
+        self._sessions: dict[int, tuple[ssl.SSLContext | bool, aiohttp.ClientSession]] = {}
+
+    def __len__(self) -> int:
+        return len(self._sessions)
+
+    def session(self, verify: ssl.SSLContext | bool) -> aiohttp.ClientSession:
+        """The session for ``verify`` (:func:`build_ssl_context`'s answer: ``True`` or a cached context per CA)."""
+        # Contexts are compared by identity: build_ssl_context returns one context per distinct CA.
+        found = self._sessions.get(id(verify))
+        if found is None or found[1].closed:
+            session = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(ssl=verify, limit=0),
+                cookie_jar=aiohttp.DummyCookieJar(),
+                trust_env=False,
+                raise_for_status=False,
+                trace_configs=[_connection_trace()],
+            )
+            found = self._sessions[id(verify)] = (verify, session)  # the context is held so its id stays its own
+        return found[1]
+
+    async def aclose(self) -> None:
+        sessions = [session for _, session in self._sessions.values()]
+        self._sessions.clear()
+        for session in sessions:
+            await session.close()
+
+
 class HttpTransport:
-    """Sends requests for one client: one aiohttp session (created lazily, inside the running loop)."""
+    """Sends requests for one client: one aiohttp session (created lazily, inside the running loop), or the one
+    ``shared`` gives for its way of verifying the server."""
 
     def __init__(
-        self, options: TransportOptions, *, clock: Clock = REAL_CLOCK, rng: random.Random | None = None
+        self,
+        options: TransportOptions,
+        *,
+        clock: Clock = REAL_CLOCK,
+        rng: random.Random | None = None,
+        shared: SharedSessions | None = None,
     ) -> None:
         """``rng`` draws the jitter of the waits between attempts. Raises ``ValueError`` when
         ``options.root_ca_pem`` is not a PEM certificate bundle."""
@@ -278,6 +324,7 @@ class HttpTransport:
         for secret in self._proxy.secret_values():
             # A proxy that refuses the request may echo its credentials (e.g. Proxy-Authorization).
             self.redact.add(secret)
+        self._shared = shared
         self._session: aiohttp.ClientSession | None = None
 
     async def aclose(self) -> None:
@@ -286,6 +333,8 @@ class HttpTransport:
             self._session = None
 
     def _client_session(self) -> aiohttp.ClientSession:
+        if self._shared is not None:
+            return self._shared.session(self._ssl)
         if self._session is None or self._session.closed:
             # trust_env=False: the proxy comes from ProxySettings only, so tests and callers control it.
             self._session = aiohttp.ClientSession(

@@ -32,7 +32,7 @@ from arc_scaleset.clock import REAL_CLOCK, Clock
 from arc_scaleset.github._auth import AdminConnection, AuthChain
 from arc_scaleset.github._response import Response
 from arc_scaleset.github._secrets import JIT_CONFIG_RETENTION, jwt_expiry
-from arc_scaleset.github._transport import HttpTransport
+from arc_scaleset.github._transport import HttpTransport, SharedSessions
 from arc_scaleset.github.config_url import GitHubConfig
 from arc_scaleset.github.credentials import Credentials
 from arc_scaleset.github.errors import (
@@ -108,10 +108,12 @@ class ActionsClient:
         clock: Clock = REAL_CLOCK,
         long_poll_timeout: float = 70.0,
         rng: random.Random | None = None,
+        shared_sessions: SharedSessions | None = None,
     ) -> None:
         """``transport`` is how the requests travel (CA, proxy, deadlines, retries, response limit);
         ``long_poll_timeout`` must exceed the service's hold time (~50 s) so an idle poll ends in 202; ``rng``
-        draws the jitter of retry waits.
+        draws the jitter of retry waits; ``shared_sessions``: connection pools shared with other clients of the
+        process (:class:`SharedSessions`; the caller closes it), instead of a pool of the client's own.
 
         Raises ``ValueError`` when ``transport.root_ca_pem`` is not a PEM certificate bundle.
         """
@@ -120,7 +122,7 @@ class ActionsClient:
         self._clock = clock
         self.long_poll_timeout = long_poll_timeout
         self._user_agent = system_info.user_agent()
-        self._transport = HttpTransport(transport, clock=clock, rng=rng)
+        self._transport = HttpTransport(transport, clock=clock, rng=rng, shared=shared_sessions)
         self._auth = AuthChain(
             config=config, credentials=credentials, transport=self._transport, user_agent=self._user_agent, clock=clock
         )

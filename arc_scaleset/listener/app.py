@@ -26,6 +26,7 @@ from arc_scaleset.github import (
     InvalidConfigURL,
     InvalidCredentials,
     ProxySettings,
+    SharedSessions,
     SystemInfo,
     TransportOptions,
     credentials_from_fields,
@@ -153,9 +154,11 @@ def build_listener(
     owner: str | None = None,
     clock: Clock = REAL_CLOCK,
     timing: Timing | None = None,
+    shared_sessions: SharedSessions | None = None,
 ) -> ListenerApp:
     """Build every part of the listener. ``kube`` defaults to a client from the environment (in-cluster,
-    then ``KUBECONFIG``, then ``~/.kube/config``, or ``kubeconfig`` when given)."""
+    then ``KUBECONFIG``, then ``~/.kube/config``, or ``kubeconfig`` when given). ``shared_sessions``: the HTTP
+    connection pools of a shared listener's members (the caller closes them); a pool of its own otherwise."""
     env = os.environ if environ is None else environ
     timing = timing or Timing()
     try:
@@ -191,6 +194,7 @@ def build_listener(
             ),
             clock=clock,
             long_poll_timeout=timing.long_poll_timeout,
+            shared_sessions=shared_sessions,
         )
     except ValueError as exc:
         raise FatalListenerError(f"server_root_ca: {exc}") from None

@@ -1,10 +1,12 @@
 """``arc-scaleset listener``: one scale set's listener process (docs/listener.md).
 
 No required flags: the config file is named by ``LISTENER_CONFIG_PATH`` (ARC's ``config.json``), as in a
-listener pod. ``--kubeconfig`` is for running outside a cluster (otherwise in-cluster credentials, then
-``KUBECONFIG``, then ``~/.kube/config``). SIGTERM or SIGINT stops the loop, deletes the message session
-and exits 0; a fatal failure exits 1 after a last log line that says what is wrong. Anything unexpected (a
-bug) is logged through the redacting logger with its traceback, never printed raw, and exits 1.
+listener pod. With ``LISTENER_GROUP_SECRET`` set, the process is a shared listener instead, serving every member
+of that group's config Secret (:mod:`arc_scaleset.listener.group_command`). ``--kubeconfig`` is for running
+outside a cluster (otherwise in-cluster credentials, then ``KUBECONFIG``, then ``~/.kube/config``). SIGTERM or
+SIGINT stops the loop, deletes the message session and exits 0; a fatal failure exits 1 after a last log line
+that says what is wrong. Anything unexpected (a bug) is logged through the redacting logger with its traceback,
+never printed raw, and exits 1.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from collections.abc import Callable
 from prometheus_client import CollectorRegistry, disable_created_metrics
 
 from arc_scaleset.api.listener_config import PROBE_ADDR_ENV, ListenerConfig, ListenerConfigError
+from arc_scaleset.api.listener_group import GROUP_NAMESPACE_ENV, GROUP_SECRET_ENV
 from arc_scaleset.gc_tuning import freeze_startup_objects
 from arc_scaleset.github import ProxySettings
 from arc_scaleset.listener.app import build_listener
@@ -57,6 +60,20 @@ def run(args: argparse.Namespace) -> int:
     # bypass redaction (and the log format).
     configure_logging(level="info", stream=sys.stdout)
     install_uncaught_exception_logging()
+    group_secret = os.environ.get(GROUP_SECRET_ENV, "")
+    if group_secret:
+        # A shared listener pod (docs/listener.md, "Shared listener (process)"): no config file, its members'
+        # configs come from the group's Secret. Imported here, so that a listener of one scale set never loads
+        # the group's modules (the informer among them): its memory is paid once per scale set.
+        from arc_scaleset.listener.group_command import run_group
+
+        return run_group(
+            secret=group_secret,
+            namespace=os.environ.get(GROUP_NAMESPACE_ENV, ""),
+            kubeconfig=args.kubeconfig,
+            probe_addr=args.probe_addr,
+            tune_process=_tune_process,
+        )
     try:
         config = load_config(config_path_from_environment())
     except ListenerConfigError as exc:
@@ -74,10 +91,7 @@ def run(args: argparse.Namespace) -> int:
     for secret in [*config.secrets(), *ProxySettings.from_env(os.environ).secret_values()]:
         register_secret(secret)
     configure_logging(level=config.log_level, fmt=config.log_format, stream=sys.stdout)
-    # ARC's Go client exports no *_created series; keep the exposition identical.
-    disable_created_metrics()  # type: ignore[no-untyped-call]
-    shrink_tls_read_buffers(LISTENER_TLS_READ_BUFFER)
-    freeze_startup_objects()
+    _tune_process()
     try:
         return asyncio.run(_main(config, kubeconfig=args.kubeconfig, probe_addr=args.probe_addr))
     except Exception:
@@ -85,6 +99,13 @@ def run(args: argparse.Namespace) -> int:
         # record with the traceback, and exit code 1 so that the pod is restarted.
         log.exception("listener crashed")
         return 1
+
+
+def _tune_process() -> None:
+    # ARC's Go client exports no *_created series; keep the exposition identical.
+    disable_created_metrics()  # type: ignore[no-untyped-call]
+    shrink_tls_read_buffers(LISTENER_TLS_READ_BUFFER)
+    freeze_startup_objects()
 
 
 async def _main(config: ListenerConfig, *, kubeconfig: str | None, probe_addr: str) -> int:

@@ -76,3 +76,10 @@ def test_the_listener_process_does_not_build_the_crd_models() -> None:
 # "Memory").
 def test_the_listener_process_does_not_import_pydantic() -> None:
     assert package_modules(modules_at_start("listener"), "pydantic", "pydantic_core") == []
+
+
+# A shared listener's modules (issue 30): only a group pod loads them, never a listener of one scale set.
+def test_a_listener_of_one_scale_set_does_not_load_the_shared_listener() -> None:
+    modules = modules_at_start("listener")
+    assert sorted(name for name in modules if name.startswith("arc_scaleset.listener.group")) == []
+    assert "arc_scaleset.kube.informer" not in modules

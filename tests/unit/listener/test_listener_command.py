@@ -48,6 +48,16 @@ def test_a_missing_config_path_exits_1_naming_the_variable(
     assert "LISTENER_CONFIG_PATH is not set" in caplog.text
 
 
+def test_group_mode_without_its_namespace_exits_1_naming_the_variable(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setenv("LISTENER_GROUP_SECRET", "arc-shared-listener-0123456789")
+    monkeypatch.delenv("LISTENER_GROUP_NAMESPACE", raising=False)
+    monkeypatch.delenv("LISTENER_CONFIG_PATH", raising=False)
+    assert command.run(args()) == 1
+    assert "LISTENER_GROUP_NAMESPACE is not set" in caplog.text
+
+
 def test_an_invalid_config_exits_1_listing_every_problem(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, tmp_path: Path
 ) -> None:
