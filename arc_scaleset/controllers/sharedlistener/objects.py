@@ -79,7 +79,9 @@ def _metadata(
 class GroupObjects:
     """The objects of group ``group`` with ``members`` (at least one) in ``controller_namespace``."""
 
-    def __init__(self, group: str, members: Sequence[Member], *, controller_namespace: str, excluded: tuple[str, ...]):
+    def __init__(
+        self, group: str, members: Sequence[Member], *, controller_namespace: str, excluded: tuple[str, ...]
+    ) -> None:
         self.group = group
         self.members = members
         self.spec = representative(members).listener.spec
