@@ -16,9 +16,9 @@ from arc_scaleset.controllers.autoscalinglistener.health import ListenerHealth
 from arc_scaleset.controllers.autoscalinglistener.ownership import foreign_reason
 from arc_scaleset.controllers.autoscalinglistener.pod import configured_listener_pod
 from arc_scaleset.controllers.autoscalinglistener.pod_plan import PodAction, PodStep, plan_pod
-from arc_scaleset.controllers.autoscalinglistener.restart import listener_pod_failure
+from arc_scaleset.controllers.autoscalinglistener.restart import listener_pod_failure, recreation_note
 from arc_scaleset.controllers.autoscalinglistener.scope import ListenerPass
-from arc_scaleset.controllers.autoscalinglistener.status import ListenerReport, backoff_readiness
+from arc_scaleset.controllers.autoscalinglistener.status import ListenerReport, backoff_readiness, recreating_readiness
 from arc_scaleset.controllers.context import ControllerContext
 from arc_scaleset.controllers.metrics import scale_set_labels
 from arc_scaleset.kube.controller import Result
@@ -112,12 +112,15 @@ class ListenerPod:
         restarts, now = scope.memory.restarts, self.ctx.clock.monotonic()
         first_sighting = not restarts.is_recorded(pod_uid=live.uid)
         delay = restarts.record_failure(pod_uid=live.uid, now=now, ran_for=failure.ran_for, message=failure.message)
-        _report(scope).pod = backoff_readiness(restarts.state(now=now))
+        backoff = restarts.state(now=now)
+        # No backoff after a healthy run (restart.py): the pod is replaced as soon as this one is gone.
+        readiness = recreating_readiness(pods.name, failure.message) if backoff is None else backoff_readiness(backoff)
+        _report(scope).pod = readiness
         await delete_owned(self.ctx.kube, PODS, live.namespace, live.name, uid=live.uid, force=failure.force_delete)
         self._set_running(scope, False)
         if first_sighting:
             self.ctx.metrics.count_listener_restart(_metric_labels(scope))
-            note = f"{failure.message}; recreating it in {delay:.0f}s (failure {restarts.failures} in a row)"
+            note = recreation_note(failure, delay=delay, failures=restarts.failures)
             await self.events.warning(scope.obj, failure.reason, note, action="Recreate")
         return Result(requeue_after=max(delay, CONFLICT_REQUEUE_SECONDS))
 
