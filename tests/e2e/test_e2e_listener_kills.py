@@ -41,8 +41,14 @@ from arc_scaleset_lab.harness.scale_sets import ScaleSetSnapshot
 from arc_scaleset_lab.harness.system import System, SystemOptions
 from arc_scaleset_lab.harness.waiting import eventually
 from arc_scaleset_lab.sim.workload import WorkloadSpec, run_workload
-from tests.e2e.harness import REPOSITORY, ScaleSetFactory, ScaleSetHandle, describe, started_system
-from tests.e2e.test_e2e_failures import session_of
+from tests.e2e.harness import (
+    REPOSITORY,
+    ScaleSetFactory,
+    ScaleSetHandle,
+    describe,
+    session_of,
+    started_system,
+)
 
 KILL_EVERY: Final = 60.0
 KILLS: Final = 10
