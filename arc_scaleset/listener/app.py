@@ -12,6 +12,7 @@ final state before it returns: it is used by ``arc-scaleset listener`` and by th
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 from collections.abc import Mapping
@@ -95,7 +96,7 @@ class ListenerApp:
     async def run(self) -> int:
         """Run until shutdown (0) or a fatal failure (1); the session is deleted on every way out."""
         try:
-            await self.take_over_from_predecessor()
+            await self.prepare()
             await self.listener.run()
         except FatalListenerError as exc:
             log.error(f"listener stopped: {exc}")
@@ -106,6 +107,20 @@ class ListenerApp:
             await self.reporter.aclose(within=self.timing.state_write_timeout)
         log.info("listener stopped")
         return 0
+
+    async def prepare(self) -> None:
+        """Read the predecessor's record while the admin connection the session needs is made: the two do not
+        depend on each other, and a replacement's time to its first poll is time nobody takes the scale set's jobs
+        (docs/listener.md, "Leaving no gap"). A connection that fails is left to the session, which classifies
+        the failure and retries it as it does every other."""
+        connecting = asyncio.ensure_future(self.actions.admin_connection())
+        try:
+            await self.take_over_from_predecessor()
+            await asyncio.wait([connecting])
+        finally:
+            connecting.cancel()  # only when this ended early (stopped, or a bug): nothing waits for it then
+        if not connecting.cancelled():
+            connecting.exception()  # retrieved, so asyncio does not log it: the session sees the failure again
 
     async def take_over_from_predecessor(self) -> None:
         """Note the session the set's previous listener recorded, so a 409 ends it (docs/listener.md), and where

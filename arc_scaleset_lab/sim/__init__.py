@@ -72,6 +72,7 @@ HTTP admin API for a sim in another process (``arc-scaleset sim``; client: :clas
     POST /_sim/faults {FaultRule fields} -> {"id"}; DELETE /_sim/faults[/{id}]
     POST /_sim/scalesets/{id}/evict-session | DELETE /_sim/scalesets/{id} | POST /_sim/expire-queue-tokens
     POST /_sim/expire-admin-tokens
+    GET  /_sim/requests?route=R&scaleSetId=N&after=T  -> {"requests": [{at (time.monotonic()), method, route, status}]}
 
 Modules: ``server`` (the running server), ``routes_github`` / ``routes_actions`` / ``routes_admin`` (one class
 per API, one method per endpoint), ``http`` (what the routes share), ``middleware`` (faults, error dialects,

@@ -112,6 +112,15 @@ class SimAdminClient:
     async def scale_sets(self) -> list[dict[str, Any]]:
         return list((await self._call("GET", "/_sim/scalesets"))["scaleSets"])
 
+    async def requests(
+        self, *, route: str | None = None, scale_set_id: int | None = None, after: float | None = None
+    ) -> list[dict[str, Any]]:
+        """The protocol requests the sim logged (``GET /_sim/requests``): of ``route``, about ``scale_set_id``,
+        arrived after the ``time.monotonic()`` reading ``after``; each ``{at, method, route, status}``."""
+        params = {"route": route, "scaleSetId": scale_set_id, "after": after}
+        query = {key: str(value) for key, value in params.items() if value is not None}
+        return list((await self._call("GET", "/_sim/requests", params=query))["requests"])
+
     async def add_token(self, token: str, *, scopes: Sequence[str] | None = None) -> None:
         await self._call("POST", "/_sim/tokens", json={"token": token, "scopes": list(scopes or [])})
 

@@ -59,6 +59,7 @@ class AdminRoutes:
         r.add_get("/_sim/runner-events", self.runner_events)
         r.add_get("/_sim/sessions", self.list_sessions)
         r.add_get("/_sim/scalesets", self.list_scale_sets)
+        r.add_get("/_sim/requests", self.list_requests)
         r.add_post("/_sim/scalesets/{scale_set_id}/evict-session", self.evict_session)
         r.add_delete("/_sim/scalesets/{scale_set_id}", self.delete_scale_set)
         r.add_post("/_sim/tokens", self.add_token)
@@ -128,6 +129,27 @@ class AdminRoutes:
                     for s in self._state.scale_sets.values()
                 ]
             }
+        )
+
+    async def list_requests(self, request: web.Request) -> web.Response:
+        """The protocol requests still in the log, oldest first, filtered by ``?route=`` (a route name),
+        ``?scaleSetId=`` (requests about that scale set: its path names it) and ``?after=`` (arrived later than
+        that ``time.monotonic()`` reading: the clock every process of this machine shares). A request is logged
+        once answered, with the time it arrived (a long poll appears when it returns)."""
+        query = request.query
+        try:
+            after = float(query.get("after", "-inf"))
+            scale_set = f"/runnerscalesets/{int(query['scaleSetId'])}/" if "scaleSetId" in query else ""
+        except ValueError:
+            return _fail(400, "after must be a number and scaleSetId an integer")
+        route = query.get("route")
+        matching = [
+            record
+            for record in list(self._requests)
+            if record.at > after and (route is None or record.route == route) and scale_set in record.path
+        ]
+        return json_response(
+            {"requests": [{"at": r.at, "method": r.method, "route": r.route, "status": r.status} for r in matching]}
         )
 
     # ------------------------------------------------------------ jobs and runners

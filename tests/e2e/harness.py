@@ -253,6 +253,12 @@ async def started_system(
         await running.stop()
 
 
+async def session_of(system: System, scale_set_id: int | None) -> str | None:
+    """The ID of the session the simulated service holds for the scale set, if any."""
+    sessions = await system.sim.sessions()
+    return next((s["sessionId"] for s in sessions if s["scaleSetId"] == scale_set_id), None)
+
+
 async def listener_recreations(system: System, listener_name: str) -> int:
     """How many times the controller recreated the listener's pod (its ``ListenerPodRecreating`` Events)."""
     events = (await system.kube.list(resources.EVENTS, namespace=system.controller_namespace)).items

@@ -13,7 +13,7 @@ from arc_scaleset.api.ephemeralrunnerset import EPHEMERAL_RUNNER_SETS
 from arc_scaleset.kube.errors import KubeError
 from arc_scaleset_lab.harness.system import System
 from arc_scaleset_lab.sim.faults import FaultRule
-from tests.e2e.harness import ScaleSetFactory, ScaleSetHandle, active_faults
+from tests.e2e.harness import ScaleSetFactory, ScaleSetHandle, active_faults, session_of
 
 
 async def _sample_applied_revision(runners: ScaleSetHandle, samples: list[int]) -> None:
@@ -92,12 +92,6 @@ async def test_a_killed_listener_is_recreated_by_the_controller_and_no_job_is_lo
     # resumed from its cursor (docs/listener.md, "Leaving no gap"), not replaced by one of its own.
     assert await session_of(system, ready.scale_set_id) == session
     await runners.wait_settled()
-
-
-async def session_of(system: System, scale_set_id: int | None) -> str | None:
-    """The ID of the session the simulated service holds for the scale set, if any."""
-    sessions = await system.sim.sessions()
-    return next((s["sessionId"] for s in sessions if s["scaleSetId"] == scale_set_id), None)
 
 
 async def test_the_system_recovers_after_the_actions_service_fails_for_a_while(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import datetime as dt
 import itertools
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -16,9 +17,12 @@ from typing import Any
 
 from arc_scaleset.clock import FakeClock
 from arc_scaleset.github import Credentials, GitHubConfig, JobStillRunning, TransientError
+from arc_scaleset.github._auth import AdminConnection
 from arc_scaleset.github.models import Message, MessageSession, Statistics
 from arc_scaleset.kube import errors as kube_errors
 from arc_scaleset.kube.resources import SECRETS, Resource
+
+FAR_FUTURE = dt.datetime(2100, 1, 1, tzinfo=dt.UTC)
 
 
 def session(number: int) -> str:
@@ -103,6 +107,10 @@ class FakeActions:
             message_queue_access_token=f"queue-token-{number}",
             statistics=self.session_stats,
         )
+
+    async def admin_connection(self) -> AdminConnection:
+        """Not scripted nor logged: the client makes it for its other calls, which are."""
+        return AdminConnection(url="https://pipelines.example/tenant/", token="admin-token", expires_at=FAR_FUTURE)
 
     async def create_message_session(self, scale_set_id: int, owner: str) -> MessageSession:
         self._record("create_session", scale_set_id, owner)

@@ -95,9 +95,10 @@ def plan_pod(
     if failure is not None:
         return PodStep(PodAction.REPLACE_FAILED, failure=failure)
     if ObjectView(live).is_deleting:
+        # A failure counted without a backoff (a healthy run, restart.py) is replaced once the pod is gone.
         readiness = (
             backoff_readiness(restarts)
-            if counted
+            if counted and restarts is not None
             else recreating_readiness(name, "waiting for the old pod to terminate")
         )
         return PodStep(PodAction.WAIT_TERMINATING, readiness=readiness, requeue_after=DELETION_REQUEUE_SECONDS)

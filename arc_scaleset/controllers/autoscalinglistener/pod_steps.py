@@ -16,9 +16,9 @@ from arc_scaleset.controllers.autoscalinglistener.health import ListenerHealth
 from arc_scaleset.controllers.autoscalinglistener.ownership import foreign_reason
 from arc_scaleset.controllers.autoscalinglistener.pod import configured_listener_pod
 from arc_scaleset.controllers.autoscalinglistener.pod_plan import PodAction, PodStep, plan_pod
-from arc_scaleset.controllers.autoscalinglistener.restart import listener_pod_failure
+from arc_scaleset.controllers.autoscalinglistener.restart import listener_pod_failure, recreation_note
 from arc_scaleset.controllers.autoscalinglistener.scope import ListenerPass
-from arc_scaleset.controllers.autoscalinglistener.status import ListenerReport, backoff_readiness
+from arc_scaleset.controllers.autoscalinglistener.status import ListenerReport, backoff_readiness, created_readiness
 from arc_scaleset.controllers.context import ControllerContext
 from arc_scaleset.controllers.metrics import scale_set_labels
 from arc_scaleset.kube.controller import Result
@@ -106,20 +106,29 @@ class ListenerPod:
         return Result()
 
     async def _replace_failed(self, scope: ListenerPass, step: PodStep, pods: _Pods) -> Result:
-        """Count the failure (once per pod), delete the pod, and come back when the backoff lets it be recreated."""
+        """Count the failure (once per pod) and delete the pod; recreate it in this pass when no backoff holds it
+        back (a healthy run, restart.py), else come back when the backoff lets it be recreated."""
         failure, live = step.failure, pods.live_view
         assert failure is not None
         restarts, now = scope.memory.restarts, self.ctx.clock.monotonic()
         first_sighting = not restarts.is_recorded(pod_uid=live.uid)
         delay = restarts.record_failure(pod_uid=live.uid, now=now, ran_for=failure.ran_for, message=failure.message)
-        _report(scope).pod = backoff_readiness(restarts.state(now=now))
+        backoff = restarts.state(now=now)
         await delete_owned(self.ctx.kube, PODS, live.namespace, live.name, uid=live.uid, force=failure.force_delete)
         self._set_running(scope, False)
+        if backoff is None:
+            # A failed pod is gone once deleted (the API server deletes a terminal pod without a grace period), so
+            # the replacement need not wait for the watch to say so: every second here nobody takes the scale set's
+            # jobs. One still terminating makes the create wait for the next pass (AlreadyExists).
+            result = await self._create(scope, PodStep(PodAction.CREATE, readiness=created_readiness(pods.name)), pods)
+        else:
+            _report(scope).pod = backoff_readiness(backoff)
+            result = Result(requeue_after=max(delay, CONFLICT_REQUEUE_SECONDS))
         if first_sighting:
             self.ctx.metrics.count_listener_restart(_metric_labels(scope))
-            note = f"{failure.message}; recreating it in {delay:.0f}s (failure {restarts.failures} in a row)"
+            note = recreation_note(failure, delay=delay, failures=restarts.failures)
             await self.events.warning(scope.obj, failure.reason, note, action="Recreate")
-        return Result(requeue_after=max(delay, CONFLICT_REQUEUE_SECONDS))
+        return result
 
     async def _wait_terminating(self, scope: ListenerPass, step: PodStep, pods: _Pods) -> Result:
         # Deleted by a previous pass (a failure's backoff keeps its own Ready reason) or by someone else.

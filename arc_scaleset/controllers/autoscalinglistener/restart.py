@@ -7,7 +7,9 @@ tight crash loop), and misses pods that were evicted or lost their node (ARC #43
   a disruption (``DisruptionTarget``, e.g. taint eviction of a lost node), or a deletion that cannot finish
   because the kubelet is gone (still terminating well past its grace period). Each has a reason.
 - :class:`RestartBackoff` spaces one listener's recreations: ``base * 2**(n-1)`` seconds up to ``cap`` after
-  the n-th consecutive failure; a listener that ran longer than ``cap`` before failing starts over.
+  the n-th consecutive failure. A listener that ran :data:`HEALTHY_RUN` seconds or more before it ended (killed,
+  OOM-killed after a while) is not crash-looping: it is replaced at once and the count starts over, since every
+  second without a listener is a second nobody takes the scale set's jobs (issue 30).
   :meth:`RestartBackoff.state` is what the listener's ``Degraded`` condition is derived from.
 
 Pure: time comes in as arguments.
@@ -25,6 +27,11 @@ from arc_scaleset.kube.views import PodView, parse_timestamp
 
 STUCK_TERMINATING_GRACE: Final = 60.0
 """Seconds past a pod's deletion deadline after which its node is presumed gone."""
+
+HEALTHY_RUN: Final = 30.0
+"""Seconds a listener must have run for its end not to count as a crash loop. What ends a listener it cannot fix
+ends it within seconds of its start (a refused credential on the second try, a scale set the service does not
+know, a config it cannot read; docs/listener.md), and a hung one is ended by its liveness probe after minutes."""
 
 
 @dataclass(frozen=True)
@@ -81,6 +88,14 @@ def listener_pod_failure(pod: Mapping[str, Any], *, now: dt.datetime) -> PodFail
     return None
 
 
+def recreation_note(failure: PodFailure, *, delay: float, failures: int) -> str:
+    """What the Warning Event of a replaced listener pod says: when the next pod comes, and why then.
+    ``delay`` and ``failures``: what :class:`RestartBackoff` made of the failure (``failures`` 0: a healthy run)."""
+    if failures == 0:
+        return f"{failure.message}; recreating it now (it ran {failure.ran_for or 0.0:.0f}s: not a crash loop)"
+    return f"{failure.message}; recreating it in {delay:.0f}s (failure {failures} in a row)"
+
+
 def listener_running(pod: Mapping[str, Any]) -> bool:
     """Whether the listener container is running (for ``gha_controller_running_listeners``)."""
     container = PodView(pod).container_status(LISTENER_CONTAINER_NAME)
@@ -122,26 +137,30 @@ class RestartBackoff:
         self._last_failure = ""
 
     def record_failure(self, *, pod_uid: str, now: float, ran_for: float | None = None, message: str = "") -> float:
-        """Count the failure of pod ``pod_uid``; returns the delay before the listener may be recreated.
+        """Count the failure of pod ``pod_uid``; returns the delay before the listener may be recreated (0 after a
+        run of :data:`HEALTHY_RUN` seconds or more, which starts the count over).
 
         The same pod is counted once, however many reconciles see it before it is gone. ``message`` says
         what the failure was (kept for :meth:`state`).
         """
         if self.is_recorded(pod_uid=pod_uid):
             return self.remaining(now=now)
-        if ran_for is not None and ran_for >= self.cap:
-            # A listener that ran for a while before failing is not crash-looping: start over.
+        self._last_pod_uid = pod_uid
+        self._last_failure = message
+        if ran_for is not None and ran_for >= HEALTHY_RUN:
+            # It ran long enough to have worked: not a crash loop. Replaced at once; failing fast after that
+            # backs off from ``base`` again.
             self._failures = 0
+            self._delay = 0.0
+            return 0.0
         self._failures += 1
         self._delay = float(min(self.cap, self.base * 2.0 ** (self._failures - 1)))
         self._not_before = now + self._delay
-        self._last_pod_uid = pod_uid
-        self._last_failure = message
         return self._delay
 
     def is_recorded(self, *, pod_uid: str) -> bool:
-        """Whether the failure of pod ``pod_uid`` was already counted."""
-        return self._failures > 0 and bool(pod_uid) and self._last_pod_uid == pod_uid
+        """Whether the failure of pod ``pod_uid`` was already counted (or, after a healthy run, seen)."""
+        return bool(pod_uid) and self._last_pod_uid == pod_uid
 
     def remaining(self, *, now: float) -> float:
         """Seconds until the listener may be recreated (0 when it may now)."""

@@ -60,6 +60,27 @@ async def test_a_409_ends_the_session_the_predecessor_recorded_and_takes_the_sca
     assert await run == 0
 
 
+async def test_the_predecessors_record_is_read_while_the_admin_connection_is_made() -> None:
+    """Issue 30: a replacement's way to its first poll is time nobody takes the scale set's jobs, so the two
+    start-up requests that do not depend on each other are made together; a connection that fails is the
+    session's to retry."""
+    h = Harness()
+    h.patcher.record_state(predecessor_record(KILLED_POD_SESSION))
+    connected = asyncio.Event()
+
+    async def admin_connection() -> object:
+        await connected.wait()
+        raise error(TransientError, 503)
+
+    h.actions.admin_connection = admin_connection  # type: ignore[method-assign]
+    preparing = asyncio.create_task(h.app().prepare())
+    await h.settle(lambda: h.sessions.predecessor is not None)
+    assert h.sessions.predecessor == KILLED_POD_SESSION  # read while the connection is still being made
+    assert not preparing.done()
+    connected.set()
+    await preparing  # the failure is not prepare's
+
+
 async def test_the_recorded_session_of_another_scale_set_id_is_left_alone() -> None:
     h = Harness()
     h.patcher.record_state(predecessor_record("0da00000-0000-4000-8000-000000000002", scale_set_id=SCALE_SET_ID + 1))

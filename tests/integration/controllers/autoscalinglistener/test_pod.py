@@ -160,3 +160,30 @@ async def test_a_failing_listener_is_recreated_with_growing_backoff(start_env: E
         assert any("recreating it in 4s (failure 3 in a row)" in n for n in notes), notes
         ars_reasons = await env.event_reasons(regarding="arc-runners")
         assert "ListenerFailed" in ars_reasons
+
+
+async def test_a_listener_that_ended_after_a_healthy_run_is_replaced_at_once_and_the_count_starts_over(
+    start_env: EnvFactory,
+) -> None:
+    """Issue 30: a listener killed after it worked for a while is not crash-looping (restart.py, HEALTHY_RUN)."""
+    async with start_env() as env:
+        name, pod = await started(env)
+        running = pod["status"]["containerStatuses"][0]["state"]["running"]
+        # Ended a minute after it started (a kill): the failure is counted without a backoff.
+        ended = dt.datetime.fromisoformat(running["startedAt"].replace("Z", "+00:00")) + dt.timedelta(seconds=60)
+        patch = terminated_status(pod, exit_code=1, now=ended)
+        await env.kube.patch(resources.PODS, name, patch, namespace=env.controller_namespace, subresource="status")
+        replacement = await eventually(
+            lambda: running_replacement(env, name, pod["metadata"]["uid"]), "a running replacement pod"
+        )
+        # A replacement that fails at once is a crash: the backoff counts it from its base (1 s here).
+        patch = terminated_status(replacement, exit_code=1, now=dt.datetime.now(dt.UTC))
+        await env.kube.patch(resources.PODS, name, patch, namespace=env.controller_namespace, subresource="status")
+        await eventually(
+            lambda: running_replacement(env, name, replacement["metadata"]["uid"]), "a second running replacement"
+        )
+
+        events = await env.events(regarding=name, namespace=env.controller_namespace)
+        notes = [e["note"] for e in events if e.get("reason") == "ListenerFailed"]
+        assert any(n.endswith("recreating it now (it ran 60s: not a crash loop)") for n in notes), notes
+        assert any(n.endswith("recreating it in 1s (failure 1 in a row)") for n in notes), notes

@@ -7,6 +7,7 @@ import json
 import os
 import signal
 import sys
+import time
 from pathlib import Path
 
 import aiohttp
@@ -96,8 +97,14 @@ async def test_admin_api_drives_jobs_runners_and_faults(
         assert (await admin.sessions())[0]["scaleSetId"] == scale_set["id"]
 
         await admin.add_fault(FaultRule(route="get_message", status=500, count=1))
+        before = time.monotonic()
         status, _ = await get_message(http, session)
         assert status == 500
+        polls = await admin.requests(route="get_message", scale_set_id=scale_set["id"], after=before)
+        assert [(r["method"], r["status"]) for r in polls] == [("GET", 500)]
+        assert before < polls[0]["at"] <= time.monotonic()  # the clock every process of this machine shares
+        assert await admin.requests(route="get_message", scale_set_id=scale_set["id"] + 1, after=before) == []
+        assert await admin.requests(route="acquire_jobs", after=polls[0]["at"]) == []
         await admin.add_token("ghp_from_admin")
         fresh = await admin.create_app(app_id=5, installation_id=50)
         assert "PRIVATE KEY" in fresh["privateKeyPem"]

@@ -84,9 +84,18 @@ def test_a_failed_pod_is_replaced_with_its_failure() -> None:
     assert step == PodStep(PodAction.REPLACE_FAILED, failure=FAILURE)
 
 
-@pytest.mark.parametrize(("counted", "reason"), [(True, REASON_WAITING_FOR_BACKOFF), (False, REASON_RECREATING)])
-def test_a_terminating_pod_is_waited_for_with_the_reason_of_its_deletion(counted: bool, reason: str) -> None:
-    step = plan(live_pod(deletionTimestamp="2026-01-01T00:00:00Z"), restarts=OVER if counted else None, counted=counted)
+@pytest.mark.parametrize(
+    ("counted", "restarts", "reason"),
+    [
+        (True, OVER, REASON_WAITING_FOR_BACKOFF),
+        (False, None, REASON_RECREATING),
+        (True, None, REASON_RECREATING),  # a failure after a healthy run: no backoff, replaced once it is gone
+    ],
+)
+def test_a_terminating_pod_is_waited_for_with_the_reason_of_its_deletion(
+    counted: bool, restarts: BackoffState | None, reason: str
+) -> None:
+    step = plan(live_pod(deletionTimestamp="2026-01-01T00:00:00Z"), restarts=restarts, counted=counted)
     assert step.action is PodAction.WAIT_TERMINATING
     assert step.requeue_after == DELETION_REQUEUE_SECONDS
     assert step.readiness is not None

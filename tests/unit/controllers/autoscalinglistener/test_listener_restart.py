@@ -8,7 +8,14 @@ from typing import Any
 
 import pytest
 
-from arc_scaleset.controllers.autoscalinglistener.restart import RestartBackoff, listener_pod_failure, listener_running
+from arc_scaleset.controllers.autoscalinglistener.restart import (
+    HEALTHY_RUN,
+    PodFailure,
+    RestartBackoff,
+    listener_pod_failure,
+    listener_running,
+    recreation_note,
+)
 
 NOW = dt.datetime(2026, 1, 1, 12, 0, tzinfo=dt.UTC)
 
@@ -75,9 +82,26 @@ def test_backoff_doubles_per_consecutive_failure_up_to_the_cap_and_counts_a_pod_
     assert RestartBackoff(base=5, cap=60).remaining(now=0.0) == 0.0  # another listener's
 
 
-def test_a_listener_that_ran_longer_than_the_cap_starts_the_backoff_over() -> None:
+def test_a_listener_that_ran_a_healthy_while_is_replaced_at_once_and_the_count_starts_over() -> None:
+    """Issue 30: a listener killed after it worked for a minute is not crash-looping; every second of backoff is a
+    second nobody takes the scale set's jobs."""
     backoff = RestartBackoff(base=5, cap=60)
     for i in range(4):
         backoff.record_failure(pod_uid=f"p{i}", now=float(i))
-    assert backoff.record_failure(pod_uid="long", now=10.0, ran_for=3600.0) == 5
+    assert backoff.record_failure(pod_uid="killed", now=10.0, ran_for=HEALTHY_RUN) == 0
+    assert (backoff.failures, backoff.remaining(now=10.0), backoff.state(now=10.0)) == (0, 0.0, None)
+    assert backoff.is_recorded(pod_uid="killed")  # seen once, however many passes see it before it is gone
+    assert backoff.record_failure(pod_uid="killed", now=11.0, ran_for=HEALTHY_RUN) == 0
+    # Failing fast after it backs off from the base again.
+    assert backoff.record_failure(pod_uid="crashed", now=12.0, ran_for=HEALTHY_RUN - 1) == 5
     assert backoff.failures == 1
+
+
+def test_the_event_says_when_the_next_listener_comes_and_why_then() -> None:
+    failure = PodFailure("ListenerFailed", "the listener container exited with code 137 (Error)", ran_for=61.4)
+    assert recreation_note(failure, delay=0.0, failures=0) == (
+        "the listener container exited with code 137 (Error); recreating it now (it ran 61s: not a crash loop)"
+    )
+    assert recreation_note(failure, delay=10.0, failures=2) == (
+        "the listener container exited with code 137 (Error); recreating it in 10s (failure 2 in a row)"
+    )
