@@ -114,12 +114,20 @@ class _TokenBucket:
         self._last = clock.monotonic()
 
     async def acquire(self) -> None:
-        now = self._clock.monotonic()
-        self._tokens = min(self._burst, self._tokens + (now - self._last) * self._qps)
-        self._last = now
+        self._refill()
         self._tokens -= 1.0
         if self._tokens < 0:
             await self._clock.sleep(-self._tokens / self._qps)
+
+    def delay(self) -> float:
+        """Seconds a request made now would wait for its token (0: it would pass at once); reserves nothing."""
+        self._refill()
+        return max(0.0, (1.0 - self._tokens) / self._qps)
+
+    def _refill(self) -> None:
+        now = self._clock.monotonic()
+        self._tokens = min(self._burst, self._tokens + (now - self._last) * self._qps)
+        self._last = now
 
 
 RateLimitKey = tuple[str, ...]
@@ -166,11 +174,18 @@ class _RateLimits:
 
     async def acquire(self, resource: Resource | None, verb: str) -> None:
         """Wait for a token of the request's bucket."""
+        await self._bucket(resource, verb).acquire()
+
+    def delay(self, resource: Resource | None, verb: str) -> float:
+        """Seconds a request made now would wait for a token of its bucket (:meth:`_TokenBucket.delay`)."""
+        return self._bucket(resource, verb).delay()
+
+    def _bucket(self, resource: Resource | None, verb: str) -> _TokenBucket:
         key = self._key(resource, verb)
         bucket = self._buckets.get(key)
         if bucket is None:
             bucket = self._buckets[key] = _TokenBucket(self._qps, self._burst, self._clock)
-        await bucket.acquire()
+        return bucket
 
 
 _COUNTERS: weakref.WeakKeyDictionary[CollectorRegistry, Counter] = weakref.WeakKeyDictionary()
@@ -309,6 +324,12 @@ class KubeClient:
             qps, burst if burst is not None else max(1, int(2 * qps)), self._clock, key=_one_bucket
         )
         return limited
+
+    def rate_limit_delay(self, resource: Resource | None, verb: str) -> float:
+        """Seconds a request for ``verb`` on ``resource`` made now would wait for the client-side rate limit (0
+        without one, or with a token to spare). Reserves nothing: for a caller that would rather do other work
+        than queue a request that can wait (an EphemeralRunner's status while its bucket is busy with creates)."""
+        return self._limiter.delay(resource, verb) if self._limiter is not None else 0.0
 
     def __repr__(self) -> str:
         return f"KubeClient(server={self.server!r}, namespace={self.namespace!r})"

@@ -30,6 +30,7 @@ from arc_scaleset_lab.cluster import binaries
 
 ARC_MODULE: Final = "github.com/actions/actions-runner-controller"
 ARC_VERSION: Final = "v0.27.6"
+"""The newest version of ARC's module the Go module proxy serves (its master is refused: bench/README.md)."""
 ARC_CHART_VERSION: Final = "0.6.1"
 """``charts/gha-runner-scale-set*/Chart.yaml`` version of ARC v0.27.6: the label its manager accepts."""
 

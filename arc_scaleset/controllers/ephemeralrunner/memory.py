@@ -19,8 +19,9 @@ exists (AlreadyExists, then a 5 s requeue). :class:`RunnerMemory` remembers:
   Actions service then answers RunnerExists, which makes the pass read the Secret after all);
 - **deferred status changes**: changes decided but held back until the runner's next status write or a
   deadline, whichever comes first (a new runner's ID is written together with its pod's first state
-  instead of in a write of its own). They are overlaid on the status like written ones, and kept until a
-  write carrying them succeeds;
+  instead of in a write of its own), or while the client's rate limit would make their write wait
+  (:mod:`.status_hold`). They are overlaid on the status like written ones, and kept until a write carrying
+  them succeeds;
 - the **pod it deleted to retry** the runner (``retrying_pod``): our caches may show the pod gone before
   they show our own status write (two watch streams), so "the pod vanished while Running" must not be
   mistaken for a lost pod when we deleted it ourselves;
@@ -73,6 +74,7 @@ class RunnerMemory:
     pod_deadline: float | None = None
     deferred: dict[str, Any] = field(default_factory=dict)
     deferred_until: float = 0.0
+    deferred_since: float = 0.0
     retrying_pod: str | None = None
     finalized: bool = False
 
@@ -106,8 +108,22 @@ class RunnerMemory:
         if not changes:
             return
         if not self.deferred:
-            self.deferred_until = self.clock.monotonic() + for_seconds
+            self.deferred_since = self.clock.monotonic()
+            self.deferred_until = self.deferred_since + for_seconds
         self.deferred = apply_merge_patch(self.deferred, changes)
+
+    def hold_status(self, changes: Mapping[str, Any], *, for_seconds: float) -> None:
+        """Hold ``changes`` back together with those already held, all of them due ``for_seconds`` from now
+        whatever their deadline was (their write would wait for the client's rate limit: :mod:`.status_hold`)."""
+        now = self.clock.monotonic()
+        if not self.deferred:
+            self.deferred_since = now
+        self.deferred = apply_merge_patch(self.deferred, changes)
+        self.deferred_until = now + for_seconds
+
+    def held_for(self) -> float:
+        """Seconds since the changes held back now were first held (0: none are)."""
+        return self.clock.monotonic() - self.deferred_since if self.deferred else 0.0
 
     def deferred_status(self) -> tuple[dict[str, Any], float]:
         """The changes held back and the seconds until they are due (0: due now, or none)."""

@@ -16,10 +16,11 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from arc_scaleset.api.ephemeralrunner import EPHEMERAL_RUNNERS
+from arc_scaleset.api.ephemeralrunner import DONE_PHASES, EPHEMERAL_RUNNERS
 from arc_scaleset.api.views import EphemeralRunnerView
 from arc_scaleset.controllers.context import ControllerContext
 from arc_scaleset.controllers.ephemeralrunner.memory import RunnerMemory
+from arc_scaleset.controllers.ephemeralrunner.status_hold import RECHECK_DUE, status_hold
 from arc_scaleset.controllers.errors import ConfigurationError
 from arc_scaleset.controllers.metrics import runner_set_labels
 from arc_scaleset.controllers.runner_github import RunnerClients, remove_registration
@@ -63,13 +64,16 @@ class RunnerPass:
 
     async def write_status(self) -> None:
         """Write this pass's changes (one merge patch), if any, together with the changes held back by an
-        earlier pass (the pod step); those alone are written only once they are due. A runner that is gone
-        meanwhile needs no status."""
+        earlier pass (the pod step); those alone are written only once they are due. A write that would wait
+        for the client's rate limit is held back instead (:mod:`.status_hold`). A runner that is gone meanwhile
+        needs no status."""
         deferred, remaining = self.slot.deferred_status()
         if not self.changes and (not deferred or remaining > 0):
             return
         changes = {**deferred, **self.changes}  # this pass's changes win (a phase beats the held-back Pending)
         self.changes = {}
+        if self._hold(changes):
+            return
         try:
             await self.ctx.kube.patch(
                 EPHEMERAL_RUNNERS,
@@ -80,6 +84,7 @@ class RunnerPass:
                 subresource="status",
             )
         except NotFound:
+            self.slot.deferred_written()  # nothing to write them to
             return
         self.slot.wrote_status(self.runner.resource_version, changes)
         self.slot.deferred_written()
@@ -87,11 +92,27 @@ class RunnerPass:
             # Counted where the transition is written: once per runner (a done runner is not rewritten).
             self.ctx.metrics.count_done(str(changes["phase"]), runner_set_labels(self.runner.raw))
 
+    def _hold(self, changes: dict[str, Any]) -> bool:
+        """Hold ``changes`` in the runner's memory when their write would wait for the client's rate limit
+        (:mod:`.status_hold`); whether they were held."""
+        seconds = status_hold(
+            rate_limit_delay=self.ctx.kube.rate_limit_delay(EPHEMERAL_RUNNERS, "patch"),
+            held_for=self.slot.held_for(),
+            follow_ups=bool(self.then),
+            done=changes.get("phase") in DONE_PHASES,
+        )
+        if seconds > 0:
+            self.slot.hold_status(changes, for_seconds=seconds)
+        return seconds > 0
+
     def requeue_for_deferred(self, result: Result) -> Result:
-        """``result``, or sooner: when the changes held back come due (nothing else may wake the pass then)."""
+        """``result``, or sooner: when the changes held back come due (nothing else may wake the pass then).
+        Changes due but not written (held for a moment that has passed already) come back after
+        :data:`.status_hold.RECHECK_DUE`."""
         deferred, remaining = self.slot.deferred_status()
-        if deferred and remaining > 0 and (result.requeue_after is None or result.requeue_after > remaining):
-            return Result(requeue_after=remaining)
+        due = max(remaining, RECHECK_DUE)
+        if deferred and (result.requeue_after is None or result.requeue_after > due):
+            return Result(requeue_after=due)
         return result
 
     # -- actions the phases share -----------------------------------------------------------------------

@@ -99,3 +99,35 @@ async def test_with_rate_limit_draws_every_request_from_one_bucket() -> None:
     await _until_waiting(clock)
     await clock.advance(1)
     await blocked
+
+
+async def test_delay_says_how_long_a_request_made_now_would_wait_and_reserves_nothing() -> None:
+    clock = FakeClock()
+    bucket = _TokenBucket(qps=10.0, burst=2, clock=clock)
+    assert bucket.delay() == 0.0
+    await bucket.acquire()
+    assert bucket.delay() == 0.0  # one token left
+    await bucket.acquire()
+    assert bucket.delay() == pytest.approx(0.1)
+    assert bucket.delay() == pytest.approx(0.1)  # asking took no token
+    waiting = [asyncio.ensure_future(bucket.acquire()) for _ in range(3)]  # queued: 0.1, 0.2 and 0.3 s
+    await _until_waiting(clock, requests=3)
+    assert bucket.delay() == pytest.approx(0.4)  # behind the three in line
+    await clock.advance(0.4)
+    await asyncio.gather(*waiting)
+    assert bucket.delay() == pytest.approx(0.0)
+
+
+async def test_rate_limit_delay_is_per_bucket_and_zero_without_a_limit() -> None:
+    from arc_scaleset.kube.client import KubeClient
+    from arc_scaleset.kube.credentials import ConnectionConfig
+
+    clock = FakeClock()
+    config = ConnectionConfig(server="http://127.0.0.1:1")
+    assert KubeClient(config, clock=clock).rate_limit_delay(PODS, "patch") == 0.0
+    limited = KubeClient(config, qps=1.0, burst=1, clock=clock)
+    assert limited._limiter is not None
+    await limited._limiter.acquire(PODS, "create")
+    assert limited.rate_limit_delay(PODS, "patch") == pytest.approx(1.0)  # the pods' bucket: empty
+    assert limited.rate_limit_delay(PODS, "list") == 0.0  # the pods' list/watch bucket
+    assert limited.rate_limit_delay(SECRETS, "patch") == 0.0

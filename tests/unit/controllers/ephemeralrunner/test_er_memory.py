@@ -87,3 +87,20 @@ def test_forget_drops_everything_about_a_runner() -> None:
     memory.forget(KEY)
     assert len(memory) == 0
     assert not memory.slot(KEY, "uid-1").secret_unconfirmed
+
+
+async def test_held_status_is_due_when_the_token_would_be_there_whatever_its_earlier_deadline() -> None:
+    clock = FakeClock()
+    runner = _memory(clock).slot(KEY, "uid-1")
+    assert runner.held_for() == 0.0
+    runner.defer_status({"runnerId": 7}, for_seconds=5.0)
+    await clock.advance(5.0)  # due now, but the client's rate limit would make the write wait 2 s
+    runner.hold_status({"runnerId": 7, "phase": "Running"}, for_seconds=2.0)
+    assert runner.deferred_status() == ({"runnerId": 7, "phase": "Running"}, 2.0)
+    assert runner.status("11", {}) == {"runnerId": 7, "phase": "Running"}  # overlaid like any held change
+    assert runner.held_for() == 5.0  # counted from when the first of them was held
+    runner.deferred_written()
+    assert runner.held_for() == 0.0
+    runner.hold_status({"ready": True}, for_seconds=1.0)
+    assert runner.held_for() == 0.0
+    assert runner.deferred_status() == ({"ready": True}, 1.0)
