@@ -54,7 +54,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -150,6 +150,31 @@ def client_requests(text: str) -> tuple[int, int]:
     return int(total), client_writes(text)
 
 
+def client_requests_by_method(text: str) -> Counter[str]:
+    """The controller's requests so far by HTTP method (``rest_client_requests_total``)."""
+    counts: Counter[str] = Counter()
+    for labels, value in series(text, "rest_client_requests_total"):
+        counts[labels.get("method", "?")] += int(value)
+    return counts
+
+
+# Requests of the kubelet's and scheduler's roles (played by kwok and the node agent), heartbeats and Events:
+# not the operator's work (as arc_scaleset_lab/demo/api_writes.py counts writes).
+NOT_THE_OPERATORS = frozenset({"pods/status", "pods/binding", "nodes", "nodes/status", "leases", "events"})
+
+
+def server_requests(text: str) -> Counter[str]:
+    """The API server's requests so far by ``VERB resource[/subresource]`` (``apiserver_request_total``, every
+    client: the controller, the listeners, the node agent, kwok, the scheduler), less what is not the
+    operator's (:data:`NOT_THE_OPERATORS`) and what has no resource (discovery, ``/metrics``)."""
+    counts: Counter[str] = Counter()
+    for labels, value in series(text, "apiserver_request_total"):
+        resource = labels.get("resource", "") + (f"/{labels['subresource']}" if labels.get("subresource") else "")
+        if resource and resource not in NOT_THE_OPERATORS:
+            counts[f"{labels.get('verb', '?')} {resource}"] += int(value)
+    return counts
+
+
 # -- one size --------------------------------------------------------------------------------------------
 
 
@@ -169,6 +194,9 @@ class SizeResult:
     latency_p50: float = float("nan")
     latency_p95: float = float("nan")
     requests: dict[str, tuple[int, int]] = field(default_factory=dict)  # Kubernetes API (all, writes) by window
+    # {window: the controller's requests by HTTP method}, {window: the API server's by "VERB resource"}
+    methods: dict[str, Counter[str]] = field(default_factory=dict)
+    server: dict[str, Counter[str]] = field(default_factory=dict)
     # {window: {histogram: {controller: (p95, observations)}}}
     p95: dict[str, dict[str, dict[str, tuple[float, int]]]] = field(default_factory=dict)
     controller_rss: float = 0.0
@@ -321,7 +349,8 @@ class Bench:
         result = self.result
         ctl, agent = self.controller_cpu(), self.agent_cpu()
         text = await self.system.controller_metrics()
-        before, requests = histogram_buckets(text), client_requests(text)
+        before, requests, methods = histogram_buckets(text), client_requests(text), client_requests_by_method(text)
+        server = server_requests(str(await self.kube.request_raw("GET", "/metrics")))
         await step()
         result.cpu[window] = self.controller_cpu() - ctl
         if window != "teardown":  # the listeners that exit take their CPU seconds with them
@@ -329,6 +358,8 @@ class Bench:
         text = await self.system.controller_metrics()
         after, done = histogram_buckets(text), client_requests(text)
         result.requests[window] = (done[0] - requests[0], done[1] - requests[1])
+        result.methods[window] = client_requests_by_method(text) - methods
+        result.server[window] = server_requests(str(await self.kube.request_raw("GET", "/metrics"))) - server
         result.p95[window] = {
             histogram: {
                 name: histogram_quantile(buckets, before.get(histogram, {}).get(name, {}), 0.95)
@@ -405,6 +436,16 @@ def report(results: Sequence[SizeResult]) -> None:
         print("  controller API requests (writes): " + ", ".join(
             f"{w} {total} ({writes})" for w, (total, writes) in r.requests.items()
         ) + f"; workload per job {r.requests.get('workload', (0, 0))[0] / max(r.jobs, 1):.1f}")  # fmt: skip
+        jobs = max(r.jobs, 1)
+        print("  controller API requests per job in the workload, by method: " + ", ".join(
+            f"{method} {count / jobs:.2f}" for method, count in r.methods.get("workload", Counter()).most_common()
+        ))  # fmt: skip
+        server = r.server.get("workload", Counter())
+        print(
+            f"  API server requests per job in the workload (controller, listeners and the bench's own polls;"
+            f" {sum(server.values()) / jobs:.2f} in all): "
+            + ", ".join(f"{what} {count / jobs:.2f}" for what, count in server.most_common())
+        )
         print("  node agent + listeners CPU seconds: " + ", ".join(f"{w} {s:.2f}" for w, s in r.agent_cpu.items()))
         for window in ("setup", "workload", "teardown"):
             for histogram, what in ((RECONCILE_HISTOGRAM, "reconcile time"), (QUEUE_HISTOGRAM, "queue wait")):
