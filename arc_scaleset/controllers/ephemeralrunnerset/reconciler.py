@@ -265,10 +265,12 @@ class EphemeralRunnerSetReconciler:
         target = view.actionable_revision
         result = await self._writes.cleanup(scope, revision_cleanup(states), removal=DeletedReason.REVISION)
         await reconcile_runner_proxy_secret(self._kube, scope.ers)
-        await patch_applied_actionable_revision(
+        stored = await patch_applied_actionable_revision(
             self._kube, namespace=view.namespace, name=view.name, target=target,
             exclude_label_prefixes=self._ctx.settings.exclude_label_prefixes, clock=self._ctx.clock,
         )  # fmt: skip
+        # The revision's write resets the finished-runner marker: remember it as that write left it.
+        scope.memory.marker = EphemeralRunnerSetView(stored).finished_runner_cleanup_patch_id
         log.info(
             "%s/%s: revision %d applied (deleted %d done, removed %d idle/pending, %d busy kept)",
             view.namespace, view.name, target, len(result.deleted) - len(result.removed),
@@ -347,16 +349,18 @@ class EphemeralRunnerSetReconciler:
         if plan.record_finished_marker is not None:
             # Marker first: if the deletions below happen and we crash, a restarted controller still knows
             # it must not replace those finished runners under this patch ID.
-            await patch_finished_cleanup_marker(
+            scope.memory.marker = await patch_finished_cleanup_marker(
                 self._kube, namespace=view.namespace, name=view.name,
-                patch_id=plan.record_finished_marker, clock=self._ctx.clock,
+                patch_id=plan.record_finished_marker, known=scope.memory.marker, clock=self._ctx.clock,
             )  # fmt: skip
         if not plan.cleanup.empty:
             await self._writes.cleanup(scope, plan.cleanup, removal=DeletedReason.SCALE_DOWN)
         if plan.create > 0:
             patch_id = view.patch_id
             if plan.check_finished_marker:
-                marker = await read_finished_cleanup_patch_id(self._kube, namespace=view.namespace, name=view.name)
+                marker = scope.memory.marker = await read_finished_cleanup_patch_id(
+                    self._kube, namespace=view.namespace, name=view.name, known=scope.memory.marker
+                )
                 if marker == patch_id:
                     log.debug("%s: finished runners were reaped under patch %d; no scale-up until the next",
                               scope.key, patch_id)  # fmt: skip
