@@ -24,6 +24,10 @@ exists (AlreadyExists, then a 5 s requeue). :class:`RunnerMemory` remembers:
 - the **pod it deleted to retry** the runner (``retrying_pod``): our caches may show the pod gone before
   they show our own status write (two watch streams), so "the pod vanished while Running" must not be
   mistaken for a lost pod when we deleted it ourselves;
+- that it **deleted the runner** (``deleted``): its deletion path deletes the pod and the Secret. A succeeded
+  runner is marked ``Succeeded`` and then deleted, two writes that come back as two events; a pass that sees
+  the done phase before the deletion leaves the pod and the Secret to that path instead of deleting them
+  too (issue 30: two deletes per job);
 - that it **completed the deletion path** (``finalized``: our finalizers removed). The pod's and Secret's
   deletion events arrive before the cache shows the runner gone; without this, each of them ran the whole
   path again: a GitHub call, two deletes and a read per event (issue 20).
@@ -74,6 +78,7 @@ class RunnerMemory:
     deferred: dict[str, Any] = field(default_factory=dict)
     deferred_until: float = 0.0
     retrying_pod: str | None = None
+    deleted: bool = False
     finalized: bool = False
 
     # -- status -------------------------------------------------------------------------------------------

@@ -8,7 +8,8 @@ A pass has the shape of docs/controllers.md ("The shape of a pass"); the scope i
    pod and Secret, drop the finalizers), once per runner in this process;
 2. ``own_writes``: the status as this process last made it (a write of the previous pass that the cache does
    not show yet is neither repeated nor undone);
-3. ``done`` (Succeeded, Failed, Outdated) -> delete pod and Secret; the EphemeralRunnerSet deletes the runner;
+3. ``done`` (Succeeded, Failed, Outdated) -> delete pod and Secret; the EphemeralRunnerSet deletes the runner
+   (a runner this process deleted itself, after ``Succeeded``, leaves them to its deletion path);
 4. ``finalizers``: ensure both (runners the set creates already carry them: no write);
 5. ``awaiting_pod``: a pod this process created and its cache does not show yet is waited for;
 6. ``register`` (:mod:`~arc_scaleset.controllers.ephemeralrunner.registration`): no pod yet, or no runner ID
@@ -169,6 +170,8 @@ class EphemeralRunnerReconciler:
     async def _done(self, scope: RunnerPass) -> Result | None:
         if scope.runner.phase not in DONE_PHASES:
             return None
+        if scope.slot.deleted:
+            return Result()  # deleted by this process: its deletion path deletes the pod and the Secret
         self._forget(scope)
         await cleanup_runner_resources(self._kube, scope.runner.raw, pod=scope.pod)
         return Result()

@@ -120,6 +120,7 @@ class RunnerPass:
         This pass's own status changes are dropped: the runner is on its way out."""
         self.changes = {}
         await self.ctx.kube.delete(EPHEMERAL_RUNNERS, self.name, namespace=self.namespace, missing_ok=True)
+        self.slot.deleted = True
         self.ctx.metrics.count_deleted(runner_set_labels(self.runner.raw), reason, runner=str(self.request))
 
     async def event(self, type_: EventType, reason: str, note: str) -> None:
