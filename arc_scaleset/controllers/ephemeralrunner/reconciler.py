@@ -232,7 +232,7 @@ class EphemeralRunnerReconciler:
             return None
         if scope.slot.retrying_pod == ObjectView(pod).uid:
             return Result()  # the pod we deleted to retry, still on its way out
-        await label_pod_for_cost(self._ctx, scope.runner.raw, pod)
+        await label_pod_for_cost(self._ctx, scope.runner.raw, pod, scope.slot)
         observe_job_wait(self._ctx, scope.runner.raw, pod)
         outcome = pod_outcome(
             pod,
