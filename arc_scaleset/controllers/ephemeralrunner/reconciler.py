@@ -157,6 +157,7 @@ class EphemeralRunnerReconciler:
         result = await finalize_runner(self._ctx, scope.runner.raw, clients=self.clients)
         if result.requeue_after is None:
             self.memory.slot(scope.request, scope.runner.uid).finalized = True
+            self._ctx.runner_deletions.forget(scope.runner.uid)
         return result
 
     async def _own_writes(self, scope: RunnerPass) -> Result | None:

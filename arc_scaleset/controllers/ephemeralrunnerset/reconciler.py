@@ -346,6 +346,7 @@ class EphemeralRunnerSetReconciler:
 
     async def _execute(self, scope: SetPass, plan: ScalingPlan) -> None:
         view = scope.view
+        cleanup = plan.cleanup
         if plan.record_finished_marker is not None:
             # Marker first: if the deletions below happen and we crash, a restarted controller still knows
             # it must not replace those finished runners under this patch ID.
@@ -353,8 +354,11 @@ class EphemeralRunnerSetReconciler:
                 self._kube, namespace=view.namespace, name=view.name,
                 patch_id=plan.record_finished_marker, known=scope.memory.marker, clock=self._ctx.clock,
             )  # fmt: skip
-        if not plan.cleanup.empty:
-            await self._writes.cleanup(scope, plan.cleanup, removal=DeletedReason.SCALE_DOWN)
+            # A succeeded runner that its own controller is deleting is left to it (controllers/handoff.py).
+            deleting = self._ctx.runner_deletions.deleting
+            cleanup = dataclasses.replace(cleanup, delete=[r for r in cleanup.delete if not deleting(r.uid)])
+        if not cleanup.empty:
+            await self._writes.cleanup(scope, cleanup, removal=DeletedReason.SCALE_DOWN)
         if plan.create > 0:
             patch_id = view.patch_id
             if plan.check_finished_marker:
