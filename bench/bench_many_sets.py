@@ -2,7 +2,8 @@
 
     .venv/bin/python bench/bench_many_sets.py [--sets 10,100] [--jobs 2] [--rate 0.008] [--idle 30]
                                               [--duration-min 2] [--duration-max 6] [--seed 1] [--shared-secret]
-                                              [--long-poll 5] [--timeout 600] [--reuse DIR]
+                                              [--long-poll 5] [--saturate N] [--saturate-duration 0.5]
+                                              [--timeout 600] [--reuse DIR]
 
 For each size in ``--sets`` (in order, one after the other, on one control plane: a fresh one, or the one
 recorded in ``--reuse DIR``), the whole system runs as it does in the demo and the end-to-end suite
@@ -22,7 +23,11 @@ process (leader election on, watching the bench's namespace) and the node agent,
    must each have run exactly once. The default rate keeps 100 sets (0.8 jobs/s) under what the controller's
    default client limit of 20 requests per second carries (about 16 to 20 requests per job): past it, jobs
    queue behind the limit whatever the number of sets, which is not what this measures.
-4. **teardown**: every ARS deleted at once, timed until none is left (listeners, runner sets, GitHub scale
+4. **saturated** (with ``--saturate N``): N jobs per set queued at once, each running ``--saturate-duration``
+   seconds, timed until every one completed: the jobs per second the controller sustains at ARC's default
+   client limit (20 QPS, burst 30; the sets' ``maxRunners`` of 5 bound the runners at once). Run the script
+   with ``PYTHONPATH`` pointing at another checkout to measure that one's controller on the same machine.
+5. **teardown**: every ARS deleted at once, timed until none is left (listeners, runner sets, GitHub scale
    sets removed by the controller).
 
 Figures per size: the controller's CPU seconds in each window (from ``/proc``), its RSS at the end and its
@@ -204,6 +209,8 @@ class SizeResult:
     listener_rss: list[float] = field(default_factory=list)
     agent_rss: float = 0.0
     teardown: float = float("nan")
+    saturated_jobs: int = 0
+    saturated_seconds: float = float("nan")
     problems: list[str] = field(default_factory=list)
 
     @property
@@ -321,6 +328,33 @@ class Bench:
         latencies = queue_latencies(jobs)
         self.result.latency_p50, self.result.latency_p95 = percentile(latencies, 0.5), percentile(latencies, 0.95)
 
+    async def saturated(self) -> None:
+        """``--saturate`` jobs per set queued at once; timed until every job of the run completed, each once."""
+        args = self.args
+        before = int(((await self.system.sim.stats()).get("jobs") or {}).get("completed") or 0)
+        count = args.saturate * self.sets
+        start = time.monotonic()
+        await asyncio.gather(*(
+            self.system.sim.enqueue_job(name, repository=f"{ORG}/many", duration=args.saturate_duration,
+                                        display_name=f"{name}-saturated", count=args.saturate)
+            for name in self.names
+        ))  # fmt: skip
+
+        async def all_completed() -> bool:
+            counts = (await self.system.sim.stats()).get("jobs") or {}
+            return bool(int(counts.get("completed") or 0) >= before + count)
+
+        await eventually(all_completed, f"{count} queued jobs to complete", timeout=args.timeout, interval=0.1,
+                         max_interval=0.1)  # fmt: skip
+        self.result.saturated_seconds = time.monotonic() - start
+        self.result.saturated_jobs = count
+        audit = audit_jobs(await self.system.sim.jobs())
+        if not (audit.exactly_once and audit.total == self.result.jobs + count):
+            self.result.exactly_once = False
+            self.result.problems.append(
+                f"saturated: {audit.total} jobs seen, ran twice: {audit.ran_more_than_once[:5]}"
+            )
+
     async def teardown(self) -> None:
         started = time.monotonic()
         await asyncio.gather(*(self.kube.delete(AUTOSCALING_RUNNER_SETS, name, namespace=self.namespace,
@@ -337,6 +371,8 @@ class Bench:
         await self.measure("setup", self.setup)
         await self.measure("idle", self.idle)
         await self.measure("workload", self.workload)
+        if self.args.saturate:
+            await self.measure("saturated", self.saturated)
         result.listener_rss = [memory_mb(pid) for pid in self.system.listener_pids().values()]
         result.agent_rss = memory_mb(self.system.agent_pid)
         result.controller_rss = memory_mb(self.system.controller_pid)
@@ -459,6 +495,13 @@ def report(results: Sequence[SizeResult]) -> None:
                 f"  listener RSS: {len(rss)} processes, median {statistics.median(rss):.1f} MB,"
                 f" max {max(rss):.1f} MB, total {sum(rss):.0f} MB; node agent {r.agent_rss:.1f} MB"
             )
+        if r.saturated_jobs:
+            total, writes = r.requests.get("saturated", (0, 0))
+            print(
+                f"  saturated: {r.saturated_jobs} jobs queued at once completed after {r.saturated_seconds:.1f} s:"
+                f" {r.saturated_jobs / r.saturated_seconds:.2f} jobs per second; controller requests per job"
+                f" {total / r.saturated_jobs:.1f} ({writes / r.saturated_jobs:.1f} writes)"
+            )
         print(f"  teardown: every ARS gone after {r.teardown:.1f} s")
         for problem in r.problems:
             print(f"  problem: {problem}")
@@ -531,6 +574,10 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
                         help="the simulated GitHub's message long poll, seconds (default: 5)")  # fmt: skip
     parser.add_argument("--shared-secret", action="store_true",
                         help="one credentials Secret for all sets (default: one per set, as charts make)")  # fmt: skip
+    parser.add_argument("--saturate", type=int, default=0,
+                        help="jobs per set queued at once after the workload (default: 0, none)")  # fmt: skip
+    parser.add_argument("--saturate-duration", type=float, default=0.5,
+                        help="seconds each --saturate job runs (default: 0.5)")  # fmt: skip
     parser.add_argument("--seed", type=int, default=1, help="workload seed (default: 1)")
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds any one wait may take (default: 600)")
     parser.add_argument("--reuse", help="work directory of a running cluster (arc-scaleset cluster up --dir)")
