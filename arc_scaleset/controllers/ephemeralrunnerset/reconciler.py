@@ -24,8 +24,8 @@ phases in order, and the status written at the end. The decisions are :mod:`.sca
    patch ID 0: it creates nothing and removes its idle runners while the AutoscalingRunnerSet deletes it.
 
 The status, at the end: ``Degraded`` and the advertised capacity after a pass that got through ``_scale``; the
-phase and the runner counts where they differ, in one patch (counts alone at most every ``counts_interval``
-seconds: :mod:`.counts`), also while the set drains.
+phase and the runner counts where they differ, in one patch (a change of the counts alone ``counts_interval``
+seconds after a pass first saw it: :mod:`.counts`), also while the set drains.
 
 The set's finalizer is this controller's, or ARC's (``ephemeralrunner.actions.github.com/finalizer``, on sets
 ARC's releases made): either one makes the set drain its runners before it goes, and both are removed then.
@@ -104,8 +104,8 @@ class EphemeralRunnerSetReconciler:
     """Reconciles EphemeralRunnerSets (primary) and their EphemeralRunners (owned); see the module docstring.
 
     ``failed_runner_min_age``: seconds a Failed runner is kept before it is reaped and replaced
-    (:mod:`~arc_scaleset.controllers.ephemeralrunnerset.scaling`, rule 3). ``counts_interval``: seconds between
-    two status writes that change only the runner counts (:mod:`~arc_scaleset.controllers.ephemeralrunnerset.counts`).
+    (:mod:`~arc_scaleset.controllers.ephemeralrunnerset.scaling`, rule 3). ``counts_interval``: seconds a
+    change of the runner counts alone waits before it is written (:mod:`.counts`).
     ``expectation_timeout``: seconds after which runners this process created or deleted are no longer awaited
     in the cache (:mod:`.expectations`). ``runner_writes``: makes what creates and removes the runners
     (:mod:`.runner_writes`).
@@ -390,14 +390,16 @@ class EphemeralRunnerSetReconciler:
         """Write the phase and the runner counts where they differ; a write of counts alone waits for the
         pacer: then the seconds until it may go out are returned (the pass comes back then), else ``None``."""
         changes = status_changes(scope.view.status, counts=runner_counts(scope.states), phase=scope.report.phase)
+        pacer = scope.memory.counts
         if not changes:
+            pacer.settled()
             return None
         if "phase" not in changes:
-            wait = scope.memory.counts.wait()
+            wait = pacer.wait()
             if wait > 0:
                 return wait
         await patch_status(self._kube, scope.ers, changes)
-        scope.memory.counts.wrote()
+        pacer.settled()
         return None
 
     async def _set_degraded(self, scope: SetPass, problem: tuple[str, str] | None) -> None:
