@@ -71,8 +71,8 @@ from arc_scaleset.controllers.ephemeralrunnerset.scope import SetMemory, SetPass
 from arc_scaleset.controllers.ephemeralrunnerset.status import (
     patch_applied_actionable_revision,
     patch_finished_cleanup_marker,
-    patch_status,
     read_finished_cleanup_patch_id,
+    write_counts,
 )
 from arc_scaleset.controllers.ephemeralrunnerset.template_check import (
     REASON_INVALID_RUNNER_TEMPLATE,
@@ -381,26 +381,13 @@ class EphemeralRunnerSetReconciler:
         report = scope.report
         if report.assessed:
             await self._set_degraded(scope, report.problem)
-        counts_due = await self._write_counts(scope) if report.counts else None
+        counts_due = None
+        if report.counts:
+            changes = status_changes(scope.view.status, counts=runner_counts(scope.states), phase=report.phase)
+            counts_due = await write_counts(self._kube, scope.ers, changes, scope.memory.counts)
         if not report.assessed:
             return counts_due
         return _sooner(counts_due, await self.capacity.publish(scope.ers, scope.states))
-
-    async def _write_counts(self, scope: SetPass) -> float | None:
-        """Write the phase and the runner counts where they differ; a write of counts alone waits for the
-        pacer: then the seconds until it may go out are returned (the pass comes back then), else ``None``."""
-        changes = status_changes(scope.view.status, counts=runner_counts(scope.states), phase=scope.report.phase)
-        pacer = scope.memory.counts
-        if not changes:
-            pacer.settled()
-            return None
-        if "phase" not in changes:
-            wait = pacer.wait()
-            if wait > 0:
-                return wait
-        await patch_status(self._kube, scope.ers, changes)
-        pacer.settled()
-        return None
 
     async def _set_degraded(self, scope: SetPass, problem: tuple[str, str] | None) -> None:
         """Write the set's ``Degraded`` condition when it changes, with a Warning Event for a new problem."""

@@ -17,7 +17,8 @@
   A new process (a restart, a new leader) reads it once (issue 30: two GETs per job otherwise).
 - :func:`patch_phase`: the phase alone, diffed against the object as read (the revision fields are never
   re-sent from a possibly stale copy); :func:`patch_status`: the same for the phase and the runner counts
-  (:mod:`.counts`), in one write.
+  (:mod:`.counts`), in one write; :func:`write_counts` holds a change of the counts alone back as the set's
+  :class:`.counts.StatusPacer` says.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from arc_scaleset.api.ephemeralrunnerset import EPHEMERAL_RUNNER_SETS
 from arc_scaleset.api.keys import LABEL_SCALE_SET_NAME
 from arc_scaleset.api.views import EphemeralRunnerSetView
 from arc_scaleset.clock import REAL_CLOCK, Clock
+from arc_scaleset.controllers.ephemeralrunnerset.counts import StatusPacer
 from arc_scaleset.controllers.ephemeralrunnerset.revision import (
     applied_revision_changes,
     finished_marker_changes,
@@ -180,3 +182,21 @@ async def patch_status(kube: KubeClient, ers: Mapping[str, Any], changes: Mappin
         subresource=STATUS,
     )
     return True
+
+
+async def write_counts(
+    kube: KubeClient, ers: Mapping[str, Any], changes: Mapping[str, Any], pacer: StatusPacer
+) -> float | None:
+    """Write ``changes`` (the phase and the runner counts that differ: :func:`.counts.status_changes`) to the
+    status of ``ers``; a change of the counts alone only once ``pacer`` lets it out. Returns the seconds until
+    it does (the pass comes back then), else ``None``."""
+    if not changes:
+        pacer.settled()
+        return None
+    if "phase" not in changes:
+        wait = pacer.wait()
+        if wait > 0:
+            return wait
+    await patch_status(kube, ers, changes)
+    pacer.settled()
+    return None
