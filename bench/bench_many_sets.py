@@ -3,6 +3,7 @@
     .venv/bin/python bench/bench_many_sets.py [--sets 10,100] [--jobs 2] [--rate 0.008] [--idle 30]
                                               [--duration-min 2] [--duration-max 6] [--seed 1] [--shared-secret]
                                               [--long-poll 5] [--saturate N] [--saturate-duration 0.5]
+                                              [--max-runners 5]
                                               [--timeout 600] [--reuse DIR]
 
 For each size in ``--sets`` (in order, one after the other, on one control plane: a fresh one, or the one
@@ -11,8 +12,8 @@ recorded in ``--reuse DIR``), the whole system runs as it does in the demo and t
 process (leader election on, watching the bench's namespace) and the node agent, which runs a real
 ``arc-scaleset listener`` process for every listener pod and plays the runner pods. Then:
 
-1. **setup**: N AutoscalingRunnerSets (minRunners 0, maxRunners 5, each with its own PAT Secret as the
-   scale-set chart makes them; ``--shared-secret``: one for all) are applied at once. Timed until every
+1. **setup**: N AutoscalingRunnerSets (minRunners 0, maxRunners ``--max-runners``, 5; each with its own PAT
+   Secret as the scale-set chart makes them; ``--shared-secret``: one for all) are applied at once. Timed until every
    set *converged*: its listener process runs, its listener holds its message session in the simulated
    GitHub, and the ARS's status is ``Running`` with ``Ready=True``.
 2. **idle**: ``--idle`` seconds with nothing to do: what N quiet sets cost per second (resyncs, timers,
@@ -25,7 +26,8 @@ process (leader election on, watching the bench's namespace) and the node agent,
    queue behind the limit whatever the number of sets, which is not what this measures.
 4. **saturated** (with ``--saturate N``): N jobs per set queued at once, each running ``--saturate-duration``
    seconds, timed until every one completed: the jobs per second the controller sustains at ARC's default
-   client limit (20 QPS, burst 30; the sets' ``maxRunners`` of 5 bound the runners at once). Run the script
+   client limit (20 QPS, burst 30; the sets' ``maxRunners`` bound the runners at once: raise it with
+   ``--max-runners`` so that the client limit, not the sets, bounds the rate). Run the script
    with ``PYTHONPATH`` pointing at another checkout to measure that one's controller on the same machine.
 5. **teardown**: every ARS deleted at once, timed until none is left (listeners, runner sets, GitHub scale
    sets removed by the controller).
@@ -265,7 +267,7 @@ class Bench:
         await asyncio.gather(*(
             self.kube.create(AUTOSCALING_RUNNER_SETS, scale_sets.autoscaling_runner_set(
                 name=name, namespace=self.namespace, config_url=self.system.config_url(), secret=secrets[name],
-                min_runners=0, max_runners=5, template=scale_sets.runner_template(),
+                min_runners=0, max_runners=self.args.max_runners, template=scale_sets.runner_template(),
             ), namespace=self.namespace)
             for name in self.names
         ))  # fmt: skip
@@ -576,6 +578,8 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
                         help="one credentials Secret for all sets (default: one per set, as charts make)")  # fmt: skip
     parser.add_argument("--saturate", type=int, default=0,
                         help="jobs per set queued at once after the workload (default: 0, none)")  # fmt: skip
+    parser.add_argument("--max-runners", type=int, default=5,
+                        help="each set's maxRunners: how many jobs run at once per set (default: 5)")  # fmt: skip
     parser.add_argument("--saturate-duration", type=float, default=0.5,
                         help="seconds each --saturate job runs (default: 0.5)")  # fmt: skip
     parser.add_argument("--seed", type=int, default=1, help="workload seed (default: 1)")
