@@ -33,7 +33,7 @@ class SetMemory:
     template: TemplateChecks
     """The API server's last verdict on the set's runner pod (:mod:`.template_check`)."""
     counts: StatusPacer
-    """When the runner counts were last written (:mod:`.counts`)."""
+    """When a change of the runner counts may be written (:mod:`.counts`)."""
     marker: int | None = None
     """``status.finishedRunnerCleanupPatchID`` as stored, once this process wrote or read it (the marker's only
     writer: :mod:`.status`); ``None``: read it from the API when it is needed."""
