@@ -2,7 +2,9 @@
 
     .venv/bin/python bench/bench_many_sets.py [--sets 10,100] [--jobs 2] [--rate 0.008] [--idle 30]
                                               [--duration-min 2] [--duration-max 6] [--seed 1] [--shared-secret]
-                                              [--long-poll 5] [--timeout 600] [--reuse DIR]
+                                              [--long-poll 5] [--saturate N] [--saturate-duration 0.5]
+                                              [--max-runners 5]
+                                              [--timeout 600] [--reuse DIR]
 
 For each size in ``--sets`` (in order, one after the other, on one control plane: a fresh one, or the one
 recorded in ``--reuse DIR``), the whole system runs as it does in the demo and the end-to-end suite
@@ -10,8 +12,8 @@ recorded in ``--reuse DIR``), the whole system runs as it does in the demo and t
 process (leader election on, watching the bench's namespace) and the node agent, which runs a real
 ``arc-scaleset listener`` process for every listener pod and plays the runner pods. Then:
 
-1. **setup**: N AutoscalingRunnerSets (minRunners 0, maxRunners 5, each with its own PAT Secret as the
-   scale-set chart makes them; ``--shared-secret``: one for all) are applied at once. Timed until every
+1. **setup**: N AutoscalingRunnerSets (minRunners 0, maxRunners ``--max-runners``, 5; each with its own PAT
+   Secret as the scale-set chart makes them; ``--shared-secret``: one for all) are applied at once. Timed until every
    set *converged*: its listener process runs, its listener holds its message session in the simulated
    GitHub, and the ARS's status is ``Running`` with ``Ready=True``.
 2. **idle**: ``--idle`` seconds with nothing to do: what N quiet sets cost per second (resyncs, timers,
@@ -22,7 +24,12 @@ process (leader election on, watching the bench's namespace) and the node agent,
    must each have run exactly once. The default rate keeps 100 sets (0.8 jobs/s) under what the controller's
    default client limit of 20 requests per second carries (about 16 to 20 requests per job): past it, jobs
    queue behind the limit whatever the number of sets, which is not what this measures.
-4. **teardown**: every ARS deleted at once, timed until none is left (listeners, runner sets, GitHub scale
+4. **saturated** (with ``--saturate N``): N jobs per set queued at once, each running ``--saturate-duration``
+   seconds, timed until every one completed: the jobs per second the controller sustains at ARC's default
+   client limit (20 QPS, burst 30; the sets' ``maxRunners`` bound the runners at once: raise it with
+   ``--max-runners`` so that the client limit, not the sets, bounds the rate). Run the script
+   with ``PYTHONPATH`` pointing at another checkout to measure that one's controller on the same machine.
+5. **teardown**: every ARS deleted at once, timed until none is left (listeners, runner sets, GitHub scale
    sets removed by the controller).
 
 Figures per size: the controller's CPU seconds in each window (from ``/proc``), its RSS at the end and its
@@ -54,7 +61,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -150,6 +157,31 @@ def client_requests(text: str) -> tuple[int, int]:
     return int(total), client_writes(text)
 
 
+def client_requests_by_method(text: str) -> Counter[str]:
+    """The controller's requests so far by HTTP method (``rest_client_requests_total``)."""
+    counts: Counter[str] = Counter()
+    for labels, value in series(text, "rest_client_requests_total"):
+        counts[labels.get("method", "?")] += int(value)
+    return counts
+
+
+# Requests of the kubelet's and scheduler's roles (played by kwok and the node agent), heartbeats and Events:
+# not the operator's work (as arc_scaleset_lab/demo/api_writes.py counts writes).
+NOT_THE_OPERATORS = frozenset({"pods/status", "pods/binding", "nodes", "nodes/status", "leases", "events"})
+
+
+def server_requests(text: str) -> Counter[str]:
+    """The API server's requests so far by ``VERB resource[/subresource]`` (``apiserver_request_total``, every
+    client: the controller, the listeners, the node agent, kwok, the scheduler), less what is not the
+    operator's (:data:`NOT_THE_OPERATORS`) and what has no resource (discovery, ``/metrics``)."""
+    counts: Counter[str] = Counter()
+    for labels, value in series(text, "apiserver_request_total"):
+        resource = labels.get("resource", "") + (f"/{labels['subresource']}" if labels.get("subresource") else "")
+        if resource and resource not in NOT_THE_OPERATORS:
+            counts[f"{labels.get('verb', '?')} {resource}"] += int(value)
+    return counts
+
+
 # -- one size --------------------------------------------------------------------------------------------
 
 
@@ -169,6 +201,9 @@ class SizeResult:
     latency_p50: float = float("nan")
     latency_p95: float = float("nan")
     requests: dict[str, tuple[int, int]] = field(default_factory=dict)  # Kubernetes API (all, writes) by window
+    # {window: the controller's requests by HTTP method}, {window: the API server's by "VERB resource"}
+    methods: dict[str, Counter[str]] = field(default_factory=dict)
+    server: dict[str, Counter[str]] = field(default_factory=dict)
     # {window: {histogram: {controller: (p95, observations)}}}
     p95: dict[str, dict[str, dict[str, tuple[float, int]]]] = field(default_factory=dict)
     controller_rss: float = 0.0
@@ -176,6 +211,8 @@ class SizeResult:
     listener_rss: list[float] = field(default_factory=list)
     agent_rss: float = 0.0
     teardown: float = float("nan")
+    saturated_jobs: int = 0
+    saturated_seconds: float = float("nan")
     problems: list[str] = field(default_factory=list)
 
     @property
@@ -230,7 +267,7 @@ class Bench:
         await asyncio.gather(*(
             self.kube.create(AUTOSCALING_RUNNER_SETS, scale_sets.autoscaling_runner_set(
                 name=name, namespace=self.namespace, config_url=self.system.config_url(), secret=secrets[name],
-                min_runners=0, max_runners=5, template=scale_sets.runner_template(),
+                min_runners=0, max_runners=self.args.max_runners, template=scale_sets.runner_template(),
             ), namespace=self.namespace)
             for name in self.names
         ))  # fmt: skip
@@ -293,6 +330,33 @@ class Bench:
         latencies = queue_latencies(jobs)
         self.result.latency_p50, self.result.latency_p95 = percentile(latencies, 0.5), percentile(latencies, 0.95)
 
+    async def saturated(self) -> None:
+        """``--saturate`` jobs per set queued at once; timed until every job of the run completed, each once."""
+        args = self.args
+        before = int(((await self.system.sim.stats()).get("jobs") or {}).get("completed") or 0)
+        count = args.saturate * self.sets
+        start = time.monotonic()
+        await asyncio.gather(*(
+            self.system.sim.enqueue_job(name, repository=f"{ORG}/many", duration=args.saturate_duration,
+                                        display_name=f"{name}-saturated", count=args.saturate)
+            for name in self.names
+        ))  # fmt: skip
+
+        async def all_completed() -> bool:
+            counts = (await self.system.sim.stats()).get("jobs") or {}
+            return bool(int(counts.get("completed") or 0) >= before + count)
+
+        await eventually(all_completed, f"{count} queued jobs to complete", timeout=args.timeout, interval=0.1,
+                         max_interval=0.1)  # fmt: skip
+        self.result.saturated_seconds = time.monotonic() - start
+        self.result.saturated_jobs = count
+        audit = audit_jobs(await self.system.sim.jobs())
+        if not (audit.exactly_once and audit.total == self.result.jobs + count):
+            self.result.exactly_once = False
+            self.result.problems.append(
+                f"saturated: {audit.total} jobs seen, ran twice: {audit.ran_more_than_once[:5]}"
+            )
+
     async def teardown(self) -> None:
         started = time.monotonic()
         await asyncio.gather(*(self.kube.delete(AUTOSCALING_RUNNER_SETS, name, namespace=self.namespace,
@@ -309,6 +373,8 @@ class Bench:
         await self.measure("setup", self.setup)
         await self.measure("idle", self.idle)
         await self.measure("workload", self.workload)
+        if self.args.saturate:
+            await self.measure("saturated", self.saturated)
         result.listener_rss = [memory_mb(pid) for pid in self.system.listener_pids().values()]
         result.agent_rss = memory_mb(self.system.agent_pid)
         result.controller_rss = memory_mb(self.system.controller_pid)
@@ -321,7 +387,8 @@ class Bench:
         result = self.result
         ctl, agent = self.controller_cpu(), self.agent_cpu()
         text = await self.system.controller_metrics()
-        before, requests = histogram_buckets(text), client_requests(text)
+        before, requests, methods = histogram_buckets(text), client_requests(text), client_requests_by_method(text)
+        server = server_requests(str(await self.kube.request_raw("GET", "/metrics")))
         await step()
         result.cpu[window] = self.controller_cpu() - ctl
         if window != "teardown":  # the listeners that exit take their CPU seconds with them
@@ -329,6 +396,8 @@ class Bench:
         text = await self.system.controller_metrics()
         after, done = histogram_buckets(text), client_requests(text)
         result.requests[window] = (done[0] - requests[0], done[1] - requests[1])
+        result.methods[window] = client_requests_by_method(text) - methods
+        result.server[window] = server_requests(str(await self.kube.request_raw("GET", "/metrics"))) - server
         result.p95[window] = {
             histogram: {
                 name: histogram_quantile(buckets, before.get(histogram, {}).get(name, {}), 0.95)
@@ -405,6 +474,16 @@ def report(results: Sequence[SizeResult]) -> None:
         print("  controller API requests (writes): " + ", ".join(
             f"{w} {total} ({writes})" for w, (total, writes) in r.requests.items()
         ) + f"; workload per job {r.requests.get('workload', (0, 0))[0] / max(r.jobs, 1):.1f}")  # fmt: skip
+        jobs = max(r.jobs, 1)
+        print("  controller API requests per job in the workload, by method: " + ", ".join(
+            f"{method} {count / jobs:.2f}" for method, count in r.methods.get("workload", Counter()).most_common()
+        ))  # fmt: skip
+        server = r.server.get("workload", Counter())
+        print(
+            f"  API server requests per job in the workload (controller, listeners and the bench's own polls;"
+            f" {sum(server.values()) / jobs:.2f} in all): "
+            + ", ".join(f"{what} {count / jobs:.2f}" for what, count in server.most_common())
+        )
         print("  node agent + listeners CPU seconds: " + ", ".join(f"{w} {s:.2f}" for w, s in r.agent_cpu.items()))
         for window in ("setup", "workload", "teardown"):
             for histogram, what in ((RECONCILE_HISTOGRAM, "reconcile time"), (QUEUE_HISTOGRAM, "queue wait")):
@@ -417,6 +496,13 @@ def report(results: Sequence[SizeResult]) -> None:
             print(
                 f"  listener RSS: {len(rss)} processes, median {statistics.median(rss):.1f} MB,"
                 f" max {max(rss):.1f} MB, total {sum(rss):.0f} MB; node agent {r.agent_rss:.1f} MB"
+            )
+        if r.saturated_jobs:
+            total, writes = r.requests.get("saturated", (0, 0))
+            print(
+                f"  saturated: {r.saturated_jobs} jobs queued at once completed after {r.saturated_seconds:.1f} s:"
+                f" {r.saturated_jobs / r.saturated_seconds:.2f} jobs per second; controller requests per job"
+                f" {total / r.saturated_jobs:.1f} ({writes / r.saturated_jobs:.1f} writes)"
             )
         print(f"  teardown: every ARS gone after {r.teardown:.1f} s")
         for problem in r.problems:
@@ -490,6 +576,12 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
                         help="the simulated GitHub's message long poll, seconds (default: 5)")  # fmt: skip
     parser.add_argument("--shared-secret", action="store_true",
                         help="one credentials Secret for all sets (default: one per set, as charts make)")  # fmt: skip
+    parser.add_argument("--saturate", type=int, default=0,
+                        help="jobs per set queued at once after the workload (default: 0, none)")  # fmt: skip
+    parser.add_argument("--max-runners", type=int, default=5,
+                        help="each set's maxRunners: how many jobs run at once per set (default: 5)")  # fmt: skip
+    parser.add_argument("--saturate-duration", type=float, default=0.5,
+                        help="seconds each --saturate job runs (default: 0.5)")  # fmt: skip
     parser.add_argument("--seed", type=int, default=1, help="workload seed (default: 1)")
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds any one wait may take (default: 600)")
     parser.add_argument("--reuse", help="work directory of a running cluster (arc-scaleset cluster up --dir)")

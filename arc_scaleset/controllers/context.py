@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from arc_scaleset.clock import Clock
 from arc_scaleset.controllers.github_access import GitHubAccess
-from arc_scaleset.controllers.handoff import DeletedChildren, RemovedRegistrations
+from arc_scaleset.controllers.handoff import DeletedChildren, RemovedRegistrations, RunnerDeletions
 from arc_scaleset.controllers.metrics import ControllerMetrics
 from arc_scaleset.controllers.referenced_objects import ReferencedObjectWatch
 from arc_scaleset.controllers.settings import ControllerSettings
@@ -61,6 +61,8 @@ class ControllerContext:
     not again."""
     traces: TraceSink | None = None
     """Where each job's wait goes as a trace (docs/observability.md, "Traces"); ``None``: tracing is off."""
+    runner_deletions: RunnerDeletions = field(default_factory=RunnerDeletions)
+    """Runners the EphemeralRunner controller deletes itself (succeeded ones), so the set need not again."""
 
     def cache(self, resource: Resource) -> Cache:
         """The shared cache of ``resource`` (its informers are created on first use)."""

@@ -3,6 +3,8 @@
 The EphemeralRunnerSet does part of a runner's deletion itself -- it removes the registration from GitHub, and
 in a batch it deletes the runners' pods and JIT Secrets -- and the runner's own deletion path would otherwise
 do the same again, each time one more request whose answer is known (docs/controllers.md). These memos tell it.
+The other way round, the runner controller deletes a succeeded runner itself, and tells the set so
+(:class:`RunnerDeletions`).
 
 In memory and bounded: the oldest facts are forgotten first. Forgetting one, or a restarted process that
 never knew it, only costs the request it would have saved, never correctness.
@@ -109,3 +111,28 @@ class DeletedChildren(Handoff[tuple[str, str], BatchDeletion]):
         if state is BatchDeletion.DELETED:
             self._pop((runner_uid, plural))
         return state
+
+
+class RunnerDeletions(Handoff[str, bool]):
+    """EphemeralRunners the runner controller of this process deletes itself, by UID.
+
+    A succeeded runner is marked ``Succeeded`` and then deleted by its own controller (ARC's success path), and
+    the EphemeralRunnerSet reaps the finished runners it sees: it records its finished-runner marker and then
+    deleted the same runner, its pod and its JIT Secret again (three ``deletecollection`` requests per job,
+    issue 30). The runner controller records the runner here before it sends the delete (so before the set can
+    see the runner's ``Succeeded`` without it), and forgets it if the delete fails; the set still records its
+    marker for such a runner, and leaves its deletion to the runner controller.
+    """
+
+    def record(self, runner_uid: str) -> None:
+        """The runner controller is about to delete runner ``runner_uid``."""
+        if runner_uid:
+            self._put(runner_uid, True)
+
+    def forget(self, runner_uid: str) -> None:
+        """Its delete failed, or its deletion path is complete."""
+        self._pop(runner_uid)
+
+    def deleting(self, runner_uid: str) -> bool:
+        """Whether the runner controller deletes runner ``runner_uid`` itself."""
+        return self._get(runner_uid) is not None

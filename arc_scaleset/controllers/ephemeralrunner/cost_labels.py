@@ -8,7 +8,9 @@ puts them on the runner's pod under :data:`COST_PREFIX`:
 - annotations with the same keys and the exact values (what a person reads; annotations take any text).
 
 The decision is pure (:func:`cost_metadata`, :func:`cost_patch`); :func:`label_pod_for_cost` is the one call the
-reconciler makes with a pod in hand. It is off with ``--runner-cost-labels=false`` (the chart's
+reconciler makes with a pod in hand. A patch it sent is not sent again for the same pod while the cache does not
+show it yet (the runner's memory keeps the last one: the job's status write and the pod's own events bring
+passes that read the pod from before the patch; issue 30). It is off with ``--runner-cost-labels=false`` (the chart's
 ``flags.runnerCostLabels``) for users who do not want repository names on pods.
 """
 
@@ -21,6 +23,7 @@ from typing import Any, Final
 from arc_scaleset.api.naming import fnv32a
 from arc_scaleset.api.views import EphemeralRunnerView
 from arc_scaleset.controllers.context import ControllerContext
+from arc_scaleset.controllers.ephemeralrunner.memory import RunnerMemory
 from arc_scaleset.kube.client import PatchType
 from arc_scaleset.kube.errors import NotFound
 from arc_scaleset.kube.resources import PODS
@@ -100,16 +103,20 @@ def cost_patch(er: Mapping[str, Any], pod: Mapping[str, Any]) -> dict[str, Any] 
     return {"metadata": metadata} if metadata else None
 
 
-async def label_pod_for_cost(ctx: ControllerContext, er: Mapping[str, Any], pod: Mapping[str, Any]) -> None:
-    """Patch ``pod`` with ``er``'s cost metadata when it is turned on and missing. A pod already gone is fine
-    (the runner's next pass sees why); other errors fail the pass, which is retried."""
+async def label_pod_for_cost(
+    ctx: ControllerContext, er: Mapping[str, Any], pod: Mapping[str, Any], memory: RunnerMemory
+) -> None:
+    """Patch ``pod`` with ``er``'s cost metadata when it is turned on and missing, unless ``memory`` (the runner's)
+    shows this very patch sent to this pod already. A pod already gone is fine (the runner's next pass sees
+    why); other errors fail the pass, which is retried."""
     view = ObjectView(pod)
     if not ctx.settings.runner_cost_labels or view.is_deleting:
         return
     patch = cost_patch(er, pod)
-    if patch is None:
+    if patch is None or memory.cost_patch == (view.uid, patch):
         return
     try:
         await ctx.kube.patch(PODS, view.name, patch, namespace=view.namespace, patch_type=PatchType.MERGE)
     except NotFound:
         return
+    memory.cost_patch = (view.uid, patch)

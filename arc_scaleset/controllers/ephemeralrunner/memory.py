@@ -25,6 +25,12 @@ exists (AlreadyExists, then a 5 s requeue). :class:`RunnerMemory` remembers:
 - the **pod it deleted to retry** the runner (``retrying_pod``): our caches may show the pod gone before
   they show our own status write (two watch streams), so "the pod vanished while Running" must not be
   mistaken for a lost pod when we deleted it ourselves;
+- the **cost labels** it last patched onto the runner's pod (``cost_patch``: the pod's UID and the patch), not
+  sent again while the pod cache does not show them (:mod:`.cost_labels`);
+- that it **deleted the runner** (``deleted``): its deletion path deletes the pod and the Secret. A succeeded
+  runner is marked ``Succeeded`` and then deleted, two writes that come back as two events; a pass that sees
+  the done phase before the deletion leaves the pod and the Secret to that path instead of deleting them
+  too (issue 30: two deletes per job);
 - that it **completed the deletion path** (``finalized``: our finalizers removed). The pod's and Secret's
   deletion events arrive before the cache shows the runner gone; without this, each of them ran the whole
   path again: a GitHub call, two deletes and a read per event (issue 20).
@@ -76,6 +82,8 @@ class RunnerMemory:
     deferred_until: float = 0.0
     deferred_since: float = 0.0
     retrying_pod: str | None = None
+    cost_patch: tuple[str, dict[str, Any]] | None = None
+    deleted: bool = False
     finalized: bool = False
 
     # -- status -------------------------------------------------------------------------------------------

@@ -8,7 +8,8 @@ A pass has the shape of docs/controllers.md ("The shape of a pass"); the scope i
    pod and Secret, drop the finalizers), once per runner in this process;
 2. ``own_writes``: the status as this process last made it (a write of the previous pass that the cache does
    not show yet is neither repeated nor undone);
-3. ``done`` (Succeeded, Failed, Outdated) -> delete pod and Secret; the EphemeralRunnerSet deletes the runner;
+3. ``done`` (Succeeded, Failed, Outdated) -> delete pod and Secret; the EphemeralRunnerSet deletes the runner
+   (a runner this process deleted itself, after ``Succeeded``, leaves them to its deletion path);
 4. ``finalizers``: ensure both (runners the set creates already carry them: no write);
 5. ``awaiting_pod``: a pod this process created and its cache does not show yet is waited for;
 6. ``register`` (:mod:`~arc_scaleset.controllers.ephemeralrunner.registration`): no pod yet, or no runner ID
@@ -158,6 +159,7 @@ class EphemeralRunnerReconciler:
         result = await finalize_runner(self._ctx, scope.runner.raw, clients=self.clients)
         if result.requeue_after is None:
             self.memory.slot(scope.request, scope.runner.uid).finalized = True
+            self._ctx.runner_deletions.forget(scope.runner.uid)
         return result
 
     async def _own_writes(self, scope: RunnerPass) -> Result | None:
@@ -171,6 +173,8 @@ class EphemeralRunnerReconciler:
     async def _done(self, scope: RunnerPass) -> Result | None:
         if scope.runner.phase not in DONE_PHASES:
             return None
+        if scope.slot.deleted:
+            return Result()  # deleted by this process: its deletion path deletes the pod and the Secret
         self._forget(scope)
         await cleanup_runner_resources(self._kube, scope.runner.raw, pod=scope.pod)
         return Result()
@@ -231,7 +235,7 @@ class EphemeralRunnerReconciler:
             return None
         if scope.slot.retrying_pod == ObjectView(pod).uid:
             return Result()  # the pod we deleted to retry, still on its way out
-        await label_pod_for_cost(self._ctx, scope.runner.raw, pod)
+        await label_pod_for_cost(self._ctx, scope.runner.raw, pod, scope.slot)
         self._job_waits.observe(scope.runner.raw, pod)
         outcome = pod_outcome(
             pod,

@@ -140,7 +140,16 @@ class RunnerPass:
         """Delete the runner; counted in ``gha_controller_ephemeral_runners_deleted_total`` with ``reason``.
         This pass's own status changes are dropped: the runner is on its way out."""
         self.changes = {}
-        await self.ctx.kube.delete(EPHEMERAL_RUNNERS, self.name, namespace=self.namespace, missing_ok=True)
+        # Told to the set before the request: it may see this runner's Succeeded (written just before) as soon
+        # as this pass awaits the delete.
+        deletions = self.ctx.runner_deletions
+        deletions.record(self.runner.uid)
+        try:
+            await self.ctx.kube.delete(EPHEMERAL_RUNNERS, self.name, namespace=self.namespace, missing_ok=True)
+        except BaseException:
+            deletions.forget(self.runner.uid)
+            raise
+        self.slot.deleted = True
         self.ctx.metrics.count_deleted(runner_set_labels(self.runner.raw), reason, runner=str(self.request))
 
     async def event(self, type_: EventType, reason: str, note: str) -> None:

@@ -5,11 +5,13 @@ names and meaning (``EphemeralRunnerSetReconciler.updateStatus``): ``currentRepl
 failed (the runners that hold a slot), then one count per state. Beyond ARC, ``finishedEphemeralRunners`` and
 ``deletingEphemeralRunners`` are maintained too: ARC's printer columns name them but nothing ever wrote them.
 
-:func:`status_changes` is the diff to write (the phase with them, in one patch). :class:`StatusPacer` keeps a
-burst cheap: a write that changes only counts goes out at most once per ``interval`` seconds per set, and the
-pass that holds one back comes back when it is due, so the last counts of a burst are written too. A
-scale-up of 200 runners therefore costs a handful of status writes on the set, not one per runner (the
-phase is never held back).
+:func:`status_changes` is the diff to write (the phase with them, in one patch). :class:`StatusPacer` keeps
+them cheap: a change of the counts alone is written ``interval`` seconds after a pass first saw it, with
+whatever changed meanwhile (the pass that holds it back comes back when it is due), and one that is undone
+meanwhile is not written at all. A runner's start (pending, then running a moment later) and its end
+(finished, deleting, gone) are then one write each, and a scale-up of 200 runners a handful of writes, not
+one per runner (issue 30: the set's and its scale set's status were four writes per job each). The phase is
+never held back.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ COUNT_FIELDS: Final = (
     "deletingEphemeralRunners",
 )
 DEFAULT_COUNTS_INTERVAL: Final = 2.0
-"""Seconds between two writes of a set's status that change only its runner counts."""
+"""Seconds a change of a set's runner counts alone waits before it is written."""
 
 
 def runner_counts(states: RunnerStates) -> dict[str, int]:
@@ -60,19 +62,22 @@ def status_changes(status: Mapping[str, Any], *, counts: Mapping[str, int], phas
 
 
 class StatusPacer:
-    """At most one counts-only status write of one set per ``interval`` seconds (on the injected clock); one per
-    set, in its slot of the controller's memory (:mod:`.scope`)."""
+    """When one set's counts-only change may be written: ``interval`` seconds (on the injected clock) after a
+    pass first saw it; one per set, in its slot of the controller's memory (:mod:`.scope`)."""
 
     def __init__(self, *, clock: Clock, interval: float = DEFAULT_COUNTS_INTERVAL) -> None:
         self._clock = clock
         self.interval = interval
-        self._last: float | None = None
+        self._since: float | None = None
 
     def wait(self) -> float:
-        """Seconds until a counts-only write may go out (0: now)."""
-        if self._last is None:
-            return 0.0
-        return max(0.0, self.interval - (self._clock.monotonic() - self._last))
+        """Seconds until the counts that differ from the status may be written (0: now). The first call after
+        :meth:`settled` starts the interval: call it only when they differ."""
+        now = self._clock.monotonic()
+        if self._since is None:
+            self._since = now
+        return max(0.0, self._since + self.interval - now)
 
-    def wrote(self) -> None:
-        self._last = self._clock.monotonic()
+    def settled(self) -> None:
+        """The status shows the counts (they were written, or a change was undone): nothing is held back."""
+        self._since = None

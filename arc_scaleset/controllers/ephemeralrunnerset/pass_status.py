@@ -1,9 +1,9 @@
 """What a pass of the EphemeralRunnerSet controller writes to the set's status at its end (docs/controllers.md,
 "The shape of a pass"): ``Degraded`` (with a Warning Event for a new problem) and the advertised capacity after a
-pass that got through its scaling; the phase and the runner counts where they differ, in one patch (counts alone
-at most every ``counts_interval`` seconds: :mod:`.counts`), also while the set drains, with the jobs its runners
-finished riding that patch into ``status.recentJobs`` (:mod:`.kept_jobs`); and, for a pass stopped by bad input,
-``Degraded`` naming it.
+pass that got through its scaling; the phase and the runner counts where they differ, in one patch (a change of
+the counts alone ``counts_interval`` seconds after a pass first saw it: :mod:`.counts`), also while the set
+drains, with the jobs its runners finished riding that patch into ``status.recentJobs`` (:mod:`.kept_jobs`); and,
+for a pass stopped by bad input, ``Degraded`` naming it.
 """
 
 from __future__ import annotations
@@ -54,20 +54,21 @@ class PassStatus:
         await self._ctx.events.event(scope.ers, type="Warning", reason=exc.reason, note=exc.message, action=action)
 
     async def _write_counts(self, scope: SetPass) -> float | None:
-        """Write the phase and the runner counts where they differ, and the finished jobs not kept yet; a write
+        """Write the phase and the runner counts where they differ, and the finished jobs not kept yet; a change
         of counts alone waits for the pacer: then the seconds until it may go out are returned (the pass comes
         back then), else ``None``."""
         changes = status_changes(scope.view.status, counts=runner_counts(scope.states), phase=scope.report.phase)
         finished = finished_jobs(scope.states, self._runners)
         changes |= scope.memory.jobs.changes(scope.view.status, finished, now=self._ctx.clock.now())
         if not changes:
+            scope.memory.counts.settled()
             return None
         if "phase" not in changes:
             wait = scope.memory.counts.wait()
             if wait > 0:
                 return wait
         await patch_status(self._kube, scope.ers, changes)
-        scope.memory.counts.wrote()
+        scope.memory.counts.settled()
         scope.memory.jobs.written(changes)
         return None
 

@@ -25,8 +25,9 @@ phases in order, and the status written at the end. The decisions are :mod:`.sca
    patch ID 0: it creates nothing and removes its idle runners while the AutoscalingRunnerSet deletes it.
 
 The status, at the end (:mod:`.pass_status`): ``Degraded`` and the advertised capacity after a pass that got
-through ``_scale``; the phase and the runner counts where they differ, in one patch (counts alone at most every
-``counts_interval`` seconds: :mod:`.counts`), also while the set drains, with the jobs its runners finished.
+through ``_scale``; the phase and the runner counts where they differ, in one patch (a change of the counts alone
+``counts_interval`` seconds after a pass first saw it: :mod:`.counts`), also while the set drains, with the jobs
+its runners finished.
 
 The set's finalizer is this controller's, or ARC's (``ephemeralrunner.actions.github.com/finalizer``, on sets
 ARC's releases made): either one makes the set drain its runners before it goes, and both are removed then.
@@ -103,8 +104,8 @@ class EphemeralRunnerSetReconciler:
     """Reconciles EphemeralRunnerSets (primary) and their EphemeralRunners (owned); see the module docstring.
 
     ``failed_runner_min_age``: seconds a Failed runner is kept before it is reaped and replaced
-    (:mod:`~arc_scaleset.controllers.ephemeralrunnerset.scaling`, rule 3). ``counts_interval``: seconds between
-    two status writes that change only the runner counts (:mod:`~arc_scaleset.controllers.ephemeralrunnerset.counts`).
+    (:mod:`~arc_scaleset.controllers.ephemeralrunnerset.scaling`, rule 3). ``counts_interval``: seconds a
+    change of the runner counts alone waits before it is written (:mod:`.counts`).
     ``expectation_timeout``: seconds after which runners this process created or deleted are no longer awaited
     in the cache (:mod:`.expectations`). ``job_window``: how many finished jobs, and how old, the set's
     ``status.recentJobs`` keeps (:mod:`arc_scaleset.api.job_window`). ``runner_writes``: makes what creates and
@@ -283,10 +284,12 @@ class EphemeralRunnerSetReconciler:
         target = view.actionable_revision
         result = await self._writes.cleanup(scope, revision_cleanup(states), removal=DeletedReason.REVISION)
         await reconcile_runner_proxy_secret(self._kube, scope.ers)
-        await patch_applied_actionable_revision(
+        stored = await patch_applied_actionable_revision(
             self._kube, namespace=view.namespace, name=view.name, target=target,
             exclude_label_prefixes=self._ctx.settings.exclude_label_prefixes, clock=self._ctx.clock,
         )  # fmt: skip
+        # The revision's write resets the finished-runner marker: remember it as that write left it.
+        scope.memory.marker = EphemeralRunnerSetView(stored).finished_runner_cleanup_patch_id
         log.info(
             "%s/%s: revision %d applied (deleted %d done, removed %d idle/pending, %d busy kept)",
             view.namespace, view.name, target, len(result.deleted) - len(result.removed),
@@ -362,19 +365,25 @@ class EphemeralRunnerSetReconciler:
 
     async def _execute(self, scope: SetPass, plan: ScalingPlan) -> None:
         view = scope.view
+        cleanup = plan.cleanup
         if plan.record_finished_marker is not None:
             # Marker first: if the deletions below happen and we crash, a restarted controller still knows
             # it must not replace those finished runners under this patch ID.
-            await patch_finished_cleanup_marker(
+            scope.memory.marker = await patch_finished_cleanup_marker(
                 self._kube, namespace=view.namespace, name=view.name,
-                patch_id=plan.record_finished_marker, clock=self._ctx.clock,
+                patch_id=plan.record_finished_marker, known=scope.memory.marker, clock=self._ctx.clock,
             )  # fmt: skip
-        if not plan.cleanup.empty:
-            await self._writes.cleanup(scope, plan.cleanup, removal=DeletedReason.SCALE_DOWN)
+            # A succeeded runner that its own controller is deleting is left to it (controllers/handoff.py).
+            deleting = self._ctx.runner_deletions.deleting
+            cleanup = dataclasses.replace(cleanup, delete=[r for r in cleanup.delete if not deleting(r.uid)])
+        if not cleanup.empty:
+            await self._writes.cleanup(scope, cleanup, removal=DeletedReason.SCALE_DOWN)
         if plan.create > 0:
             patch_id = view.patch_id
             if plan.check_finished_marker:
-                marker = await read_finished_cleanup_patch_id(self._kube, namespace=view.namespace, name=view.name)
+                marker = scope.memory.marker = await read_finished_cleanup_patch_id(
+                    self._kube, namespace=view.namespace, name=view.name, known=scope.memory.marker
+                )
                 if marker == patch_id:
                     log.debug("%s: finished runners were reaped under patch %d; no scale-up until the next",
                               scope.key, patch_id)  # fmt: skip

@@ -35,9 +35,12 @@ class SetMemory:
     template: TemplateChecks
     """The API server's last verdict on the set's runner pod (:mod:`.template_check`)."""
     counts: StatusPacer
-    """When the runner counts were last written (:mod:`.counts`)."""
+    """When a change of the runner counts may be written (:mod:`.counts`)."""
     jobs: KeptJobs
     """Finished jobs on their way into ``status.recentJobs`` (:mod:`.kept_jobs`)."""
+    marker: int | None = None
+    """``status.finishedRunnerCleanupPatchID`` as stored, once this process wrote or read it (the marker's only
+    writer: :mod:`.status`); ``None``: read it from the API when it is needed."""
     runners: SetRunners | None = None
     """The set's classified runners (:mod:`.runner_index`); ``None`` until a pass builds them from the cache, and
     again when a new controller starts (its event handlers start afresh)."""

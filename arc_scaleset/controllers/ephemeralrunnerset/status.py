@@ -10,10 +10,15 @@
   ``appliedActionableRevision`` never moves backwards -- not after a conflict, not after a restart between
   the cleanup and this write (the cleanup is then simply done again: it is idempotent).
 - :func:`patch_finished_cleanup_marker` (``patchFinishedRunnerCleanupPatchIDStatus``): the same shape for
-  ``finishedRunnerCleanupPatchID``.
+  ``finishedRunnerCleanupPatchID``, and :func:`read_finished_cleanup_patch_id` its uncached read. This
+  controller is the marker's only writer (one worker per set, one leader), so once it has written or read a
+  set's marker it knows the stored value (:attr:`.scope.SetMemory.marker`): then neither needs a read, and the
+  write of that one field needs no ``resourceVersion`` (its value depends on nothing else in the object).
+  A new process (a restart, a new leader) reads it once (issue 30: two GETs per job otherwise).
 - :func:`patch_phase`: the phase alone, diffed against the object as read (the revision fields are never
   re-sent from a possibly stale copy); :func:`patch_status`: the same for the phase and the runner counts
-  (:mod:`.counts`), in one write.
+  (:mod:`.counts`), in one write (:mod:`.pass_status` holds a change of the counts alone back as the set's
+  :class:`.counts.StatusPacer` says).
 """
 
 from __future__ import annotations
@@ -103,9 +108,24 @@ async def patch_applied_actionable_revision(
 
 
 async def patch_finished_cleanup_marker(
-    kube: KubeClient, *, namespace: str, name: str, patch_id: int, clock: Clock = REAL_CLOCK
-) -> dict[str, Any]:
-    """Set ``status.finishedRunnerCleanupPatchID = patch_id`` on a fresh read (no write when already equal)."""
+    kube: KubeClient,
+    *,
+    namespace: str,
+    name: str,
+    patch_id: int,
+    known: int | None = None,
+    clock: Clock = REAL_CLOCK,
+) -> int:
+    """Set ``status.finishedRunnerCleanupPatchID = patch_id`` (no write when already equal); returns the marker
+    as stored now. ``known``: the marker as stored, when this process knows it (module docstring); ``None``:
+    the write is decided on a fresh read and carries its ``resourceVersion``."""
+    if known is not None:
+        if known != patch_id:
+            await kube.patch(
+                EPHEMERAL_RUNNER_SETS, name, {"status": finished_marker_changes({}, patch_id=patch_id)},
+                namespace=namespace, patch_type=PatchType.MERGE, subresource=STATUS,
+            )  # fmt: skip
+        return patch_id
 
     async def attempt() -> dict[str, Any]:
         live = await kube.get(EPHEMERAL_RUNNER_SETS, name, namespace=namespace)
@@ -117,11 +137,17 @@ async def patch_finished_cleanup_marker(
             kube, namespace=namespace, name=name, resource_version=resource_version, changes=changes
         )
 
-    return await retry_on_conflict(attempt, clock=clock)
+    await retry_on_conflict(attempt, clock=clock)
+    return patch_id
 
 
-async def read_finished_cleanup_patch_id(kube: KubeClient, *, namespace: str, name: str) -> int:
-    """``status.finishedRunnerCleanupPatchID`` as the API has it now (the cache may lag our own write)."""
+async def read_finished_cleanup_patch_id(
+    kube: KubeClient, *, namespace: str, name: str, known: int | None = None
+) -> int:
+    """``status.finishedRunnerCleanupPatchID`` as stored: ``known`` when this process knows it (module
+    docstring), else as the API has it now (the cache may lag this controller's own write)."""
+    if known is not None:
+        return known
     live = await kube.get(EPHEMERAL_RUNNER_SETS, name, namespace=namespace)
     return EphemeralRunnerSetView(live).finished_runner_cleanup_patch_id
 

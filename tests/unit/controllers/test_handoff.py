@@ -1,9 +1,10 @@
 """What the EphemeralRunnerSet hands to a runner's deletion path: a batch's pods and Secrets are skipped once
-deleted, waited for while the batch is deleting them, and deleted by the runner's path when the batch did not."""
+deleted, waited for while the batch is deleting them, and deleted by the runner's path when the batch did not;
+and what the runner controller hands to the set: the succeeded runners it deletes itself."""
 
 from __future__ import annotations
 
-from arc_scaleset.controllers.handoff import BatchDeletion, DeletedChildren, RemovedRegistrations
+from arc_scaleset.controllers.handoff import BatchDeletion, DeletedChildren, RemovedRegistrations, RunnerDeletions
 
 
 def test_a_pod_the_batch_is_deleting_is_pending_until_settled() -> None:
@@ -54,3 +55,15 @@ def test_nothing_is_recorded_without_a_runner_uid_or_id() -> None:
     removed.record("", 5)
     removed.record("uid", 0)
     assert len(children) == len(removed) == 0
+
+
+def test_a_runner_the_runner_controller_deletes_is_its_until_forgotten() -> None:
+    deletions = RunnerDeletions()
+    deletions.record("uid-1")
+    deletions.record("")  # no UID, nothing to tell
+    assert deletions.deleting("uid-1")
+    assert not deletions.deleting("uid-2")
+    assert len(deletions) == 1
+    deletions.forget("uid-1")  # its delete failed (the set reaps it again), or its deletion path completed
+    assert not deletions.deleting("uid-1")
+    deletions.forget("uid-1")

@@ -53,16 +53,16 @@ def test_values_left_by_arc_are_overwritten_and_unchanged_ones_are_not_sent() ->
     assert "phase" not in status_changes({}, counts=counts, phase=None)
 
 
-async def test_a_counts_only_write_goes_out_at_most_once_per_interval_per_set() -> None:
+async def test_a_counts_only_change_is_written_an_interval_after_it_was_first_seen() -> None:
     clock = FakeClock()
     pacer, other = StatusPacer(clock=clock, interval=2.0), StatusPacer(clock=clock, interval=2.0)
-    assert pacer.wait() == 0.0
-    pacer.wrote()
-    assert pacer.wait() == 2.0
-    assert other.wait() == 0.0, "another set's pacer is its own"
+    assert pacer.wait() == 2.0, "a change is held back its interval, to be written with what follows it"
     await clock.advance(1.5)
-    assert pacer.wait() == 0.5
+    assert pacer.wait() == 0.5, "a later pass does not start the interval again"
+    assert other.wait() == 2.0, "another set's pacer is its own"
     await clock.advance(0.5)
     assert pacer.wait() == 0.0
-    pacer.wrote()
-    assert StatusPacer(clock=clock, interval=2.0).wait() == 0.0, "a set's memory after it was forgotten"
+    pacer.settled()
+    await clock.advance(10.0)
+    assert pacer.wait() == 2.0, "after a write (or a change undone), the next change waits its interval again"
+    assert StatusPacer(clock=clock, interval=2.0).wait() == 2.0, "a set's memory after it was forgotten"
