@@ -17,7 +17,6 @@ import logging
 import os
 import signal
 import sys
-from collections.abc import Callable
 
 from prometheus_client import CollectorRegistry, disable_created_metrics
 
@@ -30,7 +29,7 @@ from arc_scaleset.listener.config import config_path_from_environment, load_conf
 from arc_scaleset.listener.errors import FatalListenerError
 from arc_scaleset.listener.vault import VaultCredentialsError, with_vault_credentials
 from arc_scaleset.observability.logging import configure_logging, register_secret
-from arc_scaleset.observability.metrics_server import HealthCheck, MetricsServer, serve_metrics
+from arc_scaleset.observability.metrics_server import HealthCheck, MetricsServer, serve_metrics, verdict_check
 from arc_scaleset.observability.uncaught import install_uncaught_exception_logging, log_asyncio_exception
 from arc_scaleset.tls_buffers import shrink_tls_read_buffers
 
@@ -123,8 +122,8 @@ async def _main(config: ListenerConfig, *, kubeconfig: str | None, probe_addr: s
 
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, request_stop, sig.name)
-    liveness: dict[str, HealthCheck] = {"poll": _probe(app.health.live)}
-    readiness: dict[str, HealthCheck] = {"session": _probe(app.health.ready)}
+    liveness: dict[str, HealthCheck] = {"poll": verdict_check(app.health.live)}
+    readiness: dict[str, HealthCheck] = {"session": verdict_check(app.health.ready)}
     servers: list[MetricsServer] = []
     try:
         try:
@@ -162,13 +161,3 @@ async def _main(config: ListenerConfig, *, kubeconfig: str | None, probe_addr: s
         await app.aclose()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.remove_signal_handler(sig)
-
-
-def _probe(check: Callable[[], tuple[bool, str]]) -> HealthCheck:
-    """Adapt a listener health verdict ``(ok, why)`` to a probe check (``None`` = pass, else the reason)."""
-
-    def run() -> str | None:
-        ok, why = check()
-        return None if ok else why
-
-    return run

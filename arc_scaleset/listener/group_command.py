@@ -26,7 +26,7 @@ from arc_scaleset.listener.group_member import MemberContext
 from arc_scaleset.listener.session import session_owner
 from arc_scaleset.listener.stop import StopSignal
 from arc_scaleset.observability.logging import configure_logging
-from arc_scaleset.observability.metrics_server import HealthCheck, MetricsServer, serve_metrics
+from arc_scaleset.observability.metrics_server import HealthCheck, MetricsServer, serve_metrics, verdict_check
 from arc_scaleset.observability.uncaught import log_asyncio_exception
 
 log = logging.getLogger("arc_scaleset.listener")
@@ -43,8 +43,8 @@ class _Servers:
     def __init__(self, group: SharedListener, registry: CollectorRegistry) -> None:
         self._group = group
         self._registry = registry
-        self._liveness: dict[str, HealthCheck] = {"members": _probe(group.live)}
-        self._readiness: dict[str, HealthCheck] = {"sessions": _probe(group.ready)}
+        self._liveness: dict[str, HealthCheck] = {"members": verdict_check(group.live)}
+        self._readiness: dict[str, HealthCheck] = {"sessions": verdict_check(group.ready)}
         self._started: list[MetricsServer] = []
         self._settled = False
 
@@ -136,13 +136,3 @@ async def main_group(*, secret: str, namespace: str, kubeconfig: str | None, pro
         await kube.close()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.remove_signal_handler(sig)
-
-
-def _probe(check: Callable[[], tuple[bool, str]]) -> HealthCheck:
-    """Adapt a verdict ``(ok, why)`` to a probe check (``None`` = pass, else the reason)."""
-
-    def run() -> str | None:
-        ok, why = check()
-        return None if ok else why
-
-    return run

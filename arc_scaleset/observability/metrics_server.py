@@ -24,9 +24,20 @@ from prometheus_client.exposition import choose_encoder
 
 from arc_scaleset.observability.logging import get_logger, redact
 
-__all__ = ["HealthCheck", "MetricsServer", "parse_bind_address", "serve_metrics"]
+__all__ = ["HealthCheck", "MetricsServer", "parse_bind_address", "serve_metrics", "verdict_check"]
 
 HealthCheck = Callable[[], bool | str | None]
+
+
+def verdict_check(verdict: Callable[[], tuple[bool, str]]) -> HealthCheck:
+    """A probe check from a health verdict ``(ok, why)``: ``None`` (pass) when ok, else ``why``."""
+
+    def check() -> str | None:
+        ok, why = verdict()
+        return None if ok else why
+
+    return check
+
 
 _log = get_logger(__name__)
 _NO_CHECKS: Final[Mapping[str, HealthCheck]] = {}

@@ -24,13 +24,10 @@ import base64
 from typing import Final
 
 from arc_scaleset.api.listener_group import LABEL_GROUP, group_object_name, member_key
-from arc_scaleset.controllers.autoscalinglistener.child_objects import ChildObjects
 from arc_scaleset.controllers.autoscalinglistener.config import uses_vault
 from arc_scaleset.controllers.autoscalinglistener.deletion import get_or_none
 from arc_scaleset.controllers.autoscalinglistener.errors import ObjectInTheWay
-from arc_scaleset.controllers.autoscalinglistener.events import ListenerEvents
 from arc_scaleset.controllers.autoscalinglistener.group_membership import labelled_group, trusted_group
-from arc_scaleset.controllers.autoscalinglistener.health import ListenerHealth
 from arc_scaleset.controllers.autoscalinglistener.restart import listener_running
 from arc_scaleset.controllers.autoscalinglistener.scope import ListenerPass
 from arc_scaleset.controllers.autoscalinglistener.status import (
@@ -39,11 +36,10 @@ from arc_scaleset.controllers.autoscalinglistener.status import (
     PodReadiness,
     pending_readiness,
 )
-from arc_scaleset.controllers.context import ControllerContext
+from arc_scaleset.controllers.autoscalinglistener.steps import ListenerSteps
 from arc_scaleset.controllers.metrics import scale_set_labels
 from arc_scaleset.kube.controller import Result
 from arc_scaleset.kube.informer import Object
-from arc_scaleset.kube.manager import Cache
 from arc_scaleset.kube.resources import SECRETS
 from arc_scaleset.kube.views import ObjectView
 
@@ -52,23 +48,8 @@ GROUP_WAIT_SECONDS: Final = 1.0
 soon as it sees the member)."""
 
 
-class Membership:
+class Membership(ListenerSteps):
     """The steps of a member listener; :meth:`serve` and :meth:`leave` are phases of the reconciler."""
-
-    def __init__(
-        self,
-        ctx: ControllerContext,
-        *,
-        pods: Cache,
-        children: ChildObjects,
-        health: ListenerHealth,
-        events: ListenerEvents,
-    ) -> None:
-        self.ctx = ctx
-        self.pods = pods
-        self.children = children
-        self.health = health
-        self.events = events
 
     async def serve(self, scope: ListenerPass) -> Result | None:
         """The phase: ``None`` for a listener of its own (the per-set steps follow); for a member, its config

@@ -8,23 +8,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Final
 
-from arc_scaleset.controllers.autoscalinglistener.child_objects import ChildObjects
 from arc_scaleset.controllers.autoscalinglistener.deletion import delete_owned, get_or_none
 from arc_scaleset.controllers.autoscalinglistener.errors import InvalidListenerTemplate, ObjectInTheWay
-from arc_scaleset.controllers.autoscalinglistener.events import ListenerEvents
-from arc_scaleset.controllers.autoscalinglistener.health import ListenerHealth
 from arc_scaleset.controllers.autoscalinglistener.ownership import foreign_reason
 from arc_scaleset.controllers.autoscalinglistener.pod import configured_listener_pod
 from arc_scaleset.controllers.autoscalinglistener.pod_plan import PodAction, PodStep, plan_pod
 from arc_scaleset.controllers.autoscalinglistener.restart import listener_pod_failure, recreation_note
 from arc_scaleset.controllers.autoscalinglistener.scope import ListenerPass
 from arc_scaleset.controllers.autoscalinglistener.status import ListenerReport, backoff_readiness, created_readiness
-from arc_scaleset.controllers.context import ControllerContext
+from arc_scaleset.controllers.autoscalinglistener.steps import ListenerSteps
 from arc_scaleset.controllers.metrics import scale_set_labels
 from arc_scaleset.kube.controller import Result
 from arc_scaleset.kube.errors import AlreadyExists, BadRequest, Invalid
 from arc_scaleset.kube.informer import Object
-from arc_scaleset.kube.manager import Cache
 from arc_scaleset.kube.resources import PODS
 from arc_scaleset.kube.views import ObjectView
 
@@ -32,23 +28,8 @@ CONFLICT_REQUEUE_SECONDS: Final = 0.5
 """How soon to look again after a write lost a race (a conflict, a pod of that name the cache does not show)."""
 
 
-class ListenerPod:
+class ListenerPod(ListenerSteps):
     """Executes the steps of the listener pod."""
-
-    def __init__(
-        self,
-        ctx: ControllerContext,
-        *,
-        pods: Cache,
-        children: ChildObjects,
-        health: ListenerHealth,
-        events: ListenerEvents,
-    ) -> None:
-        self.ctx = ctx
-        self.pods = pods
-        self.children = children
-        self.health = health
-        self.events = events
 
     async def step(self, scope: ListenerPass) -> Result:
         """The phase: one step of the pod, planned from the live pod, the desired one and the restart backoff."""
