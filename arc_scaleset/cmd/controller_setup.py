@@ -18,6 +18,7 @@ from arc_scaleset.controllers.autoscalingrunnerset.reconciler import setup_autos
 from arc_scaleset.controllers.context import ControllerContext
 from arc_scaleset.controllers.ephemeralrunner.reconciler import setup_ephemeral_runner_controller
 from arc_scaleset.controllers.ephemeralrunnerset.reconciler import setup_ephemeral_runner_set_controller
+from arc_scaleset.controllers.sharedlistener.reconciler import setup_shared_listener_controller
 from arc_scaleset.controllers.warmcapacity.reconciler import setup_warm_capacity_controller
 from arc_scaleset.kube.controller import Controller
 from arc_scaleset.kube.resources import PODS, ROLE_BINDINGS, ROLES, SERVICE_ACCOUNTS, Resource
@@ -53,8 +54,8 @@ def cache_label_selectors(excluded_label_prefixes: Iterable[str] = ()) -> dict[R
 
 def setup_controllers(ctx: ControllerContext, *, rate_limiter: RateLimiterFactory | None = None) -> list[Controller]:
     """Build the AutoscalingRunnerSet, EphemeralRunnerSet, EphemeralRunner and AutoscalingListener
-    controllers, and the warm-pool controller unless ``ctx.settings.warm_capacity`` is off, register them with
-    ``ctx.manager`` (before it runs) and return them.
+    controllers, the shared-listener controller, and the warm-pool controller unless
+    ``ctx.settings.warm_capacity`` is off, register them with ``ctx.manager`` (before it runs) and return them.
 
     ``rate_limiter`` gives each controller its own workqueue rate limiter (``None``: the runtime's
     default, per-key exponential backoff only). Concurrency comes from ``ctx.settings``.
@@ -69,6 +70,7 @@ def setup_controllers(ctx: ControllerContext, *, rate_limiter: RateLimiterFactor
         setup_ephemeral_runner_set_controller(ctx, rate_limiter=limiter()),
         setup_ephemeral_runner_controller(ctx, rate_limiter=limiter()),
         setup_autoscaling_listener_controller(ctx, rate_limiter=limiter()),
+        setup_shared_listener_controller(ctx, rate_limiter=limiter()),
     ]
     if ctx.settings.warm_capacity:
         controllers.append(setup_warm_capacity_controller(ctx, rate_limiter=limiter()))

@@ -23,6 +23,7 @@ from arc_scaleset.api.autoscalingrunnerset import AUTOSCALING_RUNNER_SETS
 from arc_scaleset.api.ephemeralrunner import EPHEMERAL_RUNNERS
 from arc_scaleset.api.ephemeralrunnerset import EPHEMERAL_RUNNER_SETS
 from arc_scaleset.api.keys import ANNOTATION_LISTENER_STATE
+from arc_scaleset.api.listener_group import LABEL_GROUP, group_object_name
 from arc_scaleset.api.listener_state import ListenerState
 from arc_scaleset.api.runner_sets import sort_runner_sets
 from arc_scaleset.api.views import EphemeralRunnerSetView
@@ -268,6 +269,16 @@ async def gather(
     return snapshots
 
 
+def serves(pod: Mapping[str, Any], listener: Mapping[str, Any]) -> bool:
+    """Whether ``pod`` runs ``listener``: the pod it owns, or, for a member of a shared listener, its group's pod
+    (docs/listener.md, "Shared listener")."""
+    have, al = ObjectView(pod), ObjectView(listener)
+    if have.is_owned_by(al.uid):
+        return True
+    group = al.labels.get(LABEL_GROUP, "")
+    return bool(group) and have.labels.get(LABEL_GROUP) == group and have.name == group_object_name(group)
+
+
 async def _snapshot_of(
     reader: _Reader, ars: JsonObject, listeners: Sequence[JsonObject], *, controller_namespace: str | None
 ) -> Snapshot:
@@ -288,10 +299,8 @@ async def _snapshot_of(
     listener = dict(choice.listener) if choice.listener is not None else None
     listener_pod = None
     if listener is not None:
-        al_view = ObjectView(listener)
-        listener_pod = next(
-            (p for p in await reader.objects(PODS, al_view.namespace) if ObjectView(p).is_owned_by(al_view.uid)), None
-        )
+        al_namespace = ObjectView(listener).namespace
+        listener_pod = next((p for p in await reader.objects(PODS, al_namespace) if serves(p, listener)), None)
     objects = [
         ars,
         *runner_sets,

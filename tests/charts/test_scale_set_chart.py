@@ -392,3 +392,11 @@ async def test_an_unclear_controller_is_refused_with_a_message_saying_what_to_se
         await discovered(helm, discovery_chart, deployments, {})
     assert message in str(refused.value)
     assert "set controllerServiceAccount.namespace and controllerServiceAccount.name" in str(refused.value)
+
+
+async def test_shared_listener_is_off_by_default_and_the_value_sets_the_annotation(helm: Helm) -> None:
+    annotation = "listener.arc-scaleset.dev/shared"
+    default = only(await render(helm), "AutoscalingRunnerSet")
+    assert annotation not in default["metadata"]["annotations"]
+    shared = only(await render(helm, sharedListener=True), "AutoscalingRunnerSet")
+    assert shared["metadata"]["annotations"][annotation] == "true"

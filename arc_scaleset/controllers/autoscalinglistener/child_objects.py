@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from arc_scaleset.api.listener_config import ListenerConfig
 from arc_scaleset.controllers.autoscalinglistener.children import (
     desired_proxy_secret,
     desired_role,
@@ -116,13 +117,10 @@ class ChildObjects:
             stored = await self.ensure(SECRETS, desired, live, owner=obj)
         return ObjectView(stored).resource_version
 
-    async def _config_secret(self, scope: ListenerPass) -> str:
-        """Bring the config Secret in line; returns its resourceVersion (the pod is stamped with it).
-
-        With a vault too the Secret holds the credentials (read by the controller): a rotation in the vault
-        rewrites it, and its new version recreates the listener.
-        """
-        ctx, obj, listener = self.ctx, scope.obj, scope.listener
+    async def config(self, scope: ListenerPass) -> ListenerConfig:
+        """The listener's ``config.json``, with the credentials and CA of its scale set (read through the
+        controller's GitHub access: cached per change of the Secret, ConfigMap or vault)."""
+        ctx, listener = self.ctx, scope.listener
         scale_set_namespace = listener.spec.autoscaling_runner_set_namespace
         app_config = await ctx.github.app_config(
             namespace=scale_set_namespace,
@@ -131,7 +129,16 @@ class ChildObjects:
             config_url=listener.spec.github_config_url,
         )
         root_ca = await ctx.github.root_ca_pem(namespace=scale_set_namespace, tls=listener.spec.github_server_tls)
-        config = listener_config(listener, app_config=app_config, server_root_ca=root_ca, settings=ctx.settings)
+        return listener_config(listener, app_config=app_config, server_root_ca=root_ca, settings=ctx.settings)
+
+    async def _config_secret(self, scope: ListenerPass) -> str:
+        """Bring the config Secret in line; returns its resourceVersion (the pod is stamped with it).
+
+        With a vault too the Secret holds the credentials (read by the controller): a rotation in the vault
+        rewrites it, and its new version recreates the listener.
+        """
+        ctx, obj, listener = self.ctx, scope.obj, scope.listener
+        config = await self.config(scope)
         desired = desired_config_secret(obj, listener, config, excluded_prefixes=ctx.settings.exclude_label_prefixes)
         live = await get_or_none(ctx.kube, SECRETS, listener.namespace, ObjectView(desired).name)
         changed = live is not None and data_differs(live, desired)

@@ -35,13 +35,14 @@ from arc_scaleset.kube.ownerrefs import controller_ref
 RBAC_API_VERSION = "rbac.authorization.k8s.io/v1"
 
 
-def role_rules(ephemeral_runner_set: str) -> list[dict[str, Any]]:
-    """The listener Role's rules (docs/listener.md)."""
+def role_rules(*ephemeral_runner_sets: str) -> list[dict[str, Any]]:
+    """The listener Role's rules (docs/listener.md): one set's for a listener of its own; a shared listener's
+    names each member's set (controllers/sharedlistener)."""
     return [
         {
             "apiGroups": [GROUP],
             "resources": ["ephemeralrunnersets"],
-            "resourceNames": [ephemeral_runner_set],
+            "resourceNames": list(ephemeral_runner_sets),
             "verbs": ["patch"],
         },
         {

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any, Final
 
 from arc_scaleset.api.autoscalinglistener import AutoscalingListener
@@ -164,6 +165,49 @@ def dedicated_probe_port(metrics_addr: str) -> int | None:
     return PROBE_PORT
 
 
+@dataclass(frozen=True)
+class PodIdentity:
+    """Whose listener pod it is: its name, metadata, ServiceAccount, and where its container finds its config.
+
+    :func:`per_set_identity` is one scale set's (ARC's shape: a ``config.json`` mounted from the listener's config
+    Secret); a shared listener's pod has its group's (controllers/sharedlistener). Everything else about the pod
+    (image, command, ports, probes, hardening, ``listenerTemplate``) is the same for both.
+    """
+
+    name: str
+    namespace: str
+    service_account: str
+    labels: Mapping[str, str]
+    annotations: Mapping[str, str]
+    owner_references: tuple[Mapping[str, Any], ...]
+    env: tuple[Mapping[str, Any], ...]
+    volumes: tuple[Mapping[str, Any], ...] = ()
+    mounts: tuple[Mapping[str, Any], ...] = ()
+
+
+def per_set_identity(
+    listener_object: Mapping[str, Any], listener: AutoscalingListener, *, config_resource_version: str
+) -> PodIdentity:
+    """The identity of one scale set's listener pod: named after its listener, owned by it, its config Secret
+    mounted as a file, stamped with ``config_resource_version``."""
+    return PodIdentity(
+        name=listener_pod_name(listener.name),
+        namespace=listener.namespace,
+        service_account=listener_service_account_name(listener.name),
+        labels=dict(listener.metadata.labels or {}),
+        annotations={ANNOTATION_LISTENER_CONFIG_RESOURCE_VERSION: config_resource_version},
+        owner_references=(controller_ref(listener_object),),
+        env=({"name": CONFIG_PATH_ENV, "value": f"{CONFIG_MOUNT_PATH}/config.json"}, *_proxy_env(listener)),
+        volumes=(
+            {
+                "name": CONFIG_VOLUME,
+                "secret": {"secretName": listener_config_secret_name(listener.name), "defaultMode": CONFIG_VOLUME_MODE},
+            },
+        ),
+        mounts=({"name": CONFIG_VOLUME, "mountPath": CONFIG_MOUNT_PATH, "readOnly": True},),
+    )
+
+
 def desired_listener_pod(
     listener_object: Mapping[str, Any],
     listener: AutoscalingListener,
@@ -172,42 +216,42 @@ def desired_listener_pod(
     metrics_port: int | None,
     config_resource_version: str,
     probe_port: int | None = None,
+    identity: PodIdentity | None = None,
 ) -> dict[str, Any]:
     """The listener pod; ``config_resource_version`` is the config Secret's ``metadata.resourceVersion``
     (with a proxy, ``<config>+<proxy Secret>`` resourceVersions: the pod reads its proxy env only at start).
 
     ``probe_port``: serve the probes on this port of their own (:func:`dedicated_probe_port`); ``None``: on the
-    metrics port (no probe when that is ``None`` too).
+    metrics port (no probe when that is ``None`` too). ``identity``: whose pod (``None``: the listener's own,
+    :func:`per_set_identity`).
     """
-    container = _listener_container(listener, command=command, metrics_port=metrics_port, probe_port=probe_port)
+    if identity is None:
+        identity = per_set_identity(listener_object, listener, config_resource_version=config_resource_version)
+    container = _listener_container(
+        listener, identity, command=command, metrics_port=metrics_port, probe_port=probe_port
+    )
     spec: dict[str, Any] = {
-        "serviceAccountName": listener_service_account_name(listener.name),
+        "serviceAccountName": identity.service_account,
         "containers": [container],
-        "volumes": [
-            {
-                "name": CONFIG_VOLUME,
-                "secret": {"secretName": listener_config_secret_name(listener.name), "defaultMode": CONFIG_VOLUME_MODE},
-            }
-        ],
+        "volumes": copy.deepcopy(list(identity.volumes)),
         "securityContext": {"fsGroup": LISTENER_FS_GROUP},
         "nodeSelector": {"kubernetes.io/os": "linux"},
         "restartPolicy": "Never",
         "terminationGracePeriodSeconds": TERMINATION_GRACE_PERIOD_SECONDS,
     }
+    if not spec["volumes"]:
+        del spec["volumes"]
     if listener.spec.image_pull_secrets:
         spec["imagePullSecrets"] = [secret.to_json() for secret in listener.spec.image_pull_secrets]
-    pod: dict[str, Any] = {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {
-            "name": listener_pod_name(listener.name),
-            "namespace": listener.namespace,
-            "labels": dict(listener.metadata.labels or {}),
-            "annotations": {ANNOTATION_LISTENER_CONFIG_RESOURCE_VERSION: config_resource_version},
-            "ownerReferences": [controller_ref(listener_object)],
-        },
-        "spec": spec,
+    metadata: dict[str, Any] = {
+        "name": identity.name,
+        "namespace": identity.namespace,
+        "labels": dict(identity.labels),
+        "annotations": dict(identity.annotations),
     }
+    if identity.owner_references:
+        metadata["ownerReferences"] = [dict(reference) for reference in identity.owner_references]
+    pod: dict[str, Any] = {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
     if listener.spec.template:
         pod = merge_listener_template(pod, listener.spec.template)
     return pod
@@ -219,6 +263,7 @@ def configured_listener_pod(
     settings: ControllerSettings,
     *,
     config_version: str,
+    identity: PodIdentity | None = None,
 ) -> dict[str, Any]:
     """:func:`desired_listener_pod` with the controller's settings (entrypoint, metrics and probe ports)."""
     return desired_listener_pod(
@@ -228,21 +273,28 @@ def configured_listener_pod(
         metrics_port=settings.listener_metrics_port,
         config_resource_version=config_version,
         probe_port=dedicated_probe_port(settings.listener_metrics_addr if settings.listener_metrics_enabled else ""),
+        identity=identity,
     )
 
 
 def _listener_container(
-    listener: AutoscalingListener, *, command: Iterable[str], metrics_port: int | None, probe_port: int | None
+    listener: AutoscalingListener,
+    identity: PodIdentity,
+    *,
+    command: Iterable[str],
+    metrics_port: int | None,
+    probe_port: int | None,
 ) -> dict[str, Any]:
     """The listener container of :func:`desired_listener_pod`: its config, ports and liveness probe."""
     container: dict[str, Any] = {
         "name": LISTENER_CONTAINER_NAME,
         "image": listener.spec.image,
         "command": list(command),
-        "env": [{"name": CONFIG_PATH_ENV, "value": f"{CONFIG_MOUNT_PATH}/config.json"}, *_proxy_env(listener)],
-        "volumeMounts": [{"name": CONFIG_VOLUME, "mountPath": CONFIG_MOUNT_PATH, "readOnly": True}],
+        "env": copy.deepcopy([dict(variable) for variable in identity.env]),
         "securityContext": copy.deepcopy(dict(LISTENER_SECURITY_CONTEXT)),
     }
+    if identity.mounts:
+        container["volumeMounts"] = copy.deepcopy([dict(mount) for mount in identity.mounts])
     if metrics_port is not None:
         container["ports"] = [{"name": METRICS_PORT_NAME, "containerPort": metrics_port, "protocol": "TCP"}]
     if probe_port is not None:

@@ -15,8 +15,11 @@ continuing in the same pass once its object is in line (docs/controllers.md, "Au
 4. :meth:`~AutoscalingListenerReconciler._serve`: from here the pass reports on the listener, built with its
    scale set's credentials; :meth:`.tenancy.Tenancy.check_template`: the ``listenerTemplate`` and metadata
    policies, before anything is written;
-5. :meth:`.child_objects.ChildObjects.apply`: ServiceAccount, Role, RoleBinding, proxy and config Secrets;
-6. :meth:`~AutoscalingListenerReconciler._pod`: the pod, one step planned by :func:`.pod_plan.plan_pod`
+5. :meth:`.membership.Membership.serve`: a member of a shared listener publishes its config in its group's
+   Secret and ends its pass (its group's reconciler keeps the objects of steps 6 and 7; a deleting member's key
+   is removed before step 1, :meth:`.membership.Membership.leave`);
+6. :meth:`.child_objects.ChildObjects.apply`: ServiceAccount, Role, RoleBinding, proxy and config Secrets;
+7. :meth:`~AutoscalingListenerReconciler._pod`: the pod, one step planned by :func:`.pod_plan.plan_pod`
    (:mod:`.pod_steps`);
 
 and, at the end of every pass that served or refused the listener, whatever happened, the status (``Ready``,
@@ -40,6 +43,7 @@ from arc_scaleset.api.autoscalinglistener import AUTOSCALING_LISTENERS, Autoscal
 from arc_scaleset.api.autoscalingrunnerset import AUTOSCALING_RUNNER_SETS, AutoscalingRunnerSet
 from arc_scaleset.api.ephemeralrunnerset import EPHEMERAL_RUNNER_SETS
 from arc_scaleset.api.keys import AUTOSCALING_LISTENER_FINALIZER, LABEL_LISTENER_NAME, LABEL_LISTENER_NAMESPACE
+from arc_scaleset.api.listener_group import LABEL_GROUP
 from arc_scaleset.api.naming import listener_pod_name
 from arc_scaleset.api.views import AutoscalingListenerView
 from arc_scaleset.controllers.autoscalinglistener.child_objects import ChildObjects
@@ -53,6 +57,7 @@ from arc_scaleset.controllers.autoscalinglistener.listener_health import (
     listener_state_changed,
     runner_set_index,
 )
+from arc_scaleset.controllers.autoscalinglistener.membership import Membership
 from arc_scaleset.controllers.autoscalinglistener.ownership import with_scale_set_credentials
 from arc_scaleset.controllers.autoscalinglistener.pod_plan import DELETION_REQUEUE_SECONDS
 from arc_scaleset.controllers.autoscalinglistener.pod_steps import CONFLICT_REQUEUE_SECONDS, ListenerPod
@@ -119,7 +124,9 @@ class AutoscalingListenerReconciler:
         self.children = ChildObjects(ctx, self._child_caches, events)
         self.health = ListenerHealth(ctx, runner_sets=ctx.cache(EPHEMERAL_RUNNER_SETS), events=events)
         self.pod = ListenerPod(ctx, pods=self.pods, children=self.children, health=self.health, events=events)
+        self.membership = Membership(ctx, pods=self.pods, children=self.children, health=self.health, events=events)
         self.phases: tuple[Phase[ListenerPass], ...] = (
+            self.membership.leave,  # a member's key in its group's config Secret goes first
             self._delete,
             self.tenancy.refuse_unless_served,  # outside the controller namespace: before anything is read
             self._add_finalizer,
@@ -128,6 +135,7 @@ class AutoscalingListenerReconciler:
             self.tenancy.refuse_unless_served,  # and now: not made by the scale set it names
             self._serve,
             self.tenancy.check_template,
+            self.membership.serve,  # a member ends its pass here: its group's reconciler keeps the objects below
             self.children.apply,
             self._pod,
         )
@@ -143,6 +151,7 @@ class AutoscalingListenerReconciler:
                 (ROLES, rbac_to_listener),
                 (ROLE_BINDINGS, rbac_to_listener),
                 Watch(EPHEMERAL_RUNNER_SETS, self._runner_set_to_listeners, on_update_if=listener_state_changed),
+                (PODS, self._group_pod_to_members),
             ],
             sources=[self.references],
             rate_limiter=rate_limiter,
@@ -156,6 +165,13 @@ class AutoscalingListenerReconciler:
         view = ObjectView(obj)
         listeners = self.listeners.by_index(INDEX_RUNNER_SET, f"{view.namespace}/{view.name}")
         return [Request.for_object(listener) for listener in listeners]
+
+    def _group_pod_to_members(self, obj: Object) -> Iterable[Request]:
+        """A shared listener's pod concerns its members (whose ``Ready`` it decides); other pods concern none."""
+        group = ObjectView(obj).label(LABEL_GROUP)
+        if not group:
+            return ()
+        return [Request.for_object(listener) for listener in self.listeners.by_label(LABEL_GROUP, group)]
 
     # -- the pass -------------------------------------------------------------------------------------
 
@@ -205,6 +221,7 @@ class AutoscalingListenerReconciler:
         if isinstance(exc, REFUSALS):
             scope.report.refused = True
             await self.tenancy.withdraw(scope, credentials=False)
+            await self.membership.withdraw(scope)
         await self.events.warning(scope.obj, exc.reason, exc.message, action="Configure")
 
     # -- the phases kept here (the others are in their modules) ---------------------------------------

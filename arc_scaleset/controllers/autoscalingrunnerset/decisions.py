@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from arc_scaleset.api.keys import ANNOTATION_RUNNER_SPEC_HASH, AutoscalingRunnerSetPhase, EphemeralRunnerSetPhase
+from arc_scaleset.api.listener_group import LABEL_GROUP
 from arc_scaleset.api.semantic import deep_equal
 from arc_scaleset.api.views import EphemeralRunnerSetView
 from arc_scaleset.controllers.autoscalingrunnerset.adoption import adoption_fields
@@ -192,6 +193,9 @@ def listener_differences(live: Mapping[str, Any], desired: Mapping[str, Any]) ->
         differences.insert(0, "made by ARC's controller")
     if not contains_all(have.labels, wanted.labels):
         differences.append("metadata.labels")
+    elif have.labels.get(LABEL_GROUP) != wanted.labels.get(LABEL_GROUP):
+        # Leaving a shared listener removes the label, which the containment check cannot see.
+        differences.append(f"metadata.labels[{LABEL_GROUP}]")
     if not contains_all(have.annotations, wanted.annotations):
         differences.append("metadata.annotations")
     return tuple(differences)

@@ -30,6 +30,7 @@ from arc_scaleset.api.keys import (
     PART_OF_SCALE_SET,
 )
 from arc_scaleset.api.labels import filter_and_merge_labels, merge_annotations
+from arc_scaleset.api.listener_group import LABEL_GROUP, group_of
 from arc_scaleset.api.naming import autoscaling_listener_name, ephemeral_runner_set_name
 from arc_scaleset.kube.ownerrefs import controller_ref
 
@@ -232,23 +233,33 @@ def desired_autoscaling_listener(
     annotations = dict(user_annotations or {})
     if ars.metadata.uid:
         annotations[ANNOTATION_AUTOSCALING_RUNNER_SET_UID] = ars.metadata.uid
+    spec = autoscaling_listener_spec(
+        ars,
+        scale_set_id=scale_set_id,
+        ephemeral_runner_set=ephemeral_runner_set,
+        image=image,
+        image_pull_secrets=image_pull_secrets,
+    )
+    labels = autoscaling_listener_labels(ars, url_labels=url_labels, excluded_prefixes=excluded_prefixes)
     return {
         "apiVersion": AUTOSCALING_LISTENERS.api_version,
         "kind": AUTOSCALING_LISTENERS.kind,
         "metadata": {
             "name": listener_name_of(ars),
             "namespace": namespace,
-            "labels": autoscaling_listener_labels(ars, url_labels=url_labels, excluded_prefixes=excluded_prefixes),
+            "labels": {**labels, **listener_group_label(ars, spec)},
             "annotations": annotations,
         },
-        "spec": autoscaling_listener_spec(
-            ars,
-            scale_set_id=scale_set_id,
-            ephemeral_runner_set=ephemeral_runner_set,
-            image=image,
-            image_pull_secrets=image_pull_secrets,
-        ),
+        "spec": spec,
     }
+
+
+def listener_group_label(ars: AutoscalingRunnerSet, listener_spec: Mapping[str, Any]) -> dict[str, str]:
+    """The shared-listener group label of the set's AutoscalingListener (docs/listener.md, "Shared listener"):
+    present when the set opts in and can share; the group ID comes from the listener's spec, so a set that
+    changes credentials or its listener's shape changes group."""
+    group = group_of(ars.metadata.annotations, listener_spec)
+    return {LABEL_GROUP: group} if group else {}
 
 
 def _version_label(ars: AutoscalingRunnerSet) -> dict[str, str]:

@@ -36,6 +36,7 @@ from arc_scaleset.controllers.context import ControllerContext
 from arc_scaleset.controllers.ephemeralrunner.reconciler import EphemeralRunnerReconciler
 from arc_scaleset.controllers.ephemeralrunnerset.reconciler import EphemeralRunnerSetReconciler
 from arc_scaleset.controllers.settings import ControllerSettings
+from arc_scaleset.controllers.sharedlistener.reconciler import SharedListenerReconciler
 from arc_scaleset.github import ActionsClientPool, SystemInfo, TransportOptions
 from arc_scaleset.kube import resources
 from arc_scaleset.kube.client import KubeClient, PatchType
@@ -46,9 +47,9 @@ from arc_scaleset_lab.harness.waiting import eventually
 from arc_scaleset_lab.sim import SimulatedGitHub
 
 ORG = "org"
-Kind = Literal["EphemeralRunnerSet", "EphemeralRunner", "AutoscalingRunnerSet", "AutoscalingListener"]
+Kind = Literal["EphemeralRunnerSet", "EphemeralRunner", "AutoscalingRunnerSet", "AutoscalingListener", "SharedListener"]
 RUNNER_CONTROLLERS: tuple[Kind, ...] = ("EphemeralRunnerSet", "EphemeralRunner")
-SCALE_SET_CONTROLLERS: tuple[Kind, ...] = ("AutoscalingRunnerSet", "AutoscalingListener")
+SCALE_SET_CONTROLLERS: tuple[Kind, ...] = ("AutoscalingRunnerSet", "AutoscalingListener", "SharedListener")
 
 
 @dataclass
@@ -150,6 +151,7 @@ class ControllerHarness:
             "EphemeralRunner": lambda: EphemeralRunnerReconciler(ctx),
             "AutoscalingRunnerSet": lambda: AutoscalingRunnerSetReconciler(ctx),
             "AutoscalingListener": lambda: AutoscalingListenerReconciler(ctx),
+            "SharedListener": lambda: SharedListenerReconciler(ctx),
         }
         unknown = set(kinds) - builders.keys()
         assert not unknown, f"no controller for {sorted(unknown)}"

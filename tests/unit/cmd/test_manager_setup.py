@@ -1,6 +1,7 @@
-"""``setup_controllers``: the four controllers and the warm-pool controller, registered with the manager, each with
-its own workqueue rate limiter from the ``--workqueue-rate-limiter`` factory; ``cache_label_selectors``: what the
-manager caches; ``start_traces``: the OpenTelemetry SDK only with an OTLP endpoint."""
+"""``setup_controllers``: the four controllers, the shared-listener controller and the warm-pool controller,
+registered with the manager, each with its own workqueue rate limiter from the ``--workqueue-rate-limiter``
+factory; ``cache_label_selectors``: what the manager caches; ``start_traces``: the OpenTelemetry SDK only with an
+OTLP endpoint."""
 
 from __future__ import annotations
 
@@ -52,7 +53,8 @@ async def test_each_controller_is_registered_and_its_queue_uses_its_own_limiter_
     controllers = setup_controllers(ctx, rate_limiter=factory)
     try:
         assert [c.name for c in controllers] == [
-            "autoscalingrunnerset", "ephemeralrunnerset", "ephemeralrunner", "autoscalinglistener", "warmcapacity",
+            "autoscalingrunnerset", "ephemeralrunnerset", "ephemeralrunner", "autoscalinglistener", "sharedlistener",
+            "warmcapacity",
         ]  # fmt: skip
         assert manager.controllers == controllers
         assert len(made) == len(controllers)
