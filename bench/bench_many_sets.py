@@ -443,53 +443,57 @@ async def run_size(cluster: TestCluster, args: argparse.Namespace, sets: int) ->
 # -- report ----------------------------------------------------------------------------------------------
 
 
+def report_size(r: SizeResult) -> None:
+    """Print the figures of one size (as soon as it is done: a run stopped later keeps them)."""
+    n = r.sets
+    rss = r.listener_rss
+    print(f"sets: {n}")
+    print(
+        f"  converged: {'yes' if r.ok else 'NO'}; every listener process started after {r.listeners_started:.1f} s,"
+        f" every session held after {r.sessions:.1f} s, every ARS Running and Ready after {r.converged:.1f} s"
+    )
+    once = "yes" if r.exactly_once else "NO"
+    print(
+        f"  jobs: {r.jobs} completed after {r.jobs_seconds:.1f} s, exactly once: {once};"
+        f" queue-to-start p50 {r.latency_p50:.1f} s, p95 {r.latency_p95:.1f} s"
+    )
+    print("  controller CPU seconds: " + ", ".join(f"{w} {s:.2f} ({s / n:.3f} per set)" for w, s in r.cpu.items()))
+    idle_rate = r.cpu.get("idle", 0.0) / r.idle_seconds if r.idle_seconds else float("nan")
+    listener_rate = r.listeners_cpu_idle / r.idle_seconds / n if r.idle_seconds else float("nan")
+    print(
+        f"  idle: controller {idle_rate * 1000:.1f} ms CPU per s ({idle_rate * 1000 / n:.2f} per set),"
+        f" listeners {listener_rate * 1000:.2f} ms per s each"
+    )
+    print("  controller API requests (writes): " + ", ".join(
+        f"{w} {total} ({writes})" for w, (total, writes) in r.requests.items()
+    ) + f"; workload per job {r.requests.get('workload', (0, 0))[0] / max(r.jobs, 1):.1f}")  # fmt: skip
+    print("  node agent + listeners CPU seconds: " + ", ".join(f"{w} {s:.2f}" for w, s in r.agent_cpu.items()))
+    for window in ("setup", "workload", "teardown"):
+        for histogram, what in ((RECONCILE_HISTOGRAM, "reconcile time"), (QUEUE_HISTOGRAM, "queue wait")):
+            found = sorted(r.p95.get(window, {}).get(histogram, {}).items())
+            print(f"  {what} p95, {window}: " + ", ".join(
+                f"{name} {p95:g} s ({count})" for name, (p95, count) in found if count
+            ))  # fmt: skip
+    print(f"  controller RSS: {r.controller_rss:.1f} MB (peak {r.controller_peak:.1f} MB)")
+    if rss:
+        print(
+            f"  listener RSS: {len(rss)} processes, median {statistics.median(rss):.1f} MB,"
+            f" max {max(rss):.1f} MB, total {sum(rss):.0f} MB; node agent {r.agent_rss:.1f} MB"
+        )
+        per_set = sum(rss) / n
+        print(
+            f"  listener memory per scale set: {per_set:.2f} MB (RSS sum / {n} sets; peak sum"
+            f" {sum(r.listener_peak) / n:.2f} MB), {per_set / ARC_LISTENER_MB:.3f} x ARC's listener"
+            f" ({ARC_LISTENER_MB:.1f} MB per set, issue 30, measured 2026-06-30, not in this run;"
+            f" goal <= {LISTENER_GOAL})"
+        )
+    print(f"  teardown: every ARS gone after {r.teardown:.1f} s")
+    for problem in r.problems:
+        print(f"  problem: {problem}")
+
+
 def report(results: Sequence[SizeResult]) -> None:
-    for r in results:
-        n = r.sets
-        rss = r.listener_rss
-        print(f"sets: {n}")
-        print(
-            f"  converged: {'yes' if r.ok else 'NO'}; every listener process started after {r.listeners_started:.1f} s,"
-            f" every session held after {r.sessions:.1f} s, every ARS Running and Ready after {r.converged:.1f} s"
-        )
-        once = "yes" if r.exactly_once else "NO"
-        print(
-            f"  jobs: {r.jobs} completed after {r.jobs_seconds:.1f} s, exactly once: {once};"
-            f" queue-to-start p50 {r.latency_p50:.1f} s, p95 {r.latency_p95:.1f} s"
-        )
-        print("  controller CPU seconds: " + ", ".join(f"{w} {s:.2f} ({s / n:.3f} per set)" for w, s in r.cpu.items()))
-        idle_rate = r.cpu.get("idle", 0.0) / r.idle_seconds if r.idle_seconds else float("nan")
-        listener_rate = r.listeners_cpu_idle / r.idle_seconds / n if r.idle_seconds else float("nan")
-        print(
-            f"  idle: controller {idle_rate * 1000:.1f} ms CPU per s ({idle_rate * 1000 / n:.2f} per set),"
-            f" listeners {listener_rate * 1000:.2f} ms per s each"
-        )
-        print("  controller API requests (writes): " + ", ".join(
-            f"{w} {total} ({writes})" for w, (total, writes) in r.requests.items()
-        ) + f"; workload per job {r.requests.get('workload', (0, 0))[0] / max(r.jobs, 1):.1f}")  # fmt: skip
-        print("  node agent + listeners CPU seconds: " + ", ".join(f"{w} {s:.2f}" for w, s in r.agent_cpu.items()))
-        for window in ("setup", "workload", "teardown"):
-            for histogram, what in ((RECONCILE_HISTOGRAM, "reconcile time"), (QUEUE_HISTOGRAM, "queue wait")):
-                found = sorted(r.p95.get(window, {}).get(histogram, {}).items())
-                print(f"  {what} p95, {window}: " + ", ".join(
-                    f"{name} {p95:g} s ({count})" for name, (p95, count) in found if count
-                ))  # fmt: skip
-        print(f"  controller RSS: {r.controller_rss:.1f} MB (peak {r.controller_peak:.1f} MB)")
-        if rss:
-            print(
-                f"  listener RSS: {len(rss)} processes, median {statistics.median(rss):.1f} MB,"
-                f" max {max(rss):.1f} MB, total {sum(rss):.0f} MB; node agent {r.agent_rss:.1f} MB"
-            )
-            per_set = sum(rss) / n
-            print(
-                f"  listener memory per scale set: {per_set:.2f} MB (RSS sum / {n} sets; peak sum"
-                f" {sum(r.listener_peak) / n:.2f} MB), {per_set / ARC_LISTENER_MB:.3f} x ARC's listener"
-                f" ({ARC_LISTENER_MB:.1f} MB per set, issue 30, measured 2026-06-30, not in this run;"
-                f" goal <= {LISTENER_GOAL})"
-            )
-        print(f"  teardown: every ARS gone after {r.teardown:.1f} s")
-        for problem in r.problems:
-            print(f"  problem: {problem}")
+    """Print the per-set cost ratios of the largest size over the smallest."""
     if len(results) < 2:
         return
     small, large = min(results, key=lambda r: r.sets), max(results, key=lambda r: r.sets)
@@ -546,6 +550,8 @@ async def main(args: argparse.Namespace) -> int:
         for sets in sizes:
             print(f"running {sets} scale sets ...", file=sys.stderr, flush=True)
             results.append(await run_size(cluster, args, sets))
+            report_size(results[-1])
+            sys.stdout.flush()
     print(f"load average at the end: {load_average()}")
     report(results)
     return 0 if all(r.ok for r in results) else 1
