@@ -1,10 +1,10 @@
-"""Many scale sets: N AutoscalingRunnerSets, one listener process each, a steady workload across them.
+"""Many scale sets: N AutoscalingRunnerSets, one listener process each (or one shared), a steady workload.
 
-    .venv/bin/python bench/bench_many_sets.py [--sets 10,100] [--jobs 2] [--rate 0.008] [--idle 30]
-                                              [--duration-min 2] [--duration-max 6] [--seed 1] [--shared-secret]
-                                              [--long-poll 5] [--saturate N] [--saturate-duration 0.5]
-                                              [--max-runners 5]
-                                              [--timeout 600] [--reuse DIR]
+    .venv/bin/python bench/bench_many_sets.py [--sets 10,100] [--jobs 2 | --total-jobs N] [--rate 0.008]
+                                              [--idle 30] [--duration-min 2] [--duration-max 6] [--seed 1]
+                                              [--shared-secret] [--shared-listener] [--qps Q] [--long-poll 5]
+                                              [--saturate N] [--saturate-duration 0.5] [--max-runners 5]
+                                              [--timeout SECONDS] [--reuse DIR]
 
 For each size in ``--sets`` (in order, one after the other, on one control plane: a fresh one, or the one
 recorded in ``--reuse DIR``), the whole system runs as it does in the demo and the end-to-end suite
@@ -13,9 +13,12 @@ process (leader election on, watching the bench's namespace) and the node agent,
 ``arc-scaleset listener`` process for every listener pod and plays the runner pods. Then:
 
 1. **setup**: N AutoscalingRunnerSets (minRunners 0, maxRunners ``--max-runners``, 5; each with its own PAT
-   Secret as the scale-set chart makes them; ``--shared-secret``: one for all) are applied at once. Timed until every
-   set *converged*: its listener process runs, its listener holds its message session in the simulated
-   GitHub, and the ARS's status is ``Running`` with ``Ready=True``.
+   Secret as the scale-set chart makes them; ``--shared-secret``: one for all) are applied at once (at most
+   ``CONCURRENCY`` requests in flight). Timed until every set *converged*: its listener process runs, its
+   listener holds its message session in the simulated GitHub, and the ARS's status is ``Running`` with
+   ``Ready=True``. ``--shared-listener`` (implies ``--shared-secret``) annotates every set
+   ``listener.arc-scaleset.dev/shared: "true"`` (issue 30; docs/listener.md, "Shared listener"): the sets,
+   one namespace and one Secret, are one group served by one listener process.
 2. **idle**: ``--idle`` seconds with nothing to do: what N quiet sets cost per second (resyncs, timers,
    polls; long polls of the listeners).
 3. **workload**: ``--jobs`` jobs per set, each set's jobs in random order among the others', arriving as a
@@ -23,7 +26,10 @@ process (leader election on, watching the bench's namespace) and the node agent,
    each running ``--duration-min`` to ``--duration-max`` seconds. Timed until every job completed; the jobs
    must each have run exactly once. The default rate keeps 100 sets (0.8 jobs/s) under what the controller's
    default client limit of 20 requests per second carries (about 16 to 20 requests per job): past it, jobs
-   queue behind the limit whatever the number of sets, which is not what this measures.
+   queue behind the limit whatever the number of sets, which is not what this measures. ``--total-jobs N``
+   instead: N jobs in all at every size, each to a different set while there are sets left, arriving at
+   ``--rate`` times N per second at every size (as if N sets had one job each): the same stream of jobs at
+   10 and at 1,000 sets, so the per-job figures compare without 1,000 jobs queueing behind the client limit.
 4. **saturated** (with ``--saturate N``): N jobs per set queued at once, each running ``--saturate-duration``
    seconds, timed until every one completed: the jobs per second the controller sustains at ARC's default
    client limit (20 QPS, burst 30; the sets' ``maxRunners`` bound the runners at once: raise it with
@@ -38,12 +44,14 @@ peak (``VmHWM``), the p95 per controller of the time a reconcile takes
 takes it (``workqueue_queue_duration_seconds``: with one worker per controller, what many sets add to a
 set's latency) over the setup and workload windows (from its ``/metrics``; the histogram's bucket bound),
 the listeners' RSS (each process's
-``VmRSS``: sum and median) and the node agent's, how long the node agent took to start every listener
+``VmRSS``: sum and median; the sum per scale set against ARC's listener, :data:`ARC_LISTENER_MB`) and the node
+agent's, how long the node agent took to start every listener
 process, and the job queue-to-start latency. Then, between the smallest and the largest size, the ratio of
 each per-set cost: 1.00 means the cost per set does not grow with the number of sets.
 
 The machine's other processes share its CPU: wall-clock times vary with the load; the CPU seconds are the
-steadier figures. Exit code 0 when every size converged and every job ran exactly once.
+steadier figures. Every wait's timeout grows with the number of sets (``--timeout``, default
+:func:`default_timeout`). Exit code 0 when every size converged and every job ran exactly once.
 """
 
 from __future__ import annotations
@@ -64,11 +72,15 @@ import uuid
 from collections import Counter, defaultdict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+from bench_memory import ARC_LISTENER_MB  # this script's directory is on sys.path
 
 from arc_scaleset.api import keys
 from arc_scaleset.api.autoscalingrunnerset import AUTOSCALING_RUNNER_SETS
+from arc_scaleset.api.listener_group import ANNOTATION_SHARED, SHARED_VALUE
 from arc_scaleset.kube import resources
 from arc_scaleset.kube.client import KubeClient
 from arc_scaleset.kube.errors import NotFound
@@ -82,6 +94,14 @@ from arc_scaleset_lab.harness.waiting import eventually
 from arc_scaleset_lab.sim.workload import WorkloadSpec, plan
 
 POLL = 1.0
+POLL_SETS = 250
+"""Sets per second of polling interval: a convergence check lists every ARS, so at 1,000 sets it polls every 4 s."""
+CONCURRENCY = 32
+"""Requests of the bench in flight at once when it creates or deletes the sets (the controller's own QPS limit,
+not the bench, is what the set-up measures)."""
+LISTENER_GOAL = 0.3
+"""Issue 30: listener memory per scale set, shared, at most 0.3 times ARC's listener."""
+T = TypeVar("T")
 RECONCILE_HISTOGRAM = "controller_runtime_reconcile_time_seconds"
 QUEUE_HISTOGRAM = "workqueue_queue_duration_seconds"
 
@@ -109,6 +129,23 @@ def memory_mb(pid: int | None, field_name: str = "VmRSS") -> float:
             if line.startswith(field_name + ":"):
                 return int(line.split()[1]) / 1024
     return 0.0
+
+
+async def bounded_gather(jobs: Sequence[Callable[[], Awaitable[T]]], limit: int = CONCURRENCY) -> list[T]:
+    """Run ``jobs`` concurrently, at most ``limit`` at a time; their results in order."""
+    gate = asyncio.Semaphore(limit)
+
+    async def one(job: Callable[[], Awaitable[T]]) -> T:
+        async with gate:
+            return await job()
+
+    return await asyncio.gather(*(one(job) for job in jobs))
+
+
+def default_timeout(sets: int) -> float:
+    """Seconds any one wait may take at ``sets`` sets: 10 minutes, plus 1.5 s per set past 100 (the controller's
+    client QPS, not the machine, bounds how fast sets converge and go)."""
+    return 600.0 + 1.5 * max(0, sets - 100)
 
 
 def load_average() -> str:
@@ -209,6 +246,7 @@ class SizeResult:
     controller_rss: float = 0.0
     controller_peak: float = 0.0
     listener_rss: list[float] = field(default_factory=list)
+    listener_peak: list[float] = field(default_factory=list)  # each listener process's VmHWM
     agent_rss: float = 0.0
     teardown: float = float("nan")
     saturated_jobs: int = 0
@@ -226,21 +264,24 @@ def ready(ars: Mapping[str, Any]) -> bool:
     return status.get("phase") == "Running" and conditions.get("Ready") == "True"
 
 
-async def wait_for(check: Callable[[], Awaitable[bool]], *, timeout: float, what: str) -> float:
-    """Seconds until ``check()`` was true, polling every POLL s; raises TimeoutError naming ``what``."""
-    start = time.monotonic()
-    await eventually(check, what, timeout=timeout, interval=POLL, max_interval=POLL)
-    return time.monotonic() - start
-
-
 class Bench:
     def __init__(self, system: System, args: argparse.Namespace, sets: int, namespace: str) -> None:
         self.system = system
         self.args = args
         self.sets = sets
         self.namespace = namespace
-        self.names = [f"set-{i:03d}" for i in range(sets)]
+        self.names = [f"set-{i:04d}" for i in range(sets)]
         self.result = SizeResult(sets=sets)
+        self.timeout: float = args.timeout or default_timeout(sets)
+        self.poll = POLL * max(1.0, sets / POLL_SETS)
+        self.shared = bool(args.shared_listener)
+
+    async def wait_for(self, check: Callable[[], Awaitable[bool]], what: str) -> float:
+        """Seconds until ``check()`` was true, polling at this size's interval within this size's timeout; raises
+        TimeoutError naming ``what``."""
+        start = time.monotonic()
+        await eventually(check, what, timeout=self.timeout, interval=self.poll, max_interval=self.poll)
+        return time.monotonic() - start
 
     @property
     def kube(self) -> KubeClient:
@@ -257,25 +298,20 @@ class Bench:
     async def setup(self) -> None:
         # A Secret per set, as the scale-set chart makes one per release (the controller watches each one a
         # listener is built from); --shared-secret: one for all.
-        if self.args.shared_secret:
+        if self.args.shared_secret or self.shared:
             shared = await self.system.create_pat_secret(self.namespace)
             secrets = dict.fromkeys(self.names, shared)
         else:
             secrets = {name: f"{name}-github-secret" for name in self.names}
-            await asyncio.gather(*(self.system.create_pat_secret(self.namespace, s) for s in secrets.values()))
+            await bounded_gather([partial(self.system.create_pat_secret, self.namespace, s) for s in secrets.values()])
         started = time.monotonic()
-        await asyncio.gather(*(
-            self.kube.create(AUTOSCALING_RUNNER_SETS, scale_sets.autoscaling_runner_set(
-                name=name, namespace=self.namespace, config_url=self.system.config_url(), secret=secrets[name],
-                min_runners=0, max_runners=self.args.max_runners, template=scale_sets.runner_template(),
-            ), namespace=self.namespace)
-            for name in self.names
-        ))  # fmt: skip
-        timeout = self.args.timeout
+        await bounded_gather([partial(self.create_set, name, secrets[name]) for name in self.names])
         result = self.result
+        # One process per set, or one for the whole group (one namespace, one Secret, one pod shape).
+        processes = 1 if self.shared else self.sets
 
         async def all_listeners() -> bool:
-            return len(self.system.listener_pids()) >= self.sets
+            return len(self.system.listener_pids()) >= processes
 
         async def converged() -> bool:
             listed = await self.kube.list(AUTOSCALING_RUNNER_SETS, namespace=self.namespace)
@@ -290,9 +326,9 @@ class Bench:
                 result.sessions = time.monotonic() - started
             return len(listed.items) == self.sets and len(ids) == self.sets and ids <= held
 
-        listeners = asyncio.create_task(wait_for(all_listeners, timeout=timeout, what="every listener process"))
+        listeners = asyncio.create_task(self.wait_for(all_listeners, "every listener process"))
         try:
-            await wait_for(converged, timeout=timeout, what=f"{self.sets} scale sets to converge")
+            await self.wait_for(converged, f"{self.sets} scale sets to converge")
             result.converged = time.monotonic() - started
             result.listeners_started = await listeners
         finally:
@@ -300,12 +336,35 @@ class Bench:
         if math.isnan(result.sessions):
             result.sessions = result.converged
 
+    async def create_set(self, name: str, secret: str) -> None:
+        body = scale_sets.autoscaling_runner_set(
+            name=name, namespace=self.namespace, config_url=self.system.config_url(), secret=secret,
+            min_runners=0, max_runners=self.args.max_runners, template=scale_sets.runner_template(),
+        )  # fmt: skip
+        if self.shared:
+            body["metadata"]["annotations"] = {ANNOTATION_SHARED: SHARED_VALUE}
+        await self.kube.create(AUTOSCALING_RUNNER_SETS, body, namespace=self.namespace)
+
+    async def delete_set(self, name: str) -> None:
+        await self.kube.delete(AUTOSCALING_RUNNER_SETS, name, namespace=self.namespace, missing_ok=True)
+
+    def job_targets(self) -> list[str]:
+        """The set of each job, in arrival order: ``--jobs`` per set, or ``--total-jobs`` over distinct sets."""
+        args = self.args
+        shuffle = random.Random(args.seed).shuffle
+        if args.total_jobs:
+            names = list(self.names)
+            shuffle(names)
+            return [names[i % self.sets] for i in range(args.total_jobs)]
+        targets = [name for name in self.names for _ in range(args.jobs)]
+        shuffle(targets)
+        return targets
+
     async def workload(self) -> None:
         args = self.args
-        spec = WorkloadSpec(jobs=args.jobs * self.sets, rate=args.rate * self.sets, duration_min=args.duration_min,
-                            duration_max=args.duration_max, seed=args.seed)  # fmt: skip
-        targets = [name for name in self.names for _ in range(args.jobs)]
-        random.Random(args.seed).shuffle(targets)
+        targets = self.job_targets()
+        spec = WorkloadSpec(jobs=len(targets), rate=args.rate * (args.total_jobs or self.sets),
+                            duration_min=args.duration_min, duration_max=args.duration_max, seed=args.seed)  # fmt: skip
         start = time.monotonic()
         for job, target in zip(plan(spec), targets, strict=True):
             await asyncio.sleep(max(0.0, job.at - (time.monotonic() - start)))
@@ -317,7 +376,7 @@ class Bench:
             counts = (await self.system.sim.stats()).get("jobs") or {}
             return int(counts.get("completed") or 0) >= spec.jobs
 
-        await wait_for(all_completed, timeout=args.timeout, what=f"{spec.jobs} jobs to complete")
+        await self.wait_for(all_completed, f"{spec.jobs} jobs to complete")
         self.result.jobs_seconds = time.monotonic() - start
         jobs = await self.system.sim.jobs()
         audit = audit_jobs(jobs)
@@ -346,7 +405,7 @@ class Bench:
             counts = (await self.system.sim.stats()).get("jobs") or {}
             return bool(int(counts.get("completed") or 0) >= before + count)
 
-        await eventually(all_completed, f"{count} queued jobs to complete", timeout=args.timeout, interval=0.1,
+        await eventually(all_completed, f"{count} queued jobs to complete", timeout=self.timeout, interval=0.1,
                          max_interval=0.1)  # fmt: skip
         self.result.saturated_seconds = time.monotonic() - start
         self.result.saturated_jobs = count
@@ -359,13 +418,12 @@ class Bench:
 
     async def teardown(self) -> None:
         started = time.monotonic()
-        await asyncio.gather(*(self.kube.delete(AUTOSCALING_RUNNER_SETS, name, namespace=self.namespace,
-                                                missing_ok=True) for name in self.names))  # fmt: skip
+        await bounded_gather([partial(self.delete_set, name) for name in self.names])
 
         async def gone() -> bool:
             return not (await self.kube.list(AUTOSCALING_RUNNER_SETS, namespace=self.namespace)).items
 
-        await wait_for(gone, timeout=self.args.timeout, what="every AutoscalingRunnerSet to be deleted")
+        await self.wait_for(gone, "every AutoscalingRunnerSet to be deleted")
         self.result.teardown = time.monotonic() - started
 
     async def run(self) -> SizeResult:
@@ -375,7 +433,9 @@ class Bench:
         await self.measure("workload", self.workload)
         if self.args.saturate:
             await self.measure("saturated", self.saturated)
-        result.listener_rss = [memory_mb(pid) for pid in self.system.listener_pids().values()]
+        listeners = self.system.listener_pids().values()
+        result.listener_rss = [memory_mb(pid) for pid in listeners]
+        result.listener_peak = [memory_mb(pid, "VmHWM") for pid in listeners]
         result.agent_rss = memory_mb(self.system.agent_pid)
         result.controller_rss = memory_mb(self.system.controller_pid)
         result.controller_peak = memory_mb(self.system.controller_pid, "VmHWM")
@@ -424,7 +484,8 @@ async def run_size(cluster: TestCluster, args: argparse.Namespace, sets: int) ->
         controller_namespace=f"arc-many-{run_id}",
         watch_namespace=namespace,
         long_poll_seconds=args.long_poll,
-        ready_timeout=args.timeout,
+        ready_timeout=args.timeout or default_timeout(sets),
+        controller_args=(f"--k8s-client-rate-limiter-qps={args.qps}",) if args.qps else (),
     )
     system = System(workdir, kubeconfig=cluster.kubeconfig, options=options)
     await system.start()
@@ -450,63 +511,74 @@ async def run_size(cluster: TestCluster, args: argparse.Namespace, sets: int) ->
 # -- report ----------------------------------------------------------------------------------------------
 
 
+def report_size(r: SizeResult) -> None:
+    """Print the figures of one size (as soon as it is done: a run stopped later keeps them)."""
+    n = r.sets
+    rss = r.listener_rss
+    print(f"sets: {n}")
+    print(
+        f"  converged: {'yes' if r.ok else 'NO'}; every listener process started after {r.listeners_started:.1f} s,"
+        f" every session held after {r.sessions:.1f} s, every ARS Running and Ready after {r.converged:.1f} s"
+    )
+    once = "yes" if r.exactly_once else "NO"
+    print(
+        f"  jobs: {r.jobs} completed after {r.jobs_seconds:.1f} s, exactly once: {once};"
+        f" queue-to-start p50 {r.latency_p50:.1f} s, p95 {r.latency_p95:.1f} s"
+    )
+    print("  controller CPU seconds: " + ", ".join(f"{w} {s:.2f} ({s / n:.3f} per set)" for w, s in r.cpu.items()))
+    idle_rate = r.cpu.get("idle", 0.0) / r.idle_seconds if r.idle_seconds else float("nan")
+    listener_rate = r.listeners_cpu_idle / r.idle_seconds / n if r.idle_seconds else float("nan")
+    print(
+        f"  idle: controller {idle_rate * 1000:.1f} ms CPU per s ({idle_rate * 1000 / n:.2f} per set),"
+        f" listeners {listener_rate * 1000:.2f} ms per s each"
+    )
+    print("  controller API requests (writes): " + ", ".join(
+        f"{w} {total} ({writes})" for w, (total, writes) in r.requests.items()
+    ) + f"; workload per job {r.requests.get('workload', (0, 0))[0] / max(r.jobs, 1):.1f}")  # fmt: skip
+    jobs = max(r.jobs, 1)
+    print("  controller API requests per job in the workload, by method: " + ", ".join(
+        f"{method} {count / jobs:.2f}" for method, count in r.methods.get("workload", Counter()).most_common()
+    ))  # fmt: skip
+    server = r.server.get("workload", Counter())
+    print(
+        f"  API server requests per job in the workload (controller, listeners and the bench's own polls;"
+        f" {sum(server.values()) / jobs:.2f} in all): "
+        + ", ".join(f"{what} {count / jobs:.2f}" for what, count in server.most_common())
+    )
+    print("  node agent + listeners CPU seconds: " + ", ".join(f"{w} {s:.2f}" for w, s in r.agent_cpu.items()))
+    for window in ("setup", "workload", "teardown"):
+        for histogram, what in ((RECONCILE_HISTOGRAM, "reconcile time"), (QUEUE_HISTOGRAM, "queue wait")):
+            found = sorted(r.p95.get(window, {}).get(histogram, {}).items())
+            print(f"  {what} p95, {window}: " + ", ".join(
+                f"{name} {p95:g} s ({count})" for name, (p95, count) in found if count
+            ))  # fmt: skip
+    print(f"  controller RSS: {r.controller_rss:.1f} MB (peak {r.controller_peak:.1f} MB)")
+    if rss:
+        print(
+            f"  listener RSS: {len(rss)} processes, median {statistics.median(rss):.1f} MB,"
+            f" max {max(rss):.1f} MB, total {sum(rss):.0f} MB; node agent {r.agent_rss:.1f} MB"
+        )
+        per_set = sum(rss) / n
+        print(
+            f"  listener memory per scale set: {per_set:.2f} MB (RSS sum / {n} sets; peak sum"
+            f" {sum(r.listener_peak) / n:.2f} MB), {per_set / ARC_LISTENER_MB:.3f} x ARC's listener"
+            f" ({ARC_LISTENER_MB:.1f} MB per set, issue 30, measured 2026-06-30, not in this run;"
+            f" goal <= {LISTENER_GOAL})"
+        )
+    if r.saturated_jobs:
+        total, writes = r.requests.get("saturated", (0, 0))
+        print(
+            f"  saturated: {r.saturated_jobs} jobs queued at once completed after {r.saturated_seconds:.1f} s:"
+            f" {r.saturated_jobs / r.saturated_seconds:.2f} jobs per second; controller requests per job"
+            f" {total / r.saturated_jobs:.1f} ({writes / r.saturated_jobs:.1f} writes)"
+        )
+    print(f"  teardown: every ARS gone after {r.teardown:.1f} s")
+    for problem in r.problems:
+        print(f"  problem: {problem}")
+
+
 def report(results: Sequence[SizeResult]) -> None:
-    for r in results:
-        n = r.sets
-        rss = r.listener_rss
-        print(f"sets: {n}")
-        print(
-            f"  converged: {'yes' if r.ok else 'NO'}; every listener process started after {r.listeners_started:.1f} s,"
-            f" every session held after {r.sessions:.1f} s, every ARS Running and Ready after {r.converged:.1f} s"
-        )
-        once = "yes" if r.exactly_once else "NO"
-        print(
-            f"  jobs: {r.jobs} completed after {r.jobs_seconds:.1f} s, exactly once: {once};"
-            f" queue-to-start p50 {r.latency_p50:.1f} s, p95 {r.latency_p95:.1f} s"
-        )
-        print("  controller CPU seconds: " + ", ".join(f"{w} {s:.2f} ({s / n:.3f} per set)" for w, s in r.cpu.items()))
-        idle_rate = r.cpu.get("idle", 0.0) / r.idle_seconds if r.idle_seconds else float("nan")
-        listener_rate = r.listeners_cpu_idle / r.idle_seconds / n if r.idle_seconds else float("nan")
-        print(
-            f"  idle: controller {idle_rate * 1000:.1f} ms CPU per s ({idle_rate * 1000 / n:.2f} per set),"
-            f" listeners {listener_rate * 1000:.2f} ms per s each"
-        )
-        print("  controller API requests (writes): " + ", ".join(
-            f"{w} {total} ({writes})" for w, (total, writes) in r.requests.items()
-        ) + f"; workload per job {r.requests.get('workload', (0, 0))[0] / max(r.jobs, 1):.1f}")  # fmt: skip
-        jobs = max(r.jobs, 1)
-        print("  controller API requests per job in the workload, by method: " + ", ".join(
-            f"{method} {count / jobs:.2f}" for method, count in r.methods.get("workload", Counter()).most_common()
-        ))  # fmt: skip
-        server = r.server.get("workload", Counter())
-        print(
-            f"  API server requests per job in the workload (controller, listeners and the bench's own polls;"
-            f" {sum(server.values()) / jobs:.2f} in all): "
-            + ", ".join(f"{what} {count / jobs:.2f}" for what, count in server.most_common())
-        )
-        print("  node agent + listeners CPU seconds: " + ", ".join(f"{w} {s:.2f}" for w, s in r.agent_cpu.items()))
-        for window in ("setup", "workload", "teardown"):
-            for histogram, what in ((RECONCILE_HISTOGRAM, "reconcile time"), (QUEUE_HISTOGRAM, "queue wait")):
-                found = sorted(r.p95.get(window, {}).get(histogram, {}).items())
-                print(f"  {what} p95, {window}: " + ", ".join(
-                    f"{name} {p95:g} s ({count})" for name, (p95, count) in found if count
-                ))  # fmt: skip
-        print(f"  controller RSS: {r.controller_rss:.1f} MB (peak {r.controller_peak:.1f} MB)")
-        if rss:
-            print(
-                f"  listener RSS: {len(rss)} processes, median {statistics.median(rss):.1f} MB,"
-                f" max {max(rss):.1f} MB, total {sum(rss):.0f} MB; node agent {r.agent_rss:.1f} MB"
-            )
-        if r.saturated_jobs:
-            total, writes = r.requests.get("saturated", (0, 0))
-            print(
-                f"  saturated: {r.saturated_jobs} jobs queued at once completed after {r.saturated_seconds:.1f} s:"
-                f" {r.saturated_jobs / r.saturated_seconds:.2f} jobs per second; controller requests per job"
-                f" {total / r.saturated_jobs:.1f} ({writes / r.saturated_jobs:.1f} writes)"
-            )
-        print(f"  teardown: every ARS gone after {r.teardown:.1f} s")
-        for problem in r.problems:
-            print(f"  problem: {problem}")
+    """Print the per-set cost ratios of the largest size over the smallest."""
     if len(results) < 2:
         return
     small, large = min(results, key=lambda r: r.sets), max(results, key=lambda r: r.sets)
@@ -534,6 +606,8 @@ def report(results: Sequence[SizeResult]) -> None:
         ("controller RSS (MB)", large.controller_rss / large.sets, small.controller_rss / small.sets),
         ("listener RSS (median MB)", statistics.median(large.listener_rss or [0]),
          statistics.median(small.listener_rss or [0])),
+        ("listener RSS per set (sum / sets, MB)", sum(large.listener_rss) / large.sets,
+         sum(small.listener_rss) / small.sets),
         ("time to converge", large.converged / large.sets, small.converged / small.sets),
         ("time to tear down", large.teardown / large.sets, small.teardown / small.sets),
     ]  # fmt: skip
@@ -553,11 +627,16 @@ def report(results: Sequence[SizeResult]) -> None:
 async def main(args: argparse.Namespace) -> int:
     sizes = [int(s) for s in re.split(r"[,\s]+", args.sets.strip()) if s]
     print(f"machine: {os.cpu_count()} cores; load average at start {load_average()}", file=sys.stderr)
+    mode = "one shared listener" if args.shared_listener else "a listener per set"
+    print(f"mode: {mode}; " + ("one credentials Secret" if args.shared_secret or args.shared_listener else
+                               "a credentials Secret per set"))  # fmt: skip
     results = []
     with start_test_cluster(reuse=Path(args.reuse) if args.reuse else None) as cluster:
         for sets in sizes:
             print(f"running {sets} scale sets ...", file=sys.stderr, flush=True)
             results.append(await run_size(cluster, args, sets))
+            report_size(results[-1])
+            sys.stdout.flush()
     print(f"load average at the end: {load_average()}")
     report(results)
     return 0 if all(r.ok for r in results) else 1
@@ -583,11 +662,18 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument("--saturate-duration", type=float, default=0.5,
                         help="seconds each --saturate job runs (default: 0.5)")  # fmt: skip
     parser.add_argument("--seed", type=int, default=1, help="workload seed (default: 1)")
-    parser.add_argument("--timeout", type=float, default=600.0, help="seconds any one wait may take (default: 600)")
+    parser.add_argument("--shared-listener", action="store_true",
+                        help="every set annotated for a shared listener, one Secret for all (issue 30)")  # fmt: skip
+    parser.add_argument("--total-jobs", type=int, default=0,
+                        help="N jobs in all at every size, one per set while sets last (default: --jobs)")  # fmt: skip
+    parser.add_argument("--qps", type=float, default=0.0,
+                        help="the controller's --k8s-client-rate-limiter-qps (default: its own, ARC's 20)")  # fmt: skip
+    parser.add_argument("--timeout", type=float, default=0.0,
+                        help="seconds any one wait may take (default: 600, plus 1.5 per set past 100)")  # fmt: skip
     parser.add_argument("--reuse", help="work directory of a running cluster (arc-scaleset cluster up --dir)")
     args = parser.parse_args(argv)
-    if args.jobs < 1 or args.rate <= 0 or not 0 <= args.duration_min <= args.duration_max:
-        parser.error("need --jobs >= 1, --rate > 0 and 0 <= --duration-min <= --duration-max")
+    if args.jobs < 1 or args.total_jobs < 0 or args.rate <= 0 or not 0 <= args.duration_min <= args.duration_max:
+        parser.error("need --jobs >= 1, --total-jobs >= 0, --rate > 0 and 0 <= --duration-min <= --duration-max")
     return args
 
 

@@ -70,6 +70,25 @@ def test_many_sets_benchmark_converges_every_set_and_prints_the_per_set_ratios(c
     assert re.search(r"^  listener RSS: 3 processes, median [\d.]+ MB", out, re.MULTILINE), out
 
 
+def test_many_sets_benchmark_with_a_shared_listener_serves_every_set_from_one_process(cluster: TestCluster) -> None:
+    out = run_bench(
+        "bench_many_sets.py", "--reuse", str(cluster.workdir), "--sets", "1,3", "--shared-listener",
+        "--total-jobs", "2", "--rate", "0.5", "--idle", "1", "--duration-min", "0.5", "--duration-max", "1",
+    )  # fmt: skip
+    assert "mode: one shared listener; one credentials Secret" in out, out
+    for sets in (1, 3):
+        assert f"sets: {sets}\n  converged: yes;" in out, out
+    assert out.count("jobs: 2 completed after") == 2, out
+    assert out.count("exactly once: yes") == 2, out
+    assert re.search(r"^  listener RSS: 1 processes, median [\d.]+ MB", out, re.MULTILINE), out
+    per_set = re.search(r"^  listener memory per scale set: ([\d.]+) MB \(RSS sum / 3 sets", out, re.MULTILINE)
+    assert per_set, out
+    total = re.search(r"^  listener RSS: 1 processes, .* total (\d+) MB", out.split("sets: 3\n")[1], re.MULTILINE)
+    assert total, out
+    assert abs(float(per_set.group(1)) - int(total.group(1)) / 3) < 0.5, out  # the total is rounded to the MB
+    assert re.search(r"^  listener RSS per set \(sum / sets, MB\): ", out, re.MULTILINE), out
+
+
 def test_memory_benchmark_prints_the_controller_and_listener_resident_sizes(cluster: TestCluster) -> None:
     out = run_bench("bench_memory.py", "--reuse", str(cluster.workdir), "--runners", "2,3", "--jobs", "2")
     size = r"steady [\d.]+ MB, peak [\d.]+ MB"
