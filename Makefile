@@ -49,7 +49,7 @@ typecheck: $(STAMP)
 	$(BIN)/mypy
 
 test: lint typecheck cluster-binaries
-	$(BIN)/pytest -q -p no:cacheprovider $(PYTEST_ARGS)
+	$(BIN)/pytest -q -p no:cacheprovider --durations=25 $(PYTEST_ARGS)
 
 unit: $(STAMP)
 	$(BIN)/pytest -q tests/unit $(PYTEST_ARGS)

@@ -211,7 +211,9 @@ class AutoscalingRunnerSetReconciler:
     async def _finalizer(self, scope: ScaleSetPass) -> Result | None:
         if has_finalizer(scope.obj, AUTOSCALING_RUNNER_SET_FINALIZER):
             return None
-        await add_finalizer(self.ctx.kube, AUTOSCALING_RUNNER_SETS, scope.obj, AUTOSCALING_RUNNER_SET_FINALIZER)
+        scope.wrote(
+            await add_finalizer(self.ctx.kube, AUTOSCALING_RUNNER_SETS, scope.obj, AUTOSCALING_RUNNER_SET_FINALIZER)
+        )
         scope.report.progress = ("AddingFinalizer", "adding the finalizer")
         return Result()
 
@@ -225,7 +227,9 @@ class AutoscalingRunnerSetReconciler:
         patch = url_labels_patch(scope.obj, scope.url_labels)
         if not patch:
             return None
-        await self.ctx.kube.patch(AUTOSCALING_RUNNER_SETS, scope.ars.name, patch, namespace=scope.ars.namespace)
+        scope.wrote(
+            await self.ctx.kube.patch(AUTOSCALING_RUNNER_SETS, scope.ars.name, patch, namespace=scope.ars.namespace)
+        )
         scope.report.progress = ("UpdatingLabels", "recording the config URL labels")
         return Result()
 

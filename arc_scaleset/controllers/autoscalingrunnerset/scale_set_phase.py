@@ -47,7 +47,7 @@ async def register(ctx: ControllerContext, scope: ScaleSetPass, *, replacing: in
     scale_set = registered.scale_set
     patch = registration_patch(obj, scale_set, url_labels=scope.url_labels)
     if patch:
-        await ctx.kube.patch(AUTOSCALING_RUNNER_SETS, ars.name, patch, namespace=ars.namespace)
+        scope.wrote(await ctx.kube.patch(AUTOSCALING_RUNNER_SETS, ars.name, patch, namespace=ars.namespace))
     scope.memory.verified(scale_set.id, at=ctx.clock.monotonic())
     verb = "registered" if registered.created else "reused the existing"
     note = f"{verb} scale set {scale_set.name!r} (id {scale_set.id}) in runner group {scale_set.runner_group_name!r}"
@@ -99,7 +99,7 @@ async def _verify(ctx: ControllerContext, scope: ScaleSetPass) -> Result | None:
     scope.memory.verified(scale_set_id, at=ctx.clock.monotonic())
     patch = registration_patch(obj, scale_set, url_labels=scope.url_labels)
     if patch:
-        await ctx.kube.patch(AUTOSCALING_RUNNER_SETS, ars.name, patch, namespace=ars.namespace)
+        scope.wrote(await ctx.kube.patch(AUTOSCALING_RUNNER_SETS, ars.name, patch, namespace=ars.namespace))
         scope.report.progress = ("UpdatingScaleSet", "recording the scale set's name and runner group")
         return Result()
     return None

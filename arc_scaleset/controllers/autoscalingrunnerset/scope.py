@@ -16,6 +16,7 @@ from arc_scaleset.api.autoscalingrunnerset import AutoscalingRunnerSet
 from arc_scaleset.api.views import AutoscalingRunnerSetView
 from arc_scaleset.controllers.autoscalingrunnerset.ownership import listener_is_own
 from arc_scaleset.controllers.autoscalingrunnerset.status import ReconcileReport
+from arc_scaleset.controllers.own_writes import OwnWrites
 from arc_scaleset.kube.controller import Request
 from arc_scaleset.kube.informer import Object
 from arc_scaleset.kube.ownerrefs import Owner
@@ -37,9 +38,9 @@ class ScaleSetMemory:
     gone_report: dt.datetime | None = None
     """The listener's latest "scale set not found" report a verification acted on (its time): each report
     is acted on once."""
-    status_written: tuple[str, Object] | None = None
-    """The last status write: the resourceVersion it was diffed against, and the object the server returned
-    (:mod:`.status_write`)."""
+    writes: OwnWrites = field(default_factory=OwnWrites)
+    """This controller's writes of the scale set (metadata, spec or status) its cache may not show yet: the
+    status write diffs against the freshest (:mod:`.status_write`)."""
 
     def verified(self, scale_set_id: int, *, at: float) -> None:
         """Record that ``scale_set_id`` was confirmed on GitHub (registered, found) at monotonic time ``at``."""
@@ -67,6 +68,11 @@ class ScaleSetPass:
     """When the listener reported the scale set gone on GitHub, if that report is why this pass verifies it."""
     runner_set_name: str = ""
     """The scale set's current EphemeralRunnerSet, once the pass found it in line (the listener's target)."""
+
+    def wrote(self, stored: Object) -> None:
+        """Record that this pass wrote the scale set and the server returned ``stored``: the status written at
+        the end of the pass is diffed against it (:mod:`.status_write`)."""
+        self.memory.writes.wrote(self.obj, stored)
 
     @property
     def owner(self) -> Owner:

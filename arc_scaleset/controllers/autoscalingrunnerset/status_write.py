@@ -8,10 +8,12 @@ another generation means the pass worked on an outdated spec: nothing is written
 triggers writes it. Without the lock, a patch diffed against a stale copy carried ``observedGeneration``
 without the phase that belongs to it, and readers saw ``Pending`` at ``observedGeneration == generation``.
 
-When the cache still shows the very version the previous write was diffed against (that write has not come
-back through the watch yet), the object that write returned (kept in the scale set's memory slot) is the
-fresher read: diffing against it saves the refused patch and the GET after it (three requests for one),
-which the passes of a scale set being set up met several times each (every child created brings a pass).
+While the cache still shows a version this controller's own writes replaced (they have not come back through
+the watch yet), the object the last write returned is the fresher read (:class:`~arc_scaleset.controllers.
+own_writes.OwnWrites`, kept in the scale set's memory slot): diffing against it saves the refused patch and the
+GET after it (three requests for one). Those writes are the status writes of earlier passes and the writes of
+this pass's own phases (the finalizer, the registration record, the URL labels:
+:meth:`.scope.ScaleSetPass.wrote`); a scale set being set up met the refusal at almost every pass (issue 30).
 """
 
 from __future__ import annotations
@@ -37,10 +39,7 @@ async def write_status(ctx: ControllerContext, obj: Object, report: ReconcileRep
     """Write the status ``report`` derives onto the scale set the pass read as ``obj`` (see the module docstring);
     a scale set gone, or changing faster than this writes, is left to the pass its change brings."""
     kube = ctx.kube
-    latest: Object = obj
-    written = memory.status_written
-    if written is not None and written[0] == ObjectView(obj).resource_version:
-        latest = written[1]
+    latest: Object = memory.writes.freshest(obj)
 
     async def attempt() -> None:
         nonlocal latest
@@ -56,7 +55,7 @@ async def write_status(ctx: ControllerContext, obj: Object, report: ReconcileRep
             stored = await kube.patch(
                 AUTOSCALING_RUNNER_SETS, view.name, body, namespace=view.namespace, subresource="status"
             )
-            memory.status_written = (view.resource_version, stored)
+            memory.writes.wrote(latest, stored)
         except Conflict:
             latest = await kube.get(AUTOSCALING_RUNNER_SETS, view.name, namespace=view.namespace)
             raise

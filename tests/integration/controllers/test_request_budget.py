@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -152,16 +153,12 @@ async def run_job(kube: KubeClient, namespace: str, ers: str, patch_id: int) -> 
     await eventually(children_gone, "the runner's pod and JIT Secret to be gone")
 
 
-async def test_one_job_costs_the_controller_at_most_the_budget(
-    kube: KubeClient,
-    cluster: TestCluster,
-    namespace: str,
-    controller_namespace: str,
-    sim: SimulatedGitHub,
-    crds_installed: list[str],
-) -> None:
-    # The four controllers on a client of their own, so that its counts are theirs alone; the test acts as the
-    # listener and reads through the shared one.
+@contextlib.asynccontextmanager
+async def controllers_alone(
+    cluster: TestCluster, namespace: str, controller_namespace: str, sim: SimulatedGitHub
+) -> AsyncIterator[tuple[ControllerHarness, KubeClient]]:
+    """The four controllers on a client of their own, so that its counts are theirs alone (the test acts as the
+    listener and reads through the shared one); the scale set is cleaned up when the block ends."""
     async with KubeClient.from_kubeconfig(cluster.kubeconfig) as controllers:
         env = ControllerHarness(
             kube=controllers, namespace=namespace, controller_namespace=controller_namespace, sim=sim,
@@ -171,24 +168,67 @@ async def test_one_job_costs_the_controller_at_most_the_budget(
         await env.create_secret()
         await env.start()
         try:
-            await env.create_ars(minRunners=0, maxRunners=5)
-            ers = await eventually(env.ers, "the EphemeralRunnerSet")
-            await env.report_listener_state(ListenerPhase.POLLING)
-            await eventually(env.running, "the scale set Running")
-            # The first job of a set also tries its runner template (a dry run, once per 10 minutes): the
-            # budget is a job's on a set already at work.
-            await run_job(kube, namespace, ers["metadata"]["name"], patch_id=1)
-            before = collections.Counter(controllers.request_counts)
-            await run_job(kube, namespace, ers["metadata"]["name"], patch_id=3)
-            spent = collections.Counter(controllers.request_counts)
-            spent.subtract(before)
-            breakdown = ", ".join(f"{verb} {what} {n}" for (verb, what), n in sorted(spent.items()) if n)
-            print(f"one job's controller requests: {spent.total()} ({breakdown})")
-            status = spent[("patch", "ephemeralrunnersets/status")] + spent[("patch", "autoscalingrunnersets/status")]
-            counts = status - 1  # the set's status also holds the finished-runner marker, written once per job
-            assert spent.total() - counts <= JOB_BUDGET, f"one job cost {spent.total()} requests: {breakdown}"
-            assert counts <= COUNTS_BUDGET, f"one job cost {counts} writes of the counts: {breakdown}"
+            yield env, controllers
         finally:
             with contextlib.suppress(Exception):
                 await _clean_up(env)
             await env.close()
+
+
+async def test_one_job_costs_the_controller_at_most_the_budget(
+    kube: KubeClient,
+    cluster: TestCluster,
+    namespace: str,
+    controller_namespace: str,
+    sim: SimulatedGitHub,
+    crds_installed: list[str],
+) -> None:
+    async with controllers_alone(cluster, namespace, controller_namespace, sim) as (env, controllers):
+        await env.create_ars(minRunners=0, maxRunners=5)
+        ers = await eventually(env.ers, "the EphemeralRunnerSet")
+        await env.report_listener_state(ListenerPhase.POLLING)
+        await eventually(env.running, "the scale set Running")
+        # The first job of a set also tries its runner template (a dry run, once per 10 minutes): the
+        # budget is a job's on a set already at work.
+        await run_job(kube, namespace, ers["metadata"]["name"], patch_id=1)
+        before = collections.Counter(controllers.request_counts)
+        await run_job(kube, namespace, ers["metadata"]["name"], patch_id=3)
+        spent = collections.Counter(controllers.request_counts)
+        spent.subtract(before)
+        breakdown = ", ".join(f"{verb} {what} {n}" for (verb, what), n in sorted(spent.items()) if n)
+        print(f"one job's controller requests: {spent.total()} ({breakdown})")
+        status = spent[("patch", "ephemeralrunnersets/status")] + spent[("patch", "autoscalingrunnersets/status")]
+        counts = status - 1  # the set's status also holds the finished-runner marker, written once per job
+        assert spent.total() - counts <= JOB_BUDGET, f"one job cost {spent.total()} requests: {breakdown}"
+        assert counts <= COUNTS_BUDGET, f"one job cost {counts} writes of the counts: {breakdown}"
+
+
+async def test_setting_up_a_scale_set_never_has_its_own_status_write_refused(
+    kube: KubeClient,
+    cluster: TestCluster,
+    namespace: str,
+    controller_namespace: str,
+    sim: SimulatedGitHub,
+    crds_installed: list[str],
+) -> None:
+    # Each pass of a new scale set writes it (the finalizer, the registration record, the URL labels) and then
+    # its status: diffed against the pass's own read, the status write was refused (409) and followed by a GET.
+    async with controllers_alone(cluster, namespace, controller_namespace, sim) as (env, controllers):
+        await env.create_ars(minRunners=0, maxRunners=5)
+        await eventually(env.ers, "the EphemeralRunnerSet")
+        await env.report_listener_state(ListenerPhase.POLLING)
+        await eventually(lambda: running_through(kube, namespace), "the scale set Running")
+        counts = controllers.request_counts
+        breakdown = ", ".join(
+            f"{verb} {what} {n}" for (verb, what), n in sorted(counts.items()) if "autoscalingrunnersets" in what
+        )
+        print(f"the scale set's own requests at set-up: {breakdown}")
+        # The one read is the finalizer's read-modify-write; a refused status write would add one each.
+        assert counts[("get", "autoscalingrunnersets")] == 1, breakdown
+
+
+async def running_through(kube: KubeClient, namespace: str) -> bool:
+    """Whether the scale set is Running at its generation, read through ``kube`` (not the controllers' client)."""
+    obj = await kube.get(AUTOSCALING_RUNNER_SETS, "arc-runners", namespace=namespace)
+    status = obj.get("status") or {}
+    return status.get("phase") == "Running" and status.get("observedGeneration") == obj["metadata"]["generation"]
