@@ -17,9 +17,10 @@ class ToolError(RuntimeError):
     """A tool is missing and cannot be installed here."""
 
 
-def require_root(what: str) -> None:
+def require_root(what: str, *, because: str = "mmdebstrap's root mode, chroot, runc") -> None:
+    """Raise :class:`ToolError` naming ``what`` and why it needs root, unless this process is root."""
     if os.geteuid() != 0:
-        raise ToolError(f"{what} needs root (mmdebstrap's root mode, chroot, runc): run it with sudo")
+        raise ToolError(f"{what} needs root ({because}): run it with sudo")
 
 
 def ensure(tools: dict[str, str]) -> None:
@@ -29,7 +30,7 @@ def ensure(tools: dict[str, str]) -> None:
         return
     if shutil.which("apt-get") is None:
         raise ToolError(f"missing {', '.join(missing)} and no apt-get to install them (a Debian host is expected)")
-    require_root(f"installing {', '.join(missing)}")
+    require_root(f"installing {', '.join(missing)}", because="apt-get installs packages")
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
     print(f"image: installing {' '.join(missing)} with apt-get", flush=True)
     subprocess.run(["apt-get", "update", "-qq"], check=True, env=env)

@@ -252,13 +252,6 @@ class ControllerSettings:
         """The log format written into listener configs: the controller's when valid, else ``text``."""
         return self.log_format if self.log_format in LOG_FORMATS else "text"
 
-    @property
-    def watched_namespaces(self) -> frozenset[str] | None:
-        """The namespaces to cache (``None``: all): the watched one plus the controller's own."""
-        if not self.watch_namespace:
-            return None
-        return frozenset({self.watch_namespace, self.controller_namespace})
-
     # -- construction ----------------------------------------------------------------------------------
 
     @classmethod

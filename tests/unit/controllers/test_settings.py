@@ -72,9 +72,3 @@ def test_invalid_log_settings_fall_back_to_arcs_defaults_for_listeners() -> None
     assert (settings.listener_log_level, settings.listener_log_format) == ("debug", "text")
     ok = ControllerSettings(controller_namespace="ns", controller_image="img", log_level="warn", log_format="json")
     assert (ok.listener_log_level, ok.listener_log_format) == ("warn", "json")
-
-
-def test_watching_one_namespace_also_caches_the_controller_namespace() -> None:
-    settings = ControllerSettings(controller_namespace="arc-system", controller_image="img", watch_namespace="team")
-    assert settings.watched_namespaces == frozenset({"team", "arc-system"})
-    assert ControllerSettings(controller_namespace="a", controller_image="i").watched_namespaces is None
