@@ -92,3 +92,12 @@ def test_the_listener_process_does_not_load_zoneinfo_without_a_window() -> None:
         package_modules(modules_at_start("listener"), "zoneinfo", "sysconfig", "_sysconfigdata__linux_x86_64-linux-gnu")
         == []
     )
+
+
+# aiohttp.web (applications, routers, sites, file responses, websockets: about 1.1 MB): the metrics and probe server
+# is aiohttp's low-level server with a dispatch of its own (arc_scaleset.observability.metrics_server).
+@pytest.mark.parametrize("command", sorted(RUNTIME))
+def test_the_process_serves_metrics_without_aiohttp_web(command: str) -> None:
+    modules = modules_at_start(command)
+    assert "aiohttp.web_server" in modules
+    assert sorted(modules.intersection({"aiohttp.web", "aiohttp.web_app", "aiohttp.web_runner"})) == []
