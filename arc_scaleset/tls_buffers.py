@@ -5,8 +5,10 @@ from __future__ import annotations
 from asyncio import sslproto
 from typing import Final
 
-TLS_READ_BUFFER: Final = 64 * 1024
-"""Bytes each TLS connection reads from its socket at once: four full TLS records (16 KiB each)."""
+TLS_READ_BUFFER: Final = 16 * 1024
+"""Bytes each TLS connection reads from its socket at once: one full TLS record, the most a single record
+decrypts to. Each connection's buffer is resident while it is open: at 64 KiB the controller's 40 or so
+connections to the API server at a scale-up held 2 MB more at its peak (bench/README.md, issue 30)."""
 
 
 def shrink_tls_read_buffers(size: int = TLS_READ_BUFFER) -> None:

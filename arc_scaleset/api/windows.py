@@ -33,7 +33,6 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Final
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 __all__ = [
     "DAYS_RULE",
@@ -96,6 +95,10 @@ def parse_clock(text: str) -> int:
 
 def parse_zone(name: str) -> dt.tzinfo:
     """The zone of an IANA name; ValueError that says why not. ``UTC`` needs no time zone database."""
+    # Imported here, by the few processes whose sets have windows: zoneinfo brings sysconfig's tables,
+    # about 0.9 MB of every listener's and the controller's memory (bench/README.md, issue 30).
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
     try:
         return ZoneInfo(name.strip())
     except (ZoneInfoNotFoundError, ValueError):

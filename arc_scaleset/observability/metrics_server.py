@@ -1,4 +1,4 @@
-"""The HTTP endpoint for Prometheus metrics and the ``/healthz`` / ``/readyz`` probes (aiohttp).
+"""The HTTP endpoint for Prometheus metrics and the ``/healthz`` / ``/readyz`` probes (aiohttp's HTTP server).
 
 Both processes serve one: the controller on ``--metrics-addr`` (probes on the same listener, or on
 ``--health-probe-bind-address`` through a second server with an empty registry), the listener on its
@@ -10,15 +10,23 @@ A health check is a plain callable run on every probe request, so it must be che
 It passes by returning ``None``, ``True`` or ``""``; it fails by returning ``False`` or a non-empty reason
 string, or by raising. A probe answers 200 ``ok`` when all its checks pass, else 500 with one line per
 check (``[+]name ok`` / ``[-]name failed: reason``), in the style of controller-runtime's probes.
+
+The three paths are served by aiohttp's low-level server (its HTTP protocol, parser and responses) with a
+dispatch of our own that answers as ``aiohttp.web``'s router did: GET and HEAD on a path, 405 for another
+method, 404 elsewhere. ``aiohttp.web`` (applications, routers, sites, file responses, websockets) is never
+imported: it added about 1.1 MB to each process (bench/README.md, issue 30).
 """
 
 from __future__ import annotations
 
+import asyncio
 import ipaddress
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Final
 
-from aiohttp import web
+from aiohttp.web_request import BaseRequest
+from aiohttp.web_response import Response
+from aiohttp.web_server import Server
 from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import choose_encoder
 
@@ -27,6 +35,11 @@ from arc_scaleset.observability.logging import get_logger, redact
 __all__ = ["HealthCheck", "MetricsServer", "parse_bind_address", "serve_metrics", "verdict_check"]
 
 HealthCheck = Callable[[], bool | str | None]
+Handler = Callable[[BaseRequest], Awaitable[Response]]
+
+SHUTDOWN_TIMEOUT: Final = 5.0
+"""Seconds :meth:`MetricsServer.close` gives in-flight requests (a scrape) to finish."""
+_READ_METHODS: Final = frozenset({"GET", "HEAD"})
 
 
 def verdict_check(verdict: Callable[[], tuple[bool, str]]) -> HealthCheck:
@@ -73,8 +86,9 @@ def parse_bind_address(address: str) -> tuple[str, int] | None:
 class MetricsServer:
     """A running metrics/probe server. Stop it with :meth:`close`."""
 
-    def __init__(self, runner: web.AppRunner, *, host: str, port: int, path: str) -> None:
-        self._runner = runner
+    def __init__(self, listener: asyncio.Server, server: Server, *, host: str, port: int, path: str) -> None:
+        self._listener = listener
+        self._server = server
         self.host = host
         self.port = port
         self.path = path
@@ -89,7 +103,12 @@ class MetricsServer:
 
     async def close(self) -> None:
         """Stop listening and finish in-flight requests. Safe to call twice."""
-        await self._runner.cleanup()
+        self._listener.close()
+        # Requests that arrived before the close have started (their handlers hold them); idle connections go.
+        await asyncio.sleep(0)
+        self._server.pre_shutdown()
+        await self._server.shutdown(SHUTDOWN_TIMEOUT)
+        await self._listener.wait_closed()
 
 
 async def serve_metrics(
@@ -114,30 +133,40 @@ async def serve_metrics(
     host, port = bind
     readiness = health_checks if ready_checks is None else ready_checks
 
-    async def metrics(request: web.Request) -> web.Response:
+    async def metrics(request: BaseRequest) -> Response:
         encoder, content_type = choose_encoder(request.headers.get("Accept", ""))
-        return web.Response(body=encoder(registry), headers={"Content-Type": content_type})
+        return Response(body=encoder(registry), headers={"Content-Type": content_type})
 
-    app = web.Application()
-    app.router.add_get(path, metrics)
-    app.router.add_get("/healthz", _probe_handler("healthz", health_checks))
-    app.router.add_get("/readyz", _probe_handler("readyz", readiness))
-
-    runner = web.AppRunner(app, access_log=None, shutdown_timeout=5.0)
-    await runner.setup()
-    try:
-        site = web.TCPSite(runner, host or None, port)
-        await site.start()
-    except BaseException:
-        await runner.cleanup()
-        raise
-    bound_port = _bound_port(runner, default=port)
+    routes: dict[str, Handler] = {
+        path: metrics,
+        "/healthz": _probe_handler("healthz", health_checks),
+        "/readyz": _probe_handler("readyz", readiness),
+    }
+    server = Server(_dispatch(routes), access_log=None)
+    listener = await asyncio.get_running_loop().create_server(server, host or None, port)
+    bound_port = _bound_port(listener, default=port)
     _log.info("metrics server listening", address=address, port=bound_port, path=path)
-    return MetricsServer(runner, host=host, port=bound_port, path=path)
+    return MetricsServer(listener, server, host=host, port=bound_port, path=path)
 
 
-def _bound_port(runner: web.AppRunner, *, default: int) -> int:
-    for sockaddr in runner.addresses:
+def _dispatch(routes: Mapping[str, Handler]) -> Handler:
+    """The server's one handler: ``routes[path]`` for GET and HEAD (aiohttp leaves out a HEAD answer's body),
+    ``405`` with ``Allow`` for another method on a known path, ``404`` for any other path."""
+
+    async def dispatch(request: BaseRequest) -> Response:
+        handler = routes.get(request.path)
+        if handler is None:
+            return Response(status=404, text="404: Not Found")
+        if request.method not in _READ_METHODS:
+            return Response(status=405, text="405: Method Not Allowed", headers={"Allow": "GET,HEAD"})
+        return await handler(request)
+
+    return dispatch
+
+
+def _bound_port(listener: asyncio.Server, *, default: int) -> int:
+    for socket in listener.sockets:
+        sockaddr = socket.getsockname()
         if isinstance(sockaddr, tuple) and len(sockaddr) >= 2 and isinstance(sockaddr[1], int):
             return sockaddr[1]
     return default
@@ -156,10 +185,8 @@ def _run_check(check: HealthCheck) -> str | None:
     return redact(str(outcome))
 
 
-def _probe_handler(
-    probe: str, checks: Mapping[str, HealthCheck]
-) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
-    async def handle(request: web.Request) -> web.Response:
+def _probe_handler(probe: str, checks: Mapping[str, HealthCheck]) -> Handler:
+    async def handle(request: BaseRequest) -> Response:
         lines: list[str] = []
         failed = False
         for name, check in checks.items():
@@ -171,10 +198,10 @@ def _probe_handler(
                 lines.append(f"[-]{name} failed: {reason}")
         if failed:
             lines.append(f"{probe} check failed")
-            return web.Response(status=500, text="\n".join(lines) + "\n")
+            return Response(status=500, text="\n".join(lines) + "\n")
         if "verbose" in request.query:
             lines.append(f"{probe} check passed")
-            return web.Response(text="\n".join(lines) + "\n")
-        return web.Response(text="ok")
+            return Response(text="\n".join(lines) + "\n")
+        return Response(text="ok")
 
     return handle

@@ -83,3 +83,21 @@ def test_a_listener_of_one_scale_set_does_not_load_the_shared_listener() -> None
     modules = modules_at_start("listener")
     assert sorted(name for name in modules if name.startswith("arc_scaleset.listener.group")) == []
     assert "arc_scaleset.kube.informer" not in modules
+
+
+# zoneinfo and the sysconfig tables it reads its search path from (0.9 MB): only for a minRunnersSchedule window's
+# zone (arc_scaleset.api.windows.parse_zone). The controller has them anyway: pydantic's validators import zoneinfo.
+def test_the_listener_process_does_not_load_zoneinfo_without_a_window() -> None:
+    assert (
+        package_modules(modules_at_start("listener"), "zoneinfo", "sysconfig", "_sysconfigdata__linux_x86_64-linux-gnu")
+        == []
+    )
+
+
+# aiohttp.web (applications, routers, sites, file responses, websockets: about 1.1 MB): the metrics and probe server
+# is aiohttp's low-level server with a dispatch of its own (arc_scaleset.observability.metrics_server).
+@pytest.mark.parametrize("command", sorted(RUNTIME))
+def test_the_process_serves_metrics_without_aiohttp_web(command: str) -> None:
+    modules = modules_at_start(command)
+    assert "aiohttp.web_server" in modules
+    assert sorted(modules.intersection({"aiohttp.web", "aiohttp.web_app", "aiohttp.web_runner"})) == []

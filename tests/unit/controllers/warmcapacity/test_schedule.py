@@ -4,6 +4,7 @@ midnight, both DST transitions, and bad input refused with a message that names 
 from __future__ import annotations
 
 import datetime as dt
+import zoneinfo
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import pydantic
@@ -243,7 +244,7 @@ def test_utc_is_known_without_a_time_zone_database(monkeypatch: pytest.MonkeyPat
     def no_database(name: str) -> ZoneInfo:
         raise ZoneInfoNotFoundError(name)
 
-    monkeypatch.setattr(windows, "ZoneInfo", no_database)
+    monkeypatch.setattr(zoneinfo, "ZoneInfo", no_database)  # parse_zone imports it on first use
     assert scheduled_runners([window(zone="UTC")], dt.datetime(2026, 1, 7, 9, tzinfo=UTC)) == 5
     with pytest.raises(ValueError, match="IANA time zone"):
         windows.parse_zone("Europe/Berlin")
