@@ -50,7 +50,8 @@ watch yet)."""
 
 @dataclass(frozen=True)
 class StandbySettings:
-    """The Lease, this pod's name (the Lease's holder identity) and its peer's, all in the client's namespace."""
+    """The Lease, this pod's name (the Lease's holder identity) and its peer's, all in the client's namespace (the
+    pod's own, in a cluster)."""
 
     lease: str
     identity: str
@@ -139,14 +140,16 @@ class Standby:
 
     async def _read_lease(self) -> Snapshot:
         try:
-            lease = await self._kube.get(LEASES, self.settings.lease)
+            lease = await self._kube.get(LEASES, self.settings.lease, namespace=self.elector.namespace)
         except NotFound:
             return None, ""  # not created yet: read again after a retry period
         return lease, str(lease["metadata"].get("resourceVersion", ""))
 
     async def _read_peer(self) -> Snapshot:
         # A list by name (not a get): it gives a version to watch from even while the pod does not exist.
-        pods = await self._kube.list(PODS, field_selector=f"metadata.name={self.settings.peer}", limit=None)
+        pods = await self._kube.list(
+            PODS, namespace=self.elector.namespace, field_selector=f"metadata.name={self.settings.peer}", limit=None
+        )
         return (pods.items[0] if pods.items else None), pods.resource_version
 
     async def _follow(self, resource: Resource, name: str, read: Callable[[], Awaitable[Snapshot]], seen: Seen) -> None:
@@ -165,7 +168,9 @@ class Standby:
             await self._clock.sleep(self.elector.config.retry_period)
 
     async def _watch(self, resource: Resource, name: str, version: str, seen: Seen) -> None:
-        events = self._kube.watch(resource, resource_version=version, field_selector=f"metadata.name={name}")
+        events = self._kube.watch(
+            resource, namespace=self.elector.namespace, resource_version=version, field_selector=f"metadata.name={name}"
+        )
         async for event in events:
             if event.type in ("ADDED", "MODIFIED"):
                 seen(event.object)
