@@ -170,6 +170,13 @@ def owner_of(process: Pumped) -> str:
     return str(process.logged("listener starting")["owner"])  # type: ignore[index]
 
 
+def rss_mib(process: Pumped) -> float:
+    """The process's resident memory (the kernel's VmRSS), for the printed figures."""
+    status = Path(f"/proc/{process.process.pid}/status").read_text()
+    kib = next(line.split()[1] for line in status.splitlines() if line.startswith("VmRSS:"))
+    return int(kib) / 1024
+
+
 def routes(sim: Any, route: str, *, after: float = 0.0) -> list[Any]:
     return [r for r in sim.requests if r.route == route and r.at > after]
 
@@ -205,6 +212,8 @@ async def test_one_of_the_pair_polls_and_the_standby_resumes_its_session_at_once
         assert (await standby.probe("/healthz"))[0] == 200
         assert "\ngha_listener_active 0.0\n" in (await standby.probe("/metrics"))[1]
         assert "\ngha_listener_active 1.0\n" in (await active.probe("/metrics"))[1]
+
+        print(f"\nRSS: the active listener {rss_mib(active):.1f} MiB, the standby {rss_mib(standby):.1f} MiB")
 
         # (2) SIGKILL, and the kubelet's word: the standby takes over, resumes the session and polls.
         killed_at = time.monotonic()
