@@ -21,7 +21,8 @@ import aiohttp
 import orjson
 import pytest
 
-from arc_scaleset.api.keys import LISTENER_CONTAINER_NAME
+from arc_scaleset.api.constants import EPHEMERAL_RUNNER_SETS
+from arc_scaleset.api.keys import ANNOTATION_LISTENER_STATE, LISTENER_CONTAINER_NAME
 from arc_scaleset.api.listener_standby import (
     PEER_POD_ENV,
     STANDBY_LEASE_ENV,
@@ -29,8 +30,10 @@ from arc_scaleset.api.listener_standby import (
     standby_lease_name,
     standby_pod_names,
 )
+from arc_scaleset.api.listener_state import ListenerPhase, ListenerState
 from arc_scaleset.kube.client import KubeClient, PatchType
 from arc_scaleset.kube.resources import LEASES, PODS
+from arc_scaleset.kube.views import ObjectView
 from arc_scaleset_lab.harness.cluster import TestCluster
 from arc_scaleset_lab.harness.waiting import eventually
 from arc_scaleset_lab.node.listener_kubelet import terminated_status_patch
@@ -277,3 +280,31 @@ async def test_a_lease_nobody_renews_is_taken_only_after_its_duration_while_the_
         await standby.wait_logged("message session created")
         assert await lease_holder(kube, namespace) == PAIR[1]
         assert not any(r.at < started + duration for r in routes(sim, "create_session"))
+
+
+async def test_an_active_listener_that_sees_another_holder_stops_leaving_the_session_and_state_to_it(
+    pair: Start, kube: KubeClient, namespace: str, listener_sim: ListenerSim
+) -> None:
+    sim = listener_sim.sim
+    await create_lease(kube, namespace, {"holderIdentity": "", "leaseDurationSeconds": 15})
+    async with pair(PAIR[0]) as active:
+        session_id = (await active.wait_logged("message session created"))["session_id"]
+
+        async def recorded() -> ListenerState | None:
+            ers = await kube.get(EPHEMERAL_RUNNER_SETS, SCALE_SET_NAME, namespace=namespace)
+            state = ListenerState.from_annotation(ObjectView(ers).annotation(ANNOTATION_LISTENER_STATE))
+            return state if state is not None and state.session_id == session_id else None
+
+        await eventually(recorded, timeout=20, what="the session recorded on the EphemeralRunnerSet")
+        # Another listener took the Lease (it judged this one dead): this one must stop acting at once.
+        lease = await kube.get(LEASES, LEASE, namespace=namespace)
+        lease["spec"]["holderIdentity"] = "a-successor"
+        await kube.replace(LEASES, lease)
+        assert await asyncio.wait_for(active.process.wait(), timeout=GRACE_PERIOD) == 1
+        assert active.logged("listener stopped: lost the standby lease; another listener holds the scale set")
+        # The session and the recorded state are the successor's now: neither deleted nor marked stopped.
+        assert [session.id for session in sim.state.sessions.values()] == [session_id]
+        assert routes(sim, "delete_session") == []
+        state = await recorded()
+        assert state is not None
+        assert state.state is ListenerPhase.POLLING
