@@ -288,7 +288,8 @@ class LeaderElector:
 
     async def try_acquire_or_renew(self, *, dead_holder: str = "") -> bool:
         """One election round: read the Lease and write this identity into it when the rules allow
-        (``dead_holder``: as in :func:`may_acquire`)."""
+        (``dead_holder``: as in :func:`may_acquire`, and only if the Lease read is the record last seen, by
+        :meth:`saw` or an earlier round)."""
         now = self._clock.monotonic()
         cfg = self.config
         try:
@@ -309,8 +310,12 @@ class LeaderElector:
                 self._observation = Observation(record, now)
                 return True
             current = LeaseRecord.from_lease(lease)
-            self._observation = observe(self._observation, current, now)
+            previous, self._observation = self._observation, observe(self._observation, current, now)
             self._lease = lease
+            if self._observation is not previous:
+                # The caller judged ``dead_holder`` dead on an older record: this one may be a renewal made since,
+                # by a new process of the same name. It decides again on the record it now sees.
+                dead_holder = ""
             if not may_acquire(
                 self._observation,
                 identity=cfg.identity,

@@ -37,7 +37,7 @@ from arc_scaleset.kube.leader_election import LeaderElectionConfig, LeaderElecto
 from arc_scaleset.kube.resources import LEASES, PODS, Resource
 from arc_scaleset.listener.app import ListenerApp
 from arc_scaleset.listener.errors import FatalListenerError, Stopping
-from arc_scaleset.listener.standby_decision import TakeReason, next_step, peer_death
+from arc_scaleset.listener.standby_decision import PeerSight, TakeReason, next_step
 from arc_scaleset.listener.stop import StopSignal
 
 log = logging.getLogger(__name__)
@@ -80,8 +80,7 @@ class Standby:
         self.settings = settings
         self.elector = LeaderElector(kube, settings.election(), clock=clock)
         self._clock = clock
-        self._peer: Mapping[str, Any] | None = None
-        self._peer_seen = False
+        self._peer = PeerSight()
         self._changed = asyncio.Event()
 
     async def take_lease(self, stop: StopSignal) -> TakeReason:
@@ -106,7 +105,7 @@ class Standby:
                 self.elector.observation,
                 identity=self.settings.identity,
                 peer=self.settings.peer,
-                peer_dead=peer_death(self._peer) if self._peer_seen else "",
+                peer_dead=self._peer.death,
                 now=self._clock.monotonic(),
                 default_lease_duration=self.elector.config.lease_duration,
             )
@@ -130,12 +129,16 @@ class Standby:
                 wait.cancel()
 
     def _saw_lease(self, lease: Mapping[str, Any] | None) -> None:
-        if lease is not None:  # a deleted Lease: its controller is tearing the pair down; nothing to take
-            self.elector.saw(lease)
-            self._changed.set()
+        if lease is None:  # a deleted Lease: its controller is tearing the pair down; nothing to take
+            return
+        before = self.elector.observation
+        self.elector.saw(lease)
+        if self.elector.observation is not before:
+            self._peer = self._peer.lease_changed()
+        self._changed.set()
 
     def _saw_peer(self, pod: Mapping[str, Any] | None) -> None:
-        self._peer, self._peer_seen = pod, True
+        self._peer = self._peer.saw_pod(pod)
         self._changed.set()
 
     async def _read_lease(self) -> Snapshot:

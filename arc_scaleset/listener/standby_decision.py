@@ -52,6 +52,29 @@ def peer_death(pod: Mapping[str, Any] | None) -> str:
 
 
 @dataclass(frozen=True)
+class PeerSight:
+    """What the standby knows of its peer's listener: its pod as last seen (``seen``: seen at all) and ``death``,
+    a :func:`peer_death` reason seen since the Lease last changed, or ``""``.
+
+    A death stays known when the pod is replaced meanwhile: the watch may deliver the terminated container, the
+    deletion and the new pod of the same name at once, and the dead one still holds the Lease. It is forgotten when
+    the Lease changes: that may be a new process of the peer's name taking it, and then only the pod as seen now
+    counts.
+    """
+
+    pod: Mapping[str, Any] | None = None
+    seen: bool = False
+    death: str = ""
+
+    def saw_pod(self, pod: Mapping[str, Any] | None) -> PeerSight:
+        """The peer's pod as now seen (``None``: it does not exist)."""
+        return PeerSight(pod, True, self.death or peer_death(pod))
+
+    def lease_changed(self) -> PeerSight:
+        return PeerSight(self.pod, self.seen, peer_death(self.pod) if self.seen else "")
+
+
+@dataclass(frozen=True)
 class Step:
     """What the standby does next: take the Lease now (``take`` says why; ``dead_holder`` names the dead peer the
     write may replace), or wait for the next change, at most ``recheck_in`` seconds (``None``: no deadline)."""

@@ -15,7 +15,7 @@ from arc_scaleset.listener.errors import FatalListenerError
 from arc_scaleset.listener.health import Health
 from arc_scaleset.listener.metrics import ListenerMetrics, ScaleSetIdentity
 from arc_scaleset.listener.standby import StandbySettings
-from arc_scaleset.listener.standby_decision import Step, TakeReason, next_step, peer_death
+from arc_scaleset.listener.standby_decision import PeerSight, Step, TakeReason, next_step, peer_death
 
 ME, PEER = "arc-runners-listener-standby", "arc-runners-listener"
 
@@ -47,6 +47,20 @@ def test_a_peer_that_runs_starts_or_is_only_being_deleted_is_not_dead() -> None:
     assert peer_death({"metadata": {"name": PEER}, "status": {"phase": "Pending"}}) == ""
     # Being deleted, its listener is still stopping: it releases the Lease when it has.
     assert peer_death(pod(deletionTimestamp="2026-01-01T00:00:00Z")) == ""
+
+
+def test_a_peers_death_stays_known_when_its_pod_is_replaced_until_the_lease_changes() -> None:
+    sight = PeerSight()
+    assert sight.death == ""  # not seen yet: not known dead
+    dead = sight.saw_pod(pod(listener={"terminated": {"exitCode": 137}}))
+    assert dead.death == "listener container terminated"
+    # Deleted and recreated under its name, all in one read of the watch: the dead one still holds the Lease.
+    replaced = dead.saw_pod(None).saw_pod(pod())
+    assert replaced.death == "listener container terminated"
+    # The Lease changed: maybe the new process took it; only the pod as seen now counts.
+    assert replaced.lease_changed().death == ""
+    assert dead.lease_changed().death == "listener container terminated"  # still dead as seen now
+    assert PeerSight().lease_changed().death == ""
 
 
 def seen(holder: str, *, at: float = 100.0, duration: int | None = 15) -> Observation:
