@@ -101,3 +101,10 @@ def test_the_process_serves_metrics_without_aiohttp_web(command: str) -> None:
     modules = modules_at_start(command)
     assert "aiohttp.web_server" in modules
     assert sorted(modules.intersection({"aiohttp.web", "aiohttp.web_app", "aiohttp.web_runner"})) == []
+
+
+# The standby listener's modules (issue 30): only a pod that names a standby Lease loads them.
+def test_a_listener_without_a_standby_does_not_load_the_standby_or_leader_election() -> None:
+    modules = modules_at_start("listener")
+    assert sorted(name for name in modules if name.startswith("arc_scaleset.listener.standby")) == []
+    assert "arc_scaleset.kube.leader_election" not in modules
