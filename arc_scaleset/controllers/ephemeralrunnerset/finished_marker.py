@@ -43,10 +43,11 @@ class FinishedMarker:
         return self.pending if self.pending is not None else self.stored
 
     def record(self, patch_id: int, *, set_deletes: bool) -> bool:
-        """Finished runners were seen under ``patch_id``: ``True`` when the marker must be written now, on its
-        own, before the set deletes some of them itself (``set_deletes``; :func:`.status.patch_finished_cleanup_marker`
-        writes nothing when :attr:`stored` holds it already; then :meth:`stored_as`); else it is pending for
-        :meth:`changes`, unless already known."""
+        """Finished runners were seen under ``patch_id``. ``set_deletes``: the set deletes some of them itself;
+        then ``True``: the caller writes the marker now, before those deletions
+        (:func:`.status.patch_finished_cleanup_marker`, which skips a write :attr:`stored` shows is done) and
+        reports it with :meth:`stored_as`. Else ``False``: the marker is pending for :meth:`changes` (unless
+        already :attr:`known`)."""
         if set_deletes:
             return True
         if self.known != patch_id:
@@ -55,7 +56,8 @@ class FinishedMarker:
 
     def changes(self, status: Mapping[str, Any]) -> dict[str, Any]:
         """``{MARKER_FIELD: pending}`` for the set's status write (``status``: as the cache shows it), or ``{}``
-        when nothing is pending or the status holds it already."""
+        when nothing is pending or the status holds it already (then it counts as stored: a process that has not
+        written the marker yet trusts the cache only for a value it would write anyway)."""
         if self.pending is None:
             return {}
         shown = self.stored
