@@ -2,7 +2,8 @@
 "The shape of a pass"): ``Degraded`` (with a Warning Event for a new problem) and the advertised capacity after a
 pass that got through its scaling; the phase and the runner counts where they differ, in one patch (a change of
 the counts alone ``counts_interval`` seconds after a pass first saw it: :mod:`.counts`), also while the set
-drains, with the jobs its runners finished riding that patch into ``status.recentJobs`` (:mod:`.kept_jobs`); and,
+drains, with the jobs its runners finished riding that patch into ``status.recentJobs`` (:mod:`.kept_jobs`) and
+a finished-runner marker that waits for a write (:mod:`.finished_marker`); and,
 for a pass stopped by bad input, ``Degraded`` naming it.
 """
 
@@ -60,6 +61,7 @@ class PassStatus:
         changes = status_changes(scope.view.status, counts=runner_counts(scope.states), phase=scope.report.phase)
         finished = finished_jobs(scope.states, self._runners)
         changes |= scope.memory.jobs.changes(scope.view.status, finished, now=self._ctx.clock.now())
+        changes |= scope.memory.marker.changes(scope.view.status)
         if not changes:
             scope.memory.counts.settled()
             return None
@@ -70,6 +72,7 @@ class PassStatus:
         await patch_status(self._kube, scope.ers, changes)
         scope.memory.counts.settled()
         scope.memory.jobs.written(changes)
+        scope.memory.marker.written(changes)
         return None
 
     async def _set_degraded(self, scope: SetPass, problem: tuple[str, str] | None) -> None:

@@ -19,7 +19,8 @@ phases in order, and the status written at the end. The decisions are :mod:`.sca
 4. ``_reconcile_proxy``: the runners' proxy Secret;
 5. ``_await_creations``: wait while runners this process created are not yet in the cache (no double creation);
 6. ``_scale``: carry out :func:`.scaling.plan_scaling`: outdated hold, stale-Outdated deletion, failed-runner
-   reaping, the patch gate, finished-runner reaping (marker first), scale-up (concurrent creates, bounded by
+   reaping, the patch gate, finished-runner reaping (marker first, or riding the status write when the runners'
+   own controller deletes them: :mod:`.finished_marker`), scale-up (concurrent creates, bounded by
    ``runner_create_concurrency``) or scale-down. A set *superseded* by a newer set of its scale set
    (:mod:`arc_scaleset.api.runner_sets`; only after a move from ARC) is planned as ``replicas`` 0 under
    patch ID 0: it creates nothing and removes its idle runners while the AutoscalingRunnerSet deletes it.
@@ -289,7 +290,7 @@ class EphemeralRunnerSetReconciler:
             exclude_label_prefixes=self._ctx.settings.exclude_label_prefixes, clock=self._ctx.clock,
         )  # fmt: skip
         # The revision's write resets the finished-runner marker: remember it as that write left it.
-        scope.memory.marker = EphemeralRunnerSetView(stored).finished_runner_cleanup_patch_id
+        scope.memory.marker.stored_as(EphemeralRunnerSetView(stored).finished_runner_cleanup_patch_id)
         log.info(
             "%s/%s: revision %d applied (deleted %d done, removed %d idle/pending, %d busy kept)",
             view.namespace, view.name, target, len(result.deleted) - len(result.removed),
@@ -366,31 +367,39 @@ class EphemeralRunnerSetReconciler:
     async def _execute(self, scope: SetPass, plan: ScalingPlan) -> None:
         view = scope.view
         cleanup = plan.cleanup
+        marker = scope.memory.marker
         if plan.record_finished_marker is not None:
-            # Marker first: if the deletions below happen and we crash, a restarted controller still knows
-            # it must not replace those finished runners under this patch ID.
-            scope.memory.marker = await patch_finished_cleanup_marker(
-                self._kube, namespace=view.namespace, name=view.name,
-                patch_id=plan.record_finished_marker, known=scope.memory.marker, clock=self._ctx.clock,
-            )  # fmt: skip
             # A succeeded runner that its own controller is deleting is left to it (controllers/handoff.py).
             deleting = self._ctx.runner_deletions.deleting
             cleanup = dataclasses.replace(cleanup, delete=[r for r in cleanup.delete if not deleting(r.uid)])
+            # Marker first when the set deletes some itself: if the deletions below happen and we crash, a
+            # restarted controller still knows it must not replace them under this patch ID. Else it rides
+            # the pass's status write (.finished_marker).
+            if marker.record(plan.record_finished_marker, set_deletes=bool(cleanup.delete)):
+                marker.stored_as(await patch_finished_cleanup_marker(
+                    self._kube, namespace=view.namespace, name=view.name,
+                    patch_id=plan.record_finished_marker, known=marker.stored, clock=self._ctx.clock,
+                ))  # fmt: skip
         if not cleanup.empty:
             await self._writes.cleanup(scope, cleanup, removal=DeletedReason.SCALE_DOWN)
         if plan.create > 0:
             patch_id = view.patch_id
-            if plan.check_finished_marker:
-                marker = scope.memory.marker = await read_finished_cleanup_patch_id(
-                    self._kube, namespace=view.namespace, name=view.name, known=scope.memory.marker
-                )
-                if marker == patch_id:
-                    log.debug("%s: finished runners were reaped under patch %d; no scale-up until the next",
-                              scope.key, patch_id)  # fmt: skip
-                    return
+            if plan.check_finished_marker and await self._reaped_under(scope, patch_id):
+                log.debug("%s: finished runners were reaped under patch %d; no scale-up until the next",
+                          scope.key, patch_id)  # fmt: skip
+                return
             await self._writes.create(scope, plan.create)
         if plan.step is not Step.STEADY and plan.step is not Step.GATE_CLOSED:
             log.debug("%s: %s", scope.key, plan.step)
+
+    async def _reaped_under(self, scope: SetPass, patch_id: int) -> bool:
+        """Whether the finished-runner marker holds ``patch_id``: as this process knows it, else as the API has
+        it now (the cache may lag a write of the previous leader's)."""
+        marker = scope.memory.marker
+        if marker.known is None:
+            view = scope.view
+            marker.stored_as(await read_finished_cleanup_patch_id(self._kube, namespace=view.namespace, name=view.name))
+        return marker.known == patch_id
 
     def _scale_set_states(self) -> list[ScaleSetState]:
         """The state gauges' source (read at scrape time): every cached set with its cached runners."""

@@ -12,6 +12,7 @@ from arc_scaleset.api.views import EphemeralRunnerSetView
 from arc_scaleset.clock import Clock
 from arc_scaleset.controllers.ephemeralrunnerset.counts import StatusPacer
 from arc_scaleset.controllers.ephemeralrunnerset.expectations import CreationExpectations, DeletionExpectations
+from arc_scaleset.controllers.ephemeralrunnerset.finished_marker import FinishedMarker
 from arc_scaleset.controllers.ephemeralrunnerset.kept_jobs import KeptJobs
 from arc_scaleset.controllers.ephemeralrunnerset.runner_index import SetRunners, controller_uid
 from arc_scaleset.controllers.ephemeralrunnerset.template_check import TemplateChecks
@@ -38,9 +39,8 @@ class SetMemory:
     """When a change of the runner counts may be written (:mod:`.counts`)."""
     jobs: KeptJobs
     """Finished jobs on their way into ``status.recentJobs`` (:mod:`.kept_jobs`)."""
-    marker: int | None = None
-    """``status.finishedRunnerCleanupPatchID`` as stored, once this process wrote or read it (the marker's only
-    writer: :mod:`.status`); ``None``: read it from the API when it is needed."""
+    marker: FinishedMarker = field(default_factory=FinishedMarker)
+    """``status.finishedRunnerCleanupPatchID`` as this process stored or recorded it (:mod:`.finished_marker`)."""
     runners: SetRunners | None = None
     """The set's classified runners (:mod:`.runner_index`); ``None`` until a pass builds them from the cache, and
     again when a new controller starts (its event handlers start afresh)."""

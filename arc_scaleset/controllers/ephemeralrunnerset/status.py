@@ -12,9 +12,10 @@
 - :func:`patch_finished_cleanup_marker` (``patchFinishedRunnerCleanupPatchIDStatus``): the same shape for
   ``finishedRunnerCleanupPatchID``, and :func:`read_finished_cleanup_patch_id` its uncached read. This
   controller is the marker's only writer (one worker per set, one leader), so once it has written or read a
-  set's marker it knows the stored value (:attr:`.scope.SetMemory.marker`): then neither needs a read, and the
+  set's marker it knows the stored value (:mod:`.finished_marker`): then neither needs a read, and the
   write of that one field needs no ``resourceVersion`` (its value depends on nothing else in the object).
-  A new process (a restart, a new leader) reads it once (issue 30: two GETs per job otherwise).
+  A new process (a restart, a new leader) reads it once (issue 30: two GETs per job otherwise). A marker that
+  need not go before a deletion of the set's own rides :func:`patch_status` instead (:mod:`.finished_marker`).
 - :func:`patch_phase`: the phase alone, diffed against the object as read (the revision fields are never
   re-sent from a possibly stale copy); :func:`patch_status`: the same for the phase and the runner counts
   (:mod:`.counts`), in one write (:mod:`.pass_status` holds a change of the counts alone back as the set's
@@ -141,13 +142,9 @@ async def patch_finished_cleanup_marker(
     return patch_id
 
 
-async def read_finished_cleanup_patch_id(
-    kube: KubeClient, *, namespace: str, name: str, known: int | None = None
-) -> int:
-    """``status.finishedRunnerCleanupPatchID`` as stored: ``known`` when this process knows it (module
-    docstring), else as the API has it now (the cache may lag this controller's own write)."""
-    if known is not None:
-        return known
+async def read_finished_cleanup_patch_id(kube: KubeClient, *, namespace: str, name: str) -> int:
+    """``status.finishedRunnerCleanupPatchID`` as the API has it now (for a process that does not know it yet:
+    module docstring)."""
     live = await kube.get(EPHEMERAL_RUNNER_SETS, name, namespace=namespace)
     return EphemeralRunnerSetView(live).finished_runner_cleanup_patch_id
 

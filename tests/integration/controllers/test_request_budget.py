@@ -96,14 +96,15 @@ async def test_passes_of_a_scale_set_read_its_secret_once_per_change(start_env: 
 
 # -- one job, end to end -------------------------------------------------------------------------------------
 
-JOB_BUDGET = 9
+JOB_BUDGET = 8
 """Issue 30: the controllers' Kubernetes API requests for one job's runner, from the listener's scale-up to the
-runner's deletion (the runner, its Secret and pod created, its status written twice, the set's finished-runner
-marker, the pod's cost labels, the runner deleted and its finalizers removed) ..."""
+runner's deletion (the runner, its Secret and pod created, its status written twice, the pod's cost labels, the
+runner deleted and its finalizers removed) ..."""
 COUNTS_BUDGET = 4
-"""... and for the runner counts in the set's and the scale set's status (the runner's start and its end, once
-each: counts/StatusPacer). Issue 30 asks for 10 in all; these four are the price of keeping the counts in the
-status, which ARC #4557 moved into metrics."""
+"""... and for the set's and the scale set's status: the runner counts (the runner's start and its end, once
+each: counts/StatusPacer), with the set's finished-runner marker riding the set's second write
+(ephemeralrunnerset/finished_marker.py). Issue 30 asks for 10 in all; these four are the price of keeping the
+counts in the status, which ARC #4557 moved into metrics."""
 ALL_CONTROLLERS: tuple[Kind, ...] = (*SCALE_SET_CONTROLLERS, *RUNNER_CONTROLLERS)
 
 
@@ -150,7 +151,8 @@ async def run_job(kube: KubeClient, namespace: str, ers: str, patch_id: int) -> 
                 return False
         return True
 
-    await eventually(children_gone, "the runner's pod and JIT Secret to be gone")
+    # The garbage collector deletes them; on a control plane just started its informers may take a while to sync.
+    await eventually(children_gone, "the runner's pod and JIT Secret to be gone", timeout=120)
 
 
 @contextlib.asynccontextmanager
@@ -198,9 +200,8 @@ async def test_one_job_costs_the_controller_at_most_the_budget(
         breakdown = ", ".join(f"{verb} {what} {n}" for (verb, what), n in sorted(spent.items()) if n)
         print(f"one job's controller requests: {spent.total()} ({breakdown})")
         status = spent[("patch", "ephemeralrunnersets/status")] + spent[("patch", "autoscalingrunnersets/status")]
-        counts = status - 1  # the set's status also holds the finished-runner marker, written once per job
-        assert spent.total() - counts <= JOB_BUDGET, f"one job cost {spent.total()} requests: {breakdown}"
-        assert counts <= COUNTS_BUDGET, f"one job cost {counts} writes of the counts: {breakdown}"
+        assert spent.total() - status <= JOB_BUDGET, f"one job cost {spent.total()} requests: {breakdown}"
+        assert status <= COUNTS_BUDGET, f"one job cost {status} writes of the sets' status: {breakdown}"
 
 
 async def test_setting_up_a_scale_set_never_has_its_own_status_write_refused(
