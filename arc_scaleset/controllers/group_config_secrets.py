@@ -20,8 +20,9 @@ the controller namespace) shows no other change:
 - **It is a controller Source**: the shared-listener controller runs the watch (only while leading), and a change
   of a group's Secret queues that group (a member published or removed its key).
 
-The objects returned hold ``metadata`` (name, namespace, ``resourceVersion``, the group label) and ``data``
-only, and are shared: never mutate them. ``fetches`` counts the GETs, ``reuses`` the reads answered from memory.
+The objects returned hold ``metadata`` (name, namespace, UID, ``resourceVersion``, labels, annotations) and
+``data`` only, and are shared: never mutate them. ``fetches`` counts the GETs, ``reuses`` the reads answered from
+memory.
 :class:`GroupSecretWatch` is the watch, :class:`GroupConfigSecrets` what is kept (its rule pure: :func:`reusable`).
 """
 
@@ -63,17 +64,15 @@ def reusable(kept: Kept | None, watched: str | None) -> bool:
     return watched in (kept.version, kept.written_over)
 
 
+_KEPT_METADATA = ("name", "namespace", "uid", "resourceVersion", "labels", "annotations")
+"""What a group's pass compares (labels, annotations) and writes against (``resourceVersion``); not
+``managedFields``, most of the metadata's bytes."""
+
+
 def _kept_object(obj: Mapping[str, Any]) -> dict[str, Any]:
-    view = ObjectView(obj)
-    group = view.labels.get(LABEL_GROUP)
-    metadata: dict[str, Any] = {
-        "name": view.name,
-        "namespace": view.namespace,
-        "resourceVersion": view.resource_version,
-    }
-    if group is not None:
-        metadata["labels"] = {LABEL_GROUP: group}
-    return {"metadata": metadata, "data": dict(obj.get("data") or {})}
+    metadata = obj.get("metadata") or {}
+    kept = {name: metadata[name] for name in _KEPT_METADATA if name in metadata}
+    return {"metadata": kept, "data": dict(obj.get("data") or {})}
 
 
 class Versions(Protocol):

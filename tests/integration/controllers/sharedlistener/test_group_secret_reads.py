@@ -30,9 +30,10 @@ pytestmark = pytest.mark.cluster
 ROUNDS = 5
 
 
-def config_secret_gets(env: ControllerHarness) -> int:
-    """GETs of Secrets in the controller namespace: the group's config Secret is the only one read there."""
-    return env.kube.namespace_request_counts[("get", resources.SECRETS.plural, env.controller_namespace)]
+def config_secret_requests(env: ControllerHarness, verb: str) -> int:
+    """Requests of ``verb`` on Secrets in the controller namespace: the group's config Secret is the only one
+    there."""
+    return env.kube.namespace_request_counts[(verb, resources.SECRETS.plural, env.controller_namespace)]
 
 
 async def test_the_passes_of_a_group_and_its_members_read_its_config_secret_once_per_change(
@@ -47,7 +48,8 @@ async def test_the_passes_of_a_group_and_its_members_read_its_config_secret_once
         assert env.ctx is not None
         secrets = env.ctx.group_secrets
         await eventually(lambda: secrets.reuses > 0, "a read of the config Secret answered from memory")
-        fetched, gets = secrets.fetches, config_secret_gets(env)
+        fetched = secrets.fetches
+        gets, patches = config_secret_requests(env, "get"), config_secret_requests(env, "patch")
 
         # Every member's pass and the group's, ROUNDS times over: an annotation on each member wakes both.
         target = secrets.reuses + ROUNDS * len(SETS) * 2
@@ -58,7 +60,8 @@ async def test_the_passes_of_a_group_and_its_members_read_its_config_secret_once
         await eventually(lambda: secrets.reuses >= target, f"{target} reads of the config Secret from memory")
         print(f"config Secret: {secrets.reuses} reads from memory, {secrets.fetches} GETs in all")
         assert secrets.fetches == fetched, "a pass read the unchanged config Secret from the API server"
-        assert config_secret_gets(env) == gets
+        assert config_secret_requests(env, "get") == gets
+        assert config_secret_requests(env, "patch") == patches, "a pass rewrote the unchanged config Secret"
 
         # Someone else's change is seen: a key no member owns, written by hand, is pruned.
         name = group_object_name(group)
