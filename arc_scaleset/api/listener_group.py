@@ -15,6 +15,10 @@ every member AutoscalingListener. The config Secret holds one key per member, th
 name, whose value is that member's ``config.json`` (:mod:`arc_scaleset.api.listener_config`); the group pod
 names it with :data:`GROUP_SECRET_ENV` and :data:`GROUP_NAMESPACE_ENV` instead of a config file.
 
+A Secret holds at most 1 MiB, so a key's sets are spread over **shards**, each a group of its own with an ID of
+the same form (:func:`group_id` of the key and the shard number); which shard a set joins is
+:mod:`arc_scaleset.api.group_shards`'s choice, recorded on its listener as :data:`ANNOTATION_GROUP_SHARD`.
+
 Standard library and orjson only: the listener process imports this module (issue 20).
 """
 
@@ -28,12 +32,14 @@ from typing import Any, Final
 import orjson
 
 __all__ = [
+    "ANNOTATION_GROUP_SHARD",
     "ANNOTATION_SHARED",
     "CREDENTIAL_FIELDS",
     "GROUP_NAMESPACE_ENV",
     "GROUP_NAME_PREFIX",
     "GROUP_SECRET_ENV",
     "LABEL_GROUP",
+    "MAX_SHARDS",
     "SHAPE_FIELDS",
     "SHARED_VALUE",
     "GroupKey",
@@ -43,6 +49,8 @@ __all__ = [
     "group_of",
     "is_shared",
     "member_key",
+    "shard_of",
+    "shared_key",
 ]
 
 ANNOTATION_SHARED: Final = "listener.arc-scaleset.dev/shared"
@@ -56,6 +64,12 @@ GROUP_SECRET_ENV: Final = "LISTENER_GROUP_SECRET"
 GROUP_NAMESPACE_ENV: Final = "LISTENER_GROUP_NAMESPACE"
 """The group pod's environment variable naming the config Secret's namespace (the controller namespace)."""
 GROUP_NAME_PREFIX: Final = "arc-shared-listener-"
+ANNOTATION_GROUP_SHARD: Final = "listener.arc-scaleset.dev/group-shard"
+"""On a member AutoscalingListener: which shard of its key's groups it is in (a decimal; absent: 0). Written by
+the AutoscalingRunnerSet controller (:mod:`arc_scaleset.api.group_shards`); a listener can name only a shard of
+its own key, so it never names another namespace's or credential's group."""
+MAX_SHARDS: Final = 1000
+"""Shards a key may have: 1,000 groups of a few hundred sets each."""
 
 CREDENTIAL_FIELDS: Final = ("githubConfigSecret", "vaultConfig")
 """The AutoscalingListener spec fields (JSON names) that say where a set's GitHub credentials come from."""
@@ -116,10 +130,24 @@ def group_key(listener_spec: Mapping[str, Any]) -> GroupKey | None:
     )
 
 
-def group_id(key: GroupKey) -> str:
-    """A short stable hash of ``key``: 10 lowercase hex characters (a label value and a name suffix)."""
-    text = orjson.dumps([key.namespace, key.credentials, key.pod_shape])
-    return hashlib.sha256(text).hexdigest()[:_ID_LENGTH]
+def group_id(key: GroupKey, shard: int = 0) -> str:
+    """A short stable hash of ``key`` and ``shard``: 10 lowercase hex characters (a label value and a name
+    suffix). Shard 0 is the key's first group, whose ID is the key's alone (as before groups had shards); the
+    further shards of a key are groups of their own (:mod:`arc_scaleset.api.group_shards`)."""
+    parts: list[object] = [key.namespace, key.credentials, key.pod_shape]
+    if shard:
+        parts.append(shard)
+    return hashlib.sha256(orjson.dumps(parts)).hexdigest()[:_ID_LENGTH]
+
+
+def shard_of(annotations: Mapping[str, str] | None) -> int:
+    """The shard an AutoscalingListener's :data:`ANNOTATION_GROUP_SHARD` names: a decimal below
+    :data:`MAX_SHARDS`; 0 when absent or anything else."""
+    text = (annotations or {}).get(ANNOTATION_GROUP_SHARD, "")
+    if not (text.isascii() and text.isdigit() and len(text) <= len(str(MAX_SHARDS))):
+        return 0
+    shard = int(text)
+    return shard if shard < MAX_SHARDS else 0
 
 
 def group_object_name(group: str) -> str:
@@ -133,11 +161,15 @@ def member_key(autoscaling_listener_name: str) -> str:
     return autoscaling_listener_name
 
 
-def group_of(annotations: Mapping[str, str] | None, listener_spec: Mapping[str, Any]) -> str | None:
+def group_of(annotations: Mapping[str, str] | None, listener_spec: Mapping[str, Any], shard: int = 0) -> str | None:
     """The group ID of a scale set with these AutoscalingRunnerSet ``annotations`` whose AutoscalingListener has
-    ``listener_spec`` (JSON); ``None`` when the set keeps a listener of its own (not opted in, or it cannot
-    share: :func:`group_key`)."""
-    if not is_shared(annotations):
-        return None
-    key = group_key(listener_spec)
-    return None if key is None else group_id(key)
+    ``listener_spec`` (JSON) and is in ``shard`` of its key; ``None`` when the set keeps a listener of its own
+    (not opted in, or it cannot share: :func:`group_key`)."""
+    key = shared_key(annotations, listener_spec)
+    return None if key is None else group_id(key, shard)
+
+
+def shared_key(annotations: Mapping[str, str] | None, listener_spec: Mapping[str, Any]) -> GroupKey | None:
+    """The group key of a set with these AutoscalingRunnerSet ``annotations`` and ``listener_spec``; ``None``:
+    it keeps a listener of its own."""
+    return group_key(listener_spec) if is_shared(annotations) else None

@@ -502,6 +502,15 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     add_go_flag(
         parser,
+        "shared-listener-max-members",
+        default=0,
+        type=_go_int,
+        help="the most scale sets one shared listener serves; further sets with the same credentials and listener "
+        "shape go to another shared listener, and a member is never moved; not an ARC flag (default: 0, bounded "
+        "by the size of its config Secret only)",
+    )
+    add_go_flag(
+        parser,
         "auto-scaler-image-pull-secrets",
         action="append",
         default=[],
@@ -558,6 +567,7 @@ def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> 
             args.warm_placeholder_max_resources, flag="--warm-placeholder-max-resources"
         ),
         warm_pool_max_placeholders=args.warm_pool_max_placeholders,
+        shared_listener_max_members=max(args.shared_listener_max_members, 0),
         runner_cost_labels=args.runner_cost_labels,
         otlp_traces_endpoint=traces_endpoint(args.otlp_endpoint, environ),
     )

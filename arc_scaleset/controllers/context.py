@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from arc_scaleset.clock import Clock
 from arc_scaleset.controllers.github_access import GitHubAccess
+from arc_scaleset.controllers.group_config_secrets import GroupConfigSecrets, GroupSecretWatch
 from arc_scaleset.controllers.handoff import DeletedChildren, RemovedRegistrations, RunnerDeletions
 from arc_scaleset.controllers.metrics import ControllerMetrics
 from arc_scaleset.controllers.referenced_objects import ReferencedObjectWatch
@@ -54,6 +55,11 @@ class ControllerContext:
     references: ReferencedObjectWatch
     """The metadata watch of the Secrets and ConfigMaps listeners are built from: the AutoscalingListener
     controller runs it, and :attr:`github` reads a watched object's data once per change."""
+    group_secrets: GroupConfigSecrets
+    """The shared listeners' config Secrets, read once per change of what :attr:`group_secret_watch` shows; the
+    shared-listener reconciler and the member listeners' passes read them through it and report their writes."""
+    group_secret_watch: GroupSecretWatch
+    """The metadata watch of the group config Secrets: the shared-listener controller runs it."""
     removed_registrations: RemovedRegistrations = field(default_factory=RemovedRegistrations)
     """Runner registrations the EphemeralRunnerSet removed, so a runner's deletion path need not again."""
     deleted_children: DeletedChildren = field(default_factory=DeletedChildren)
@@ -101,6 +107,7 @@ class ControllerContext:
             else None
         )
         references = ReferencedObjectWatch(kube, clock=clock)
+        group_watch = GroupSecretWatch(kube, namespace=settings.controller_namespace, clock=clock)
         return cls(
             kube=kube,
             manager=manager,
@@ -117,5 +124,7 @@ class ControllerContext:
             metrics=ControllerMetrics(manager.registry, enabled=settings.metrics_enabled),
             clock=clock,
             references=references,
+            group_secrets=GroupConfigSecrets(kube, group_watch, namespace=settings.controller_namespace),
+            group_secret_watch=group_watch,
             traces=traces,
         )

@@ -154,6 +154,9 @@ class ControllerSettings:
       (``--runner-cost-labels``; :mod:`arc_scaleset.controllers.ephemeralrunner.cost_labels`).
     - ``otlp_traces_endpoint``: the URL each job's wait is posted to as an OTLP trace; ``None``: no traces
       (``--otlp-endpoint`` or the ``OTEL_EXPORTER_OTLP_*`` variables, :mod:`arc_scaleset.observability.traces`).
+    - ``shared_listener_max_members``: the most scale sets one shared listener serves; further sets of the same
+      key go to another group (``--shared-listener-max-members``; 0: bounded by its config Secret's size only,
+      :mod:`arc_scaleset.api.group_shards`).
     """
 
     controller_namespace: str
@@ -196,6 +199,7 @@ class ControllerSettings:
     warm_pool_max_placeholders: int = DEFAULT_WARM_POOL_MAX_PLACEHOLDERS
     runner_cost_labels: bool = True
     otlp_traces_endpoint: str | None = None
+    shared_listener_max_members: int = 0
 
     def __post_init__(self) -> None:
         if not self.controller_namespace:

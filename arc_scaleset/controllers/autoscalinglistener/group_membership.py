@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from arc_scaleset.api.listener_group import LABEL_GROUP, group_of
+from arc_scaleset.api.listener_group import LABEL_GROUP, group_of, shard_of
 from arc_scaleset.kube.views import ObjectView
 
 # The spec fields (JSON names) taken from the scale set, never from the listener (.ownership).
@@ -28,7 +28,8 @@ def trusted_group(listener: Mapping[str, Any], scale_set: Mapping[str, Any]) -> 
     for field in _TRUSTED_FIELDS:
         spec[field] = owner.spec.get(field)
     spec["autoscalingRunnerSetNamespace"] = owner.namespace
-    return group_of(owner.annotations, spec)
+    # The shard is the listener's to say: it can name only a shard of the key its scale set makes.
+    return group_of(owner.annotations, spec, shard_of(ObjectView(listener).annotations))
 
 
 def labelled_group(listener: Mapping[str, Any]) -> str | None:

@@ -87,9 +87,9 @@ class Membership(ListenerSteps):
         if group is None:
             return
         name, key = group_object_name(group), member_key(scope.view.name)
-        secret = await get_or_none(self.ctx.kube, SECRETS, scope.view.namespace, name)
+        secret = await self._group_secret(scope, name)
         if secret is not None and key in (secret.get("data") or {}) and _is_group_object(secret, group):
-            await self.ctx.kube.patch(SECRETS, name, {"data": {key: None}}, namespace=scope.view.namespace)
+            await self._patch_key(scope, name, key, None)
 
     async def _publish(self, scope: ListenerPass, name: str) -> bool:
         """Write the member's config under its key (only when it differs); False: the Secret is not made yet.
@@ -100,7 +100,7 @@ class Membership(ListenerSteps):
         group, namespace = ObjectView(scope.obj).labels[LABEL_GROUP], scope.view.namespace
         config = await self.children.config(scope)
         value = base64.b64encode(config.to_json()).decode("ascii")
-        secret = await get_or_none(self.ctx.kube, SECRETS, namespace, name)
+        secret = await self._group_secret(scope, name)
         if secret is None:
             return False
         if not _is_group_object(secret, group):
@@ -114,10 +114,23 @@ class Membership(ListenerSteps):
         if key not in published:
             # Whatever state the set carries now was written by an earlier listener, not by this member.
             self.health.remember_predecessor(scope)
-        await self.ctx.kube.patch(SECRETS, name, {"data": {key: value}}, namespace=namespace)
+        await self._patch_key(scope, name, key, value)
         note = f"listener config published in shared listener Secret {name} (key {key})"
         await self.events.normal(scope.obj, "ListenerConfigUpdated", note, action="Update")
         return True
+
+    async def _group_secret(self, scope: ListenerPass, name: str) -> Object | None:
+        """The group's config Secret, read once per change (the controller namespace's, where the member is)."""
+        secrets = self.ctx.group_secrets
+        if secrets.namespace != scope.view.namespace:  # a member outside the controller namespace is refused
+            return await get_or_none(self.ctx.kube, SECRETS, scope.view.namespace, name)
+        return await secrets.get(name)
+
+    async def _patch_key(self, scope: ListenerPass, name: str, key: str, value: str | None) -> None:
+        """A JSON merge patch of the member's one key (``None``: removed); the answer kept for the next reads."""
+        patched = await self.ctx.kube.patch(SECRETS, name, {"data": {key: value}}, namespace=scope.view.namespace)
+        if self.ctx.group_secrets.namespace == scope.view.namespace:
+            self.ctx.group_secrets.written(patched)
 
     def _readiness(self, scope: ListenerPass, pod: Object | None, name: str) -> PodReadiness:
         running = pod is not None and listener_running(pod)

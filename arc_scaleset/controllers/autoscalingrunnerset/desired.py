@@ -30,7 +30,7 @@ from arc_scaleset.api.keys import (
     PART_OF_SCALE_SET,
 )
 from arc_scaleset.api.labels import filter_and_merge_labels, merge_annotations
-from arc_scaleset.api.listener_group import LABEL_GROUP, group_of
+from arc_scaleset.api.listener_group import ANNOTATION_GROUP_SHARD, LABEL_GROUP, GroupKey, group_id, group_of
 from arc_scaleset.api.naming import autoscaling_listener_name, ephemeral_runner_set_name
 from arc_scaleset.kube.ownerrefs import controller_ref
 
@@ -257,9 +257,20 @@ def desired_autoscaling_listener(
 def listener_group_label(ars: AutoscalingRunnerSet, listener_spec: Mapping[str, Any]) -> dict[str, str]:
     """The shared-listener group label of the set's AutoscalingListener (docs/listener.md, "Shared listener"):
     present when the set opts in and can share; the group ID comes from the listener's spec, so a set that
-    changes credentials or its listener's shape changes group."""
+    changes credentials or its listener's shape changes group. This is shard 0's: :func:`in_shard` moves a
+    desired listener to another shard of its key."""
     group = group_of(ars.metadata.annotations, listener_spec)
     return {LABEL_GROUP: group} if group else {}
+
+
+def in_shard(listener: Mapping[str, Any], key: GroupKey, shard: int) -> dict[str, Any]:
+    """The desired ``listener`` (of a shared set of ``key``) in ``shard`` of its key's groups: its group label
+    that shard's group, and :data:`ANNOTATION_GROUP_SHARD` naming it (absent for shard 0, as before shards)."""
+    metadata = dict(listener["metadata"])
+    metadata["labels"] = {**metadata["labels"], LABEL_GROUP: group_id(key, shard)}
+    annotations = {k: v for k, v in metadata["annotations"].items() if k != ANNOTATION_GROUP_SHARD}
+    metadata["annotations"] = {**annotations, ANNOTATION_GROUP_SHARD: str(shard)} if shard else annotations
+    return {**listener, "metadata": metadata}
 
 
 def _version_label(ars: AutoscalingRunnerSet) -> dict[str, str]:

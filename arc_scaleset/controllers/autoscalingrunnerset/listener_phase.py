@@ -13,6 +13,7 @@ from __future__ import annotations
 from arc_scaleset.api.autoscalinglistener import AUTOSCALING_LISTENERS
 from arc_scaleset.api.ephemeralrunnerset import EPHEMERAL_RUNNER_SETS
 from arc_scaleset.api.keys import ANNOTATION_RUNNER_SPEC_HASH, LABEL_SCALE_SET_NAME, LABEL_SCALE_SET_NAMESPACE
+from arc_scaleset.api.listener_group import shared_key
 from arc_scaleset.api.views import AutoscalingListenerView
 from arc_scaleset.controllers.autoscalingrunnerset.adoption import (
     AdoptionRefused,
@@ -21,8 +22,9 @@ from arc_scaleset.controllers.autoscalingrunnerset.adoption import (
     writability_probe,
 )
 from arc_scaleset.controllers.autoscalingrunnerset.decisions import listener_differences
-from arc_scaleset.controllers.autoscalingrunnerset.desired import desired_autoscaling_listener
+from arc_scaleset.controllers.autoscalingrunnerset.desired import desired_autoscaling_listener, in_shard
 from arc_scaleset.controllers.autoscalingrunnerset.events import event
+from arc_scaleset.controllers.autoscalingrunnerset.group_shard import shard_for
 from arc_scaleset.controllers.autoscalingrunnerset.ownership import listener_is_own, listener_name_conflict
 from arc_scaleset.controllers.autoscalingrunnerset.scope import (
     CONFLICT_REQUEUE_SECONDS,
@@ -39,7 +41,7 @@ from arc_scaleset.kube.views import ObjectView
 
 async def converge_listener(ctx: ControllerContext, scope: ScaleSetPass) -> Result | None:
     """Bring the scale set's listener in line; ``None`` when it already is."""
-    desired = _desired(ctx, scope)
+    desired = await _desired(ctx, scope)
     name, report, live = ObjectView(desired).name, scope.report, scope.listener
     # Before anything is deleted: a name another scale set's listener holds is reported, never taken.
     conflict = listener_name_conflict(live, scope.owner)
@@ -66,7 +68,18 @@ async def converge_listener(ctx: ControllerContext, scope: ScaleSetPass) -> Resu
     return Result(requeue_after=WAIT_REQUEUE_SECONDS)
 
 
-def _desired(ctx: ControllerContext, scope: ScaleSetPass) -> Object:
+async def _desired(ctx: ControllerContext, scope: ScaleSetPass) -> Object:
+    """The listener as it should be; a shared set's in the shard of its key it is in, or joins (:mod:`.group_shard`)."""
+    desired = _desired_in_first_shard(ctx, scope)
+    key = shared_key(scope.ars.metadata.annotations, desired["spec"])
+    if key is None:
+        return desired
+    own = ObjectView(desired).name
+    shard = await shard_for(ctx, key, live=scope.own_listener, own=own)
+    return in_shard(desired, key, shard) if shard else desired
+
+
+def _desired_in_first_shard(ctx: ControllerContext, scope: ScaleSetPass) -> Object:
     settings = ctx.settings
     return desired_autoscaling_listener(
         scope.ars,

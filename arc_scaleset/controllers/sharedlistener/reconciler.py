@@ -6,7 +6,8 @@ carrying the group label, queues its group. A pass has the shape of every contro
 (:mod:`arc_scaleset.controllers.reconcile_pass`); its scope is :class:`GroupPass`. The phases:
 
 1. :meth:`~SharedListenerReconciler._plan`: the members from the cache (:func:`.members.select_members`), the
-   config Secret's keys from the API server (Secrets are not cached), and the plan (:func:`.plan.plan_group`);
+   config Secret's keys (read once per change: :mod:`arc_scaleset.controllers.group_config_secrets`), and the
+   plan (:func:`.plan.plan_group`);
 2. :meth:`~SharedListenerReconciler._delete_all`: with no member left, every group object deleted (the Roles in
    the scale set namespace found by their label), until none is left;
 3. :meth:`~SharedListenerReconciler._apply`: each object created, or its metadata merged and its rules or
@@ -33,7 +34,7 @@ from arc_scaleset.api.autoscalinglistener import AUTOSCALING_LISTENERS
 from arc_scaleset.api.autoscalingrunnerset import AUTOSCALING_RUNNER_SETS
 from arc_scaleset.api.listener_group import LABEL_GROUP, group_object_name
 from arc_scaleset.api.views import AutoscalingListenerView
-from arc_scaleset.controllers.autoscalinglistener.deletion import delete_owned, get_or_none
+from arc_scaleset.controllers.autoscalinglistener.deletion import delete_owned
 from arc_scaleset.controllers.autoscalinglistener.restart import RestartBackoff, listener_pod_failure
 from arc_scaleset.controllers.context import ControllerContext
 from arc_scaleset.controllers.drift import merge_metadata
@@ -108,6 +109,7 @@ class SharedListenerReconciler:
             self.reconcile,
             primary_keys=self._group_of,
             watches=[(resource, self._group_of) for resource in _CACHED],
+            sources=[self.ctx.group_secret_watch],
             rate_limiter=rate_limiter,
             clock=self.ctx.clock,
         )
@@ -142,7 +144,7 @@ class SharedListenerReconciler:
         group = scope.group
         # The Secret first, the members after: a member publishes its key only once the cache shows it, so every
         # key read here belongs to a listener the cache already holds, and no new member's key is pruned.
-        secret = await get_or_none(self.ctx.kube, SECRETS, self.namespace, group_object_name(group))
+        secret = await self.ctx.group_secrets.get(group_object_name(group))
         scope.secret = secret if secret is not None and is_group_object(secret, group) else None
         candidates = self.listeners.by_label(LABEL_GROUP, group)
         scope.members = select_members(
@@ -188,7 +190,7 @@ class SharedListenerReconciler:
         want, kube = ObjectView(desired.body), self.ctx.kube
         if live is None:
             with contextlib.suppress(AlreadyExists):
-                await kube.create(desired.resource, desired.body, namespace=want.namespace)
+                self._written(desired, await kube.create(desired.resource, desired.body, namespace=want.namespace))
                 return
             live = await kube.get(desired.resource, want.name, namespace=want.namespace)
         if not is_group_object(live, scope.group):
@@ -208,7 +210,12 @@ class SharedListenerReconciler:
         )
         if patch:
             patch.setdefault("metadata", {})["resourceVersion"] = ObjectView(live).resource_version
-            await kube.patch(desired.resource, want.name, patch, namespace=want.namespace)
+            self._written(desired, await kube.patch(desired.resource, want.name, patch, namespace=want.namespace))
+
+    def _written(self, desired: Desired, obj: Object) -> None:
+        """A write's answer: the config Secret's is kept for the next passes' reads."""
+        if desired.resource is SECRETS:
+            self.ctx.group_secrets.written(obj)
 
     async def _prune(self, scope: GroupPass) -> None:
         """Remove the keys of listeners that are no longer members: the listener process ends their sessions."""
@@ -216,7 +223,8 @@ class SharedListenerReconciler:
             # Against the version read: a key published since then is not dropped on the strength of an old read.
             version = ObjectView(scope.secret).resource_version
             patch = {"metadata": {"resourceVersion": version}, "data": dict.fromkeys(scope.plan.prune)}
-            await self.ctx.kube.patch(SECRETS, group_object_name(scope.group), patch, namespace=self.namespace)
+            name = group_object_name(scope.group)
+            self.ctx.group_secrets.written(await self.ctx.kube.patch(SECRETS, name, patch, namespace=self.namespace))
 
     async def _pod(self, scope: GroupPass) -> Result:
         desired, name = scope.plan.pod, group_object_name(scope.group)
@@ -249,7 +257,8 @@ class SharedListenerReconciler:
         return await execute(scope, step, _Pods(desired, live))
 
     async def _nothing(self, scope: GroupPass, step: GroupPodStep, pods: _Pods) -> Result:
-        # While members wait for their first config to be published, look again soon: no watch sees the Secret.
+        # While members wait for their first config to be published, look again soon: the Secret's watch runs
+        # only where this controller leads, and a member's first key is what makes the pod wanted.
         return Result(requeue_after=WAIT_SECONDS) if scope.members else Result()
 
     async def _in_the_way(self, scope: GroupPass, step: GroupPodStep, pods: _Pods) -> Result:

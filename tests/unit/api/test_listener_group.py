@@ -121,3 +121,30 @@ def test_a_set_belongs_to_a_group_only_when_opted_in_and_shareable() -> None:
     assert group_of(shared, _spec()) == group_id(key)
     assert group_of({}, _spec()) is None
     assert group_of(shared, _spec(proxy={"http": {"url": "http://proxy"}})) is None
+
+
+def test_a_keys_shards_are_groups_of_their_own_and_shard_0_keeps_the_keys_id() -> None:
+    key = GroupKey(namespace="team-a", credentials='{"githubConfigSecret":"s"}', pod_shape='{"image":"i"}')
+    assert group_id(key, 0) == group_id(key) == "be7a5532c6"  # sets already in a group stay in it
+    ids = {group_id(key, shard) for shard in range(50)}
+    assert len(ids) == 50
+    assert all(len(shard_id) == 10 and set(shard_id) <= set("0123456789abcdef") for shard_id in ids)
+    other = GroupKey(namespace="team-b", credentials=key.credentials, pod_shape=key.pod_shape)
+    assert ids.isdisjoint({group_id(other, shard) for shard in range(50)}), "shards never cross keys"
+
+
+@pytest.mark.parametrize(
+    ("value", "shard"),
+    [(None, 0), ("0", 0), ("3", 3), ("999", 999), ("1000", 0), ("-1", 0), ("+2", 0), ("2.0", 0), ("٣", 0), ("", 0)],
+)
+def test_a_listener_names_its_shard_with_a_decimal_below_the_bound(value: str | None, shard: int) -> None:
+    annotations = {} if value is None else {listener_group.ANNOTATION_GROUP_SHARD: value}
+    assert listener_group.shard_of(annotations) == shard
+
+
+def test_a_set_in_a_shard_belongs_to_that_shards_group() -> None:
+    shared = {"listener.arc-scaleset.dev/shared": "true"}
+    key = group_key(_spec())
+    assert key is not None
+    assert group_of(shared, _spec(), 2) == group_id(key, 2)
+    assert group_of({}, _spec(), 2) is None

@@ -6,12 +6,13 @@ import copy
 from typing import Any
 
 from arc_scaleset.api.autoscalingrunnerset import AutoscalingRunnerSet
-from arc_scaleset.api.listener_group import ANNOTATION_SHARED, LABEL_GROUP
+from arc_scaleset.api.listener_group import ANNOTATION_GROUP_SHARD, ANNOTATION_SHARED, LABEL_GROUP, group_id, shared_key
 from arc_scaleset.controllers.autoscalinglistener.group_membership import trusted_group
 from arc_scaleset.controllers.autoscalinglistener.pod import configured_listener_pod
 from arc_scaleset.controllers.autoscalinglistener.restart import PodFailure
 from arc_scaleset.controllers.autoscalingrunnerset.decisions import listener_differences
-from arc_scaleset.controllers.autoscalingrunnerset.desired import desired_autoscaling_listener
+from arc_scaleset.controllers.autoscalingrunnerset.desired import desired_autoscaling_listener, in_shard
+from arc_scaleset.controllers.autoscalingrunnerset.group_shard import kept_shard
 from arc_scaleset.controllers.settings import ControllerSettings
 from arc_scaleset.controllers.sharedlistener.members import Member, select_members
 from arc_scaleset.controllers.sharedlistener.plan import GroupPodAction, plan_group, plan_group_pod
@@ -71,6 +72,28 @@ def test_the_trusted_group_is_the_scale_sets_not_the_listeners_own_claim() -> No
     opted_out = copy.deepcopy(ars)
     opted_out["metadata"]["annotations"].pop(ANNOTATION_SHARED)
     assert trusted_group(listener, opted_out) is None
+
+
+def test_a_listener_in_another_shard_of_its_key_is_trusted_and_its_shard_never_leaves_its_key() -> None:
+    ars = scale_set("a")
+    first = listener_of(ars)
+    key = shared_key(ars["metadata"]["annotations"], first["spec"])
+    assert key is not None
+    assert kept_shard(first, key) == 0, "a listener of before shards is in shard 0"
+    third = in_shard(first, key, 2)
+    assert group_label(third) == group_id(key, 2) != group_label(first)
+    assert third["metadata"]["annotations"][ANNOTATION_GROUP_SHARD] == "2"
+    assert trusted_group(third, ars) == group_label(third)
+    assert kept_shard(third, key) == 2
+    assert listener_differences(third, in_shard(listener_of(ars), key, 2)) == (), "a kept shard changes nothing"
+    assert ANNOTATION_GROUP_SHARD not in in_shard(third, key, 0)["metadata"]["annotations"]
+    # The shard annotation names a shard of the scale set's own key only: another team's group is out of reach.
+    stranger = scale_set("x", namespace="other")
+    assert trusted_group(third, stranger) != group_label(third)
+    other_key = shared_key(stranger["metadata"]["annotations"], listener_of(stranger)["spec"])
+    assert other_key is not None
+    assert kept_shard(third, other_key) is None, "a set that changes key joins the new key's shards afresh"
+    assert kept_shard(None, key) is None
 
 
 def test_members_are_served_listeners_whose_scale_set_makes_that_group() -> None:
