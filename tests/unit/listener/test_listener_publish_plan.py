@@ -2,19 +2,22 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import asyncio
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 import pytest
 
 from arc_scaleset.api.keys import ANNOTATION_LISTENER_CURSOR
 from arc_scaleset.api.listener_cursor import ListenerCursor
-from arc_scaleset.kube.client import PatchType
+from arc_scaleset.clock import FakeClock
+from arc_scaleset.kube import errors as kube_errors
+from arc_scaleset.kube.client import ObjectList, PatchType, WatchEvent
 from arc_scaleset.kube.resources import Resource
 from arc_scaleset.listener.desired_state import ScaleDecision
 from arc_scaleset.listener.publish_plan import ABSENT, Reason, SetContent, content_of, plan_publish
 from arc_scaleset.listener.scaler import Scaler
-from arc_scaleset.listener.set_watch import publication_fields, set_content
+from arc_scaleset.listener.set_watch import SetWatch, publication_fields, set_content
 
 AT_REST = SetContent(replicas=1, patch_id=0, cursor='{"lastMessageId":3}')
 
@@ -192,3 +195,76 @@ async def test_the_capacity_comes_from_the_watch_while_it_is_live_else_from_the_
     await scaler.publish(0)
     assert scaler.skipped == 1
     assert scaler.cluster_capacity == 1
+
+
+# ---- the watch's own loop --------------------------------------------------------------------------------------
+
+
+def ers_object(version: str, *, replicas: int, capacity: int) -> dict[str, Any]:
+    return {
+        "metadata": {"name": "set-a", "namespace": "arc", "resourceVersion": version},
+        "spec": {"replicas": replicas, "patchID": 0},
+        "status": {"advertisedCapacity": capacity},
+    }
+
+
+class ScriptedApi:
+    """Answers the watch's list and watch calls from a script: each list returns the next listing, each watch
+    yields the next batch of events then ends (or raises the next error)."""
+
+    def __init__(self, listings: list[ObjectList | Exception], watches: list[list[WatchEvent] | Exception]) -> None:
+        self.listings = listings
+        self.watches = watches
+        self.watched_from: list[str | None] = []
+        self.selectors: list[str | None] = []
+        self.exhausted = asyncio.Event()
+
+    async def list(self, resource: Resource, *, field_selector: str | None = None, **_: Any) -> ObjectList:
+        self.selectors.append(field_selector)
+        answer = self.listings.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    def watch(self, resource: Resource, *, resource_version: str | None = None, **_: Any) -> AsyncIterator[WatchEvent]:
+        self.watched_from.append(resource_version)
+        return self._events()
+
+    async def _events(self) -> AsyncIterator[WatchEvent]:
+        if not self.watches:
+            self.exhausted.set()
+            await asyncio.Event().wait()  # a quiet watch, until the test stops it
+        answer = self.watches.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        for event in answer:
+            yield event
+
+
+async def test_the_watch_lists_follows_relists_after_gone_and_stops_for_good_when_refused() -> None:
+    api = ScriptedApi(
+        listings=[
+            ObjectList(items=[ers_object("10", replicas=1, capacity=5)], resource_version="10"),
+            ObjectList(items=[], resource_version="30"),  # after Gone: the set was deleted meanwhile
+        ],
+        watches=[
+            [WatchEvent("MODIFIED", ers_object("11", replicas=2, capacity=3)), WatchEvent("BOOKMARK", {
+                "metadata": {"resourceVersion": "12"}})],
+            kube_errors.Gone(410, "Expired", "too old"),
+        ],
+    )  # fmt: skip
+    watch = SetWatch(api, namespace="arc", name="set-a", clock=FakeClock())  # type: ignore[arg-type]
+    assert watch.content() is None
+    watch.start()
+    await asyncio.wait_for(api.exhausted.wait(), timeout=5)
+    assert api.selectors == ["metadata.name=set-a", "metadata.name=set-a"]
+    assert api.watched_from == ["10", "12", "30"]  # resumed from the bookmark, then from the new list
+    assert watch.content() is ABSENT
+    assert watch.capacity() is None
+    await watch.stop()
+
+    refusing = ScriptedApi(listings=[kube_errors.Forbidden(403, "Forbidden", "no")], watches=[])
+    refused = SetWatch(refusing, namespace="arc", name="set-a", clock=FakeClock())  # type: ignore[arg-type]
+    await asyncio.wait_for(refused.run(), timeout=5)  # returns: refused for good
+    assert refused.refused is not None
+    assert refused.content() is None
