@@ -40,6 +40,7 @@ from arc_scaleset.listener.loop import BOOKKEEPING_CONCURRENCY, Listener, LoopSe
 from arc_scaleset.listener.metrics import ListenerMetrics, ScaleSetIdentity
 from arc_scaleset.listener.scaler import ResourcePatcher, Scaler
 from arc_scaleset.listener.session import CredentialStrikes, SessionKeeper, session_owner
+from arc_scaleset.listener.set_watch import SetWatch
 from arc_scaleset.listener.state_report import StateReporter
 from arc_scaleset.listener.stop import StopSignal
 
@@ -47,11 +48,11 @@ log = logging.getLogger(__name__)
 
 SUBSYSTEM = "ghalistener"
 
-KUBE_CONNECTIONS = BOOKKEEPING_CONCURRENCY + 2
+KUBE_CONNECTIONS = BOOKKEEPING_CONCURRENCY + 3
 """The listener's Kubernetes requests at once: its started-job bookkeeping, the EphemeralRunnerSet patch that
-publishes a decision and the state report, so a decision never waits for a connection. A pool sized for the
-controller (32) let a burst of jobs open one more TLS connection per request in flight, about 120 KiB each
-for as long as it stays pooled."""
+publishes a decision, the state report and the watch of its set, so a decision never waits for a connection. A
+pool sized for the controller (32) let a burst of jobs open one more TLS connection per request in flight, about
+120 KiB each for as long as it stays pooled."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -91,6 +92,7 @@ class ListenerApp:
     stop: StopSignal
     timing: Timing
     reporter: StateReporter
+    set_watch: SetWatch | None = None
     _owned_kube: KubeClient | None = None
     superseded: bool = False
     """Set (before :attr:`stop`) when this process lost the standby Lease (docs/listener.md, "Standby listener"):
@@ -105,6 +107,8 @@ class ListenerApp:
     async def run(self) -> int:
         """Run until shutdown (0) or a fatal failure (1); the session is deleted on every way out, unless
         :attr:`superseded`."""
+        if self.set_watch is not None:
+            self.set_watch.start()
         try:
             await self.prepare()
             await self.listener.run()
@@ -112,6 +116,8 @@ class ListenerApp:
             log.error(f"listener stopped: {exc}")
             return 1
         finally:
+            if self.set_watch is not None:
+                await self.set_watch.stop()
             await self._leave()
         if self.superseded:
             return 1
@@ -188,10 +194,13 @@ def build_listener(
     clock: Clock = REAL_CLOCK,
     timing: Timing | None = None,
     shared_sessions: SharedSessions | None = None,
+    watch_set: bool = True,
 ) -> ListenerApp:
     """Build every part of the listener. ``kube`` defaults to a client from the environment (in-cluster,
     then ``KUBECONFIG``, then ``~/.kube/config``, or ``kubeconfig`` when given). ``shared_sessions``: the HTTP
-    connection pools of a shared listener's members (the caller closes them); a pool of its own otherwise."""
+    connection pools of a shared listener's members (the caller closes them); a pool of its own otherwise.
+    ``watch_set``: watch the EphemeralRunnerSet (when ``kube`` is a :class:`KubeClient`), so that unchanged
+    decisions are not patched (docs/listener.md, "Only what changed")."""
     env = os.environ if environ is None else environ
     timing = timing or Timing()
     try:
@@ -261,6 +270,13 @@ def build_listener(
     )
     metrics = ListenerMetrics(scale_set=scale_set_identity(config, github), config=config.metrics)
     metrics.record_static(min_runners=config.min_runners, max_runners=config.max_runners)
+    set_watch = (
+        SetWatch(
+            kube, namespace=config.ephemeral_runner_set_namespace, name=config.ephemeral_runner_set_name, clock=clock
+        )
+        if watch_set and isinstance(kube, KubeClient)
+        else None
+    )
     scaler = Scaler(
         kube,
         namespace=config.ephemeral_runner_set_namespace,
@@ -269,6 +285,7 @@ def build_listener(
         max_runners=config.max_runners,
         schedule=config.min_runners_schedule,
         clock=clock,
+        watch=set_watch,
     )
     listener = Listener(
         actions,
@@ -297,5 +314,6 @@ def build_listener(
         stop=stop,
         timing=timing,
         reporter=reporter,
+        set_watch=set_watch,
         _owned_kube=owned_kube,
     )

@@ -3,8 +3,8 @@
 ARC sends ``maxRunners`` with every poll, whatever the cluster can run, so the service assigns jobs a full
 quota or a capped node pool will never run (ARC #3953). Here the controller works out what the cluster can
 give the set now and publishes it as the EphemeralRunnerSet's ``status.advertisedCapacity``
-(:mod:`arc_scaleset.controllers.ephemeralrunnerset.capacity`); the listener reads it from the set its own
-patches return (no extra request, no extra permission) and advertises:
+(:mod:`arc_scaleset.controllers.ephemeralrunnerset.capacity`); the listener reads it from its watch of the set
+(:mod:`.set_watch`), else from the set its own patches return, and advertises:
 
 1. ``maxRunners`` while the set carries no figure (a controller that does not publish one, or has not yet);
 2. otherwise the smaller of ``maxRunners`` and the figure.

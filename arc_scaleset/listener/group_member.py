@@ -169,6 +169,9 @@ class Member:
                 clock=context.clock,
                 timing=context.timing,
                 shared_sessions=context.http,
+                # A watch holds one of the shared client's connections for as long as it runs: one per member
+                # would take them all (docs/listener.md, "Only what changed"); members patch every decision.
+                watch_set=False,
             )
         except (VaultCredentialsError, FatalListenerError) as exc:
             log.error(f"listener member cannot start: {exc}")

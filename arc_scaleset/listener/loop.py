@@ -5,8 +5,9 @@ One iteration:
 1. long-poll the session's queue with ``lastMessageId`` and the max-capacity header: ``maxRunners``, lowered to
    what the cluster can give the set now (:mod:`~arc_scaleset.listener.capacity`; ARC always sends
    ``maxRunners``);
-2. no message (202): publish the desired count again from the latest statistics (so an ERS that lost a
-   patch converges within one long-poll interval). With a ``minRunnersSchedule``, the poll is also cut short
+2. no message (202): decide again from the latest statistics; the scaler patches the decision unless the set
+   already carries it (:mod:`~arc_scaleset.listener.publish_plan`), so an ERS whose spec someone else changed
+   converges within one long-poll interval. With a ``minRunnersSchedule``, the poll is also cut short
    when a window opens or closes (:meth:`Listener._poll`), and the count published at once: a window's start
    raises the count at the minute it names, not at the end of a long poll that brings no message;
 3. a message: hand its acknowledgement and the acquisition of the jobs it offers to

@@ -4,8 +4,10 @@
 
 - ``publish(assigned_jobs)``: the next decision as a JSON merge patch of the ERS,
   ``{"spec": {"patchID": <id>, "replicas": <target>}}``, where a target of 0 is sent as ``null`` (the
-  field is removed and reads back as 0, exactly as ARC's ``omitempty`` serialisation does); the set the
-  API server answers with carries the capacity the controller published (:mod:`.capacity`);
+  field is removed and reads back as 0, exactly as ARC's ``omitempty`` serialisation does); with a watch of
+  the set (:mod:`.set_watch`), a decision that would change nothing is not sent
+  (:func:`~arc_scaleset.listener.publish_plan.plan_publish`). The capacity the controller published
+  (:mod:`.capacity`) comes from the watch, else from the set the API server answers a patch with;
 - ``record_job_started(job)``: a merge patch of the ``status`` subresource of the EphemeralRunner that
   took the job, with only the non-empty job facts and the job's side of its timeline (``jobTimeline``). A
   runner that is already gone is not an error.
@@ -31,6 +33,8 @@ from arc_scaleset.kube.errors import NotFound
 from arc_scaleset.kube.resources import Resource
 from arc_scaleset.listener.capacity import cluster_capacity
 from arc_scaleset.listener.desired_state import DesiredState, ScaleDecision
+from arc_scaleset.listener.publish_plan import SetContent, content_of, plan_publish
+from arc_scaleset.listener.set_watch import set_content
 
 log = logging.getLogger(__name__)
 
@@ -77,6 +81,15 @@ class StartedJob(Protocol):
     def runner_assign_time(self) -> dt.datetime | None: ...
 
 
+class SetObserver(Protocol):
+    """What the scaler reads from a watch of its set (:class:`~arc_scaleset.listener.set_watch.SetWatch`)."""
+
+    @property
+    def live(self) -> bool: ...
+    def content(self) -> SetContent | None: ...
+    def capacity(self) -> int | None: ...
+
+
 def ers_patch(decision: ScaleDecision) -> dict[str, Any]:
     """The ERS merge patch for ``decision``; ``replicas`` is ``None`` (removed) when the target is 0."""
     return {"spec": {"patchID": decision.patch_id, "replicas": decision.target or None}}
@@ -120,25 +133,38 @@ class Scaler:
         max_runners: int,
         schedule: Sequence[Window] = (),
         clock: Clock = REAL_CLOCK,
+        watch: SetObserver | None = None,
     ) -> None:
         self._kube = kube
         self._clock = clock
+        self._watch = watch
+        self._landed: SetContent | None = None  # what the set carried after the last patch that landed
+        self._patched_capacity: int | None = None
+        self.skipped = 0
+        """Decisions not sent because they would have changed nothing (docs/listener.md, "Only what changed")."""
         self.namespace = namespace
         self.ephemeral_runner_set = ephemeral_runner_set
         self.state = DesiredState(min_runners=min_runners, max_runners=max_runners, schedule=schedule)
         # The minimum of the last decision: minRunners, or more while a minRunnersSchedule window is open.
         self.min_runners = min_runners
-        self.cluster_capacity: int | None = None
-        """The set's ``status.advertisedCapacity`` as the last patch returned it (:mod:`.capacity`)."""
+
+    @property
+    def cluster_capacity(self) -> int | None:
+        """The set's ``status.advertisedCapacity`` (:mod:`.capacity`): as watched while the watch is live, else as
+        the last patch returned it."""
+        if self._watch is not None and self._watch.live:
+            return self._watch.capacity()
+        return self._patched_capacity
 
     def note_job_event(self) -> None:
         """A job started or completed: the next decision is not a "force state" one."""
         self.state.mark_dirty()
 
     async def publish(self, assigned_jobs: int, *, cursor: ListenerCursor | None = None) -> ScaleDecision:
-        """Decide for ``assigned_jobs`` and patch the ERS; returns the decision that reached the API. ``cursor``,
-        when given, is recorded in the same patch (api/listener_cursor.py): the record names the last message
-        whose decision reached the set.
+        """Decide for ``assigned_jobs`` and patch the ERS; returns the decision, which is on the set when this
+        returns (patched now, or already carried: a decision that would change nothing is not sent,
+        :func:`~arc_scaleset.listener.publish_plan.plan_publish`). ``cursor``, when given, is recorded in the same
+        patch (api/listener_cursor.py): the record names the last message whose decision reached the set.
 
         If the patch fails, the dirty flag the decision consumed is put back, so that a retry cannot turn
         into a "force state" patch the failed one would not have been.
@@ -147,9 +173,15 @@ class Scaler:
         now = self._clock.now()
         decision = self.state.decide(assigned_jobs, now=now)
         self.min_runners = self.state.min_runners_at(now)
+        annotation = cursor.to_annotation() if cursor is not None else None
+        watched = self._watch.content() if self._watch is not None else None
+        plan = plan_publish(content_of(decision, annotation), landed=self._landed, watched=watched)
+        if not plan.send:
+            self.skipped += 1
+            return decision
         patch = ers_patch(decision)
-        if cursor is not None:
-            patch["metadata"] = {"annotations": {ANNOTATION_LISTENER_CURSOR: cursor.to_annotation()}}
+        if annotation is not None:
+            patch["metadata"] = {"annotations": {ANNOTATION_LISTENER_CURSOR: annotation}}
         try:
             patched = await self._kube.patch(
                 EPHEMERAL_RUNNER_SETS,
@@ -162,12 +194,14 @@ class Scaler:
             if was_dirty:
                 self.state.mark_dirty()
             raise
-        self.cluster_capacity = cluster_capacity(patched)
+        self._landed = set_content(patched)
+        self._patched_capacity = cluster_capacity(patched)
         log.debug(
             "published desired runners",
             extra={
                 "replicas": decision.target,
                 "patch_id": decision.patch_id,
+                "reason": plan.reason.value,
                 "assigned_jobs": assigned_jobs,
                 "min_runners": self.min_runners,
             },

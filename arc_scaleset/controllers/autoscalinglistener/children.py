@@ -5,8 +5,9 @@ owned by the AutoscalingListener; the Role and RoleBinding live in the scale set
 references cannot reach, so they carry ``auto-scaling-listener-name``/``-namespace`` labels instead (used
 to map their events back to the listener, and to find them for cleanup).
 
-The Role grants only what the listener does: patch its own EphemeralRunnerSet (by name), and patch
-EphemeralRunners and their status (job facts) in that namespace.
+The Role grants only what the listener does: patch its own EphemeralRunnerSet (by name), watch that one set
+(by name: a list or watch is authorized by ``resourceNames`` only with the ``metadata.name`` field selector), and
+patch EphemeralRunners and their status (job facts) in that namespace.
 """
 
 from __future__ import annotations
@@ -50,6 +51,20 @@ def role_rules(*ephemeral_runner_sets: str) -> list[dict[str, Any]]:
             "resources": ["ephemeralrunners", "ephemeralrunners/status"],
             "verbs": ["patch"],
         },
+        *set_watch_rules(ephemeral_runner_sets),
+    ]
+
+
+def set_watch_rules(ephemeral_runner_sets: tuple[str, ...]) -> list[dict[str, Any]]:
+    """Read and watch the listener's own sets, by name (docs/listener.md, "Only what changed"): its watch lists
+    and watches with the field selector ``metadata.name=<set>``, which a ``resourceNames`` rule authorizes."""
+    return [
+        {
+            "apiGroups": [GROUP],
+            "resources": ["ephemeralrunnersets"],
+            "resourceNames": list(ephemeral_runner_sets),
+            "verbs": ["get", "list", "watch"],
+        }
     ]
 
 
