@@ -1,6 +1,11 @@
 """The pod step of an AutoscalingListener pass: asks :func:`.pod_plan.plan_pod` for the step and executes it
 (docs/controllers.md, step 6). Every step records in the pass's report what it found (for ``Ready``) and keeps
 ``gha_controller_running_listeners`` in line.
+
+A listener with a standby (:mod:`.standby`) has two pods: each gets its own step and its own restart backoff, and
+``Ready`` is the active pod's. A pod of the pair is made while its peer may be running and reporting on the set,
+so its creation does not mark the set's state as a predecessor's (the pod's creation time still discards a state
+older than the pod).
 """
 
 from __future__ import annotations
@@ -11,11 +16,17 @@ from typing import Any, Final
 from arc_scaleset.controllers.autoscalinglistener.deletion import delete_owned, get_or_none
 from arc_scaleset.controllers.autoscalinglistener.errors import InvalidListenerTemplate, ObjectInTheWay
 from arc_scaleset.controllers.autoscalinglistener.ownership import foreign_reason
-from arc_scaleset.controllers.autoscalinglistener.pod import configured_listener_pod
+from arc_scaleset.controllers.autoscalinglistener.pod import configured_listener_pod, per_set_identity
 from arc_scaleset.controllers.autoscalinglistener.pod_plan import PodAction, PodStep, plan_pod
-from arc_scaleset.controllers.autoscalinglistener.restart import listener_pod_failure, recreation_note
+from arc_scaleset.controllers.autoscalinglistener.restart import RestartBackoff, listener_pod_failure, recreation_note
 from arc_scaleset.controllers.autoscalinglistener.scope import ListenerPass
-from arc_scaleset.controllers.autoscalinglistener.status import ListenerReport, backoff_readiness, created_readiness
+from arc_scaleset.controllers.autoscalinglistener.standby import StandbyPair, pair_identities, pair_readiness
+from arc_scaleset.controllers.autoscalinglistener.status import (
+    ListenerReport,
+    PodReadiness,
+    backoff_readiness,
+    created_readiness,
+)
 from arc_scaleset.controllers.autoscalinglistener.steps import ListenerSteps
 from arc_scaleset.controllers.metrics import scale_set_labels
 from arc_scaleset.kube.controller import Result
@@ -32,13 +43,42 @@ class ListenerPod(ListenerSteps):
     """Executes the steps of the listener pod."""
 
     async def step(self, scope: ListenerPass) -> Result:
-        """The phase: one step of the pod, planned from the live pod, the desired one and the restart backoff."""
+        """The phase: one step of the pod, planned from the live pod, the desired one and the restart backoff; with
+        a standby (``scope.standby``), one step of each pod of the pair (:meth:`_pair_step`)."""
+        if scope.standby is not None:
+            return await self._pair_step(scope, scope.standby)
         desired = configured_listener_pod(scope.obj, scope.listener, self.ctx.settings, config_version=scope.stamp)
         live = self.pods.get(scope.listener.namespace, ObjectView(desired).name)
-        restarts = scope.memory.restarts
+        return await self._step(scope, _Pods(desired, live, scope.memory.restarts))
+
+    async def _pair_step(self, scope: ListenerPass, pair: StandbyPair) -> Result:
+        """One step of each pod of the pair, each with its own restart backoff (so each is replaced on its own
+        terms while the other keeps running); ``Ready`` from the active one (:func:`.standby.pair_readiness`)."""
+        identity = per_set_identity(scope.obj, scope.listener, config_resource_version=scope.stamp)
+        report, results = _report(scope), []
+        found: dict[str, PodReadiness] = {}
+        for second, pod_identity in enumerate(pair_identities(identity)):
+            desired = configured_listener_pod(
+                scope.obj, scope.listener, self.ctx.settings, config_version=scope.stamp, identity=pod_identity
+            )
+            live = self.pods.get(pod_identity.namespace, pod_identity.name)
+            # Not a new listener's start: the state on the set may be the running peer's (module docstring).
+            pods = _Pods(desired, live, scope.memory.pod_restarts(second=bool(second)), successor=False)
+            report.pod = None
+            results.append(await self._step(scope, pods))
+            assert report.pod is not None, "every pod step records what it found"
+            found[pod_identity.name] = report.pod
+        report.pod = pair_readiness(pair, found)
+        self._set_running(scope, pair.active is not None and found[pair.active].runs)
+        waits = [result.requeue_after for result in results if result.requeue_after is not None]
+        return Result(requeue_after=min(waits, default=None))
+
+    async def _step(self, scope: ListenerPass, pods: _Pods) -> Result:
+        """One step of one pod: planned by :func:`.pod_plan.plan_pod`, then executed."""
+        live, restarts = pods.live, pods.restarts
         step = plan_pod(
             live,
-            desired,
+            pods.desired,
             owner=scope.obj,
             failure=None if live is None else listener_pod_failure(live, now=self.ctx.clock.now()),
             restarts=restarts.state(now=self.ctx.clock.monotonic()),
@@ -53,7 +93,7 @@ class ListenerPod(ListenerSteps):
             PodAction.RECREATE: self._recreate,
             PodAction.KEEP: self._keep,
         }[step.action]
-        return await execute(scope, step, _Pods(desired, live))
+        return await execute(scope, step, pods)
 
     async def _in_the_way(self, scope: ListenerPass, step: PodStep, pods: _Pods) -> Result:
         # Not ours: never deleted, recreated or merged into (it may be anybody's pod of that name).
@@ -66,7 +106,8 @@ class ListenerPod(ListenerSteps):
 
     async def _create(self, scope: ListenerPass, step: PodStep, pods: _Pods) -> Result:
         self._set_running(scope, False)
-        self.health.remember_predecessor(scope)
+        if pods.successor:
+            self.health.remember_predecessor(scope)
         namespace = scope.listener.namespace
         try:
             await self.ctx.kube.create(PODS, pods.desired, namespace=namespace)
@@ -91,7 +132,7 @@ class ListenerPod(ListenerSteps):
         back (a healthy run, restart.py), else come back when the backoff lets it be recreated."""
         failure, live = step.failure, pods.live_view
         assert failure is not None
-        restarts, now = scope.memory.restarts, self.ctx.clock.monotonic()
+        restarts, now = pods.restarts, self.ctx.clock.monotonic()
         first_sighting = not restarts.is_recorded(pod_uid=live.uid)
         delay = restarts.record_failure(pod_uid=live.uid, now=now, ran_for=failure.ran_for, message=failure.message)
         backoff = restarts.state(now=now)
@@ -141,10 +182,15 @@ class ListenerPod(ListenerSteps):
 
 @dataclass(frozen=True)
 class _Pods:
-    """The desired listener pod and the live one (``None``: there is none) of one step."""
+    """The desired listener pod and the live one (``None``: there is none) of one step, and its restart backoff."""
 
     desired: dict[str, Any]
     live: Object | None
+    restarts: RestartBackoff
+    successor: bool = True
+    """A pod created here succeeds the listener's previous one: the state its set carries is a predecessor's
+    (:meth:`.health.ListenerHealth.remember_predecessor`). Not so for a pod of a standby pair, whose peer may be
+    running and reporting."""
 
     @property
     def name(self) -> str:
