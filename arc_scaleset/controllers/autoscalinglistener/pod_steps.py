@@ -18,9 +18,19 @@ from arc_scaleset.controllers.autoscalinglistener.errors import InvalidListenerT
 from arc_scaleset.controllers.autoscalinglistener.ownership import foreign_reason
 from arc_scaleset.controllers.autoscalinglistener.pod import configured_listener_pod, per_set_identity
 from arc_scaleset.controllers.autoscalinglistener.pod_plan import PodAction, PodStep, plan_pod
-from arc_scaleset.controllers.autoscalinglistener.restart import RestartBackoff, listener_pod_failure, recreation_note
+from arc_scaleset.controllers.autoscalinglistener.restart import (
+    RestartBackoff,
+    listener_pod_failure,
+    listener_running,
+    recreation_note,
+)
 from arc_scaleset.controllers.autoscalinglistener.scope import ListenerPass
-from arc_scaleset.controllers.autoscalinglistener.standby import StandbyPair, pair_identities, pair_readiness
+from arc_scaleset.controllers.autoscalinglistener.standby import (
+    StandbyPair,
+    one_recreation_at_a_time,
+    pair_identities,
+    pair_readiness,
+)
 from arc_scaleset.controllers.autoscalinglistener.status import (
     ListenerReport,
     PodReadiness,
@@ -53,21 +63,29 @@ class ListenerPod(ListenerSteps):
 
     async def _pair_step(self, scope: ListenerPass, pair: StandbyPair) -> Result:
         """One step of each pod of the pair, each with its own restart backoff (so each is replaced on its own
-        terms while the other keeps running); ``Ready`` from the active one (:func:`.standby.pair_readiness`)."""
+        terms while the other keeps running), recreated one at a time (:func:`.standby.one_recreation_at_a_time`);
+        ``Ready`` from the active one (:func:`.standby.pair_readiness`)."""
         identity = per_set_identity(scope.obj, scope.listener, config_resource_version=scope.stamp)
-        report, results = _report(scope), []
-        found: dict[str, PodReadiness] = {}
+        pairs: dict[str, _Pods] = {}
         for second, pod_identity in enumerate(pair_identities(identity)):
             desired = configured_listener_pod(
                 scope.obj, scope.listener, self.ctx.settings, config_version=scope.stamp, identity=pod_identity
             )
             live = self.pods.get(pod_identity.namespace, pod_identity.name)
             # Not a new listener's start: the state on the set may be the running peer's (module docstring).
-            pods = _Pods(desired, live, scope.memory.pod_restarts(second=bool(second)), successor=False)
+            pairs[pod_identity.name] = _Pods(desired, live, scope.memory.pod_restarts(second=bool(second)), False)
+        steps = one_recreation_at_a_time(
+            {name: self._plan(scope, pods) for name, pods in pairs.items()},
+            {name: listener_running(pods.live or {}) for name, pods in pairs.items()},
+            pair,
+        )
+        report, results = _report(scope), []
+        found: dict[str, PodReadiness] = {}
+        for name, pods in pairs.items():
             report.pod = None
-            results.append(await self._step(scope, pods))
+            results.append(await self._execute(scope, steps[name], pods))
             assert report.pod is not None, "every pod step records what it found"
-            found[pod_identity.name] = report.pod
+            found[name] = report.pod
         report.pod = pair_readiness(pair, found)
         self._set_running(scope, pair.active is not None and found[pair.active].runs)
         waits = [result.requeue_after for result in results if result.requeue_after is not None]
@@ -75,8 +93,11 @@ class ListenerPod(ListenerSteps):
 
     async def _step(self, scope: ListenerPass, pods: _Pods) -> Result:
         """One step of one pod: planned by :func:`.pod_plan.plan_pod`, then executed."""
+        return await self._execute(scope, self._plan(scope, pods), pods)
+
+    def _plan(self, scope: ListenerPass, pods: _Pods) -> PodStep:
         live, restarts = pods.live, pods.restarts
-        step = plan_pod(
+        return plan_pod(
             live,
             pods.desired,
             owner=scope.obj,
@@ -84,6 +105,8 @@ class ListenerPod(ListenerSteps):
             restarts=restarts.state(now=self.ctx.clock.monotonic()),
             counted=live is not None and restarts.is_recorded(pod_uid=ObjectView(live).uid),
         )
+
+    async def _execute(self, scope: ListenerPass, step: PodStep, pods: _Pods) -> Result:
         execute = {
             PodAction.IN_THE_WAY: self._in_the_way,
             PodAction.WAIT_BACKOFF: self._wait_backoff,
@@ -92,6 +115,7 @@ class ListenerPod(ListenerSteps):
             PodAction.WAIT_TERMINATING: self._wait_terminating,
             PodAction.RECREATE: self._recreate,
             PodAction.KEEP: self._keep,
+            PodAction.WAIT_PEER: self._wait_peer,
         }[step.action]
         return await execute(scope, step, pods)
 
@@ -175,6 +199,14 @@ class ListenerPod(ListenerSteps):
         # The referenced Secrets and ConfigMaps are watched (controllers/referenced_objects.py); this pass every
         # interval is the fallback where that watch is not allowed (RBAC) or not running yet.
         return Result(requeue_after=self.ctx.settings.scale_set_verify_interval)
+
+    async def _wait_peer(self, scope: ListenerPass, step: PodStep, pods: _Pods) -> Result:
+        # A running pod to be recreated once its peer runs (standby.one_recreation_at_a_time). Left as it is, its
+        # metadata too: merging the new config version onto it would hide that it is outdated. Its peer's pod
+        # events bring the pass that recreates it.
+        assert pods.live is not None
+        _report(scope).pod = self.health.running_readiness(scope, pods.live)
+        return Result()
 
     def _set_running(self, scope: ListenerPass, running: bool) -> None:
         self.ctx.metrics.set_listener_running(_metric_labels(scope), running)

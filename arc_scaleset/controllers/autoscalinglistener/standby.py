@@ -13,7 +13,10 @@ listener (so garbage collected with it):
   by name. They are apart from the listener's Role, which lives in the scale set's namespace and cannot grant
   anything in this one.
 
-``Ready`` comes from the active pod, the Lease's holder (:func:`active_pod`, :func:`pair_readiness`).
+Each pod gets its own step (:func:`.pod_plan.plan_pod`), but a pod is recreated (a new config, a changed spec)
+only while its peer runs, the standby first (:func:`one_recreation_at_a_time`): a rotated credential never stops
+both at once, and the active pod hands over to a standby that is already up to date. ``Ready`` comes from the
+active pod, the Lease's holder (:func:`active_pod`, :func:`pair_readiness`).
 
 Pure: it imports nothing that talks to the API server.
 """
@@ -36,6 +39,7 @@ from arc_scaleset.api.listener_standby import (
 from arc_scaleset.api.naming import listener_pod_name, listener_service_account_name
 from arc_scaleset.controllers.autoscalinglistener.children import RBAC_API_VERSION, child_metadata, rbac_labels
 from arc_scaleset.controllers.autoscalinglistener.pod import PodIdentity
+from arc_scaleset.controllers.autoscalinglistener.pod_plan import PodAction, PodStep
 from arc_scaleset.controllers.autoscalinglistener.status import PodReadiness
 from arc_scaleset.kube.resources import LEASES
 
@@ -181,3 +185,30 @@ def pair_readiness(pair: StandbyPair, found: Mapping[str, PodReadiness]) -> PodR
         f"standby pod {standby} is ready" if other.runs else f"standby pod {standby} is not ready: {other.message}"
     )
     return dataclasses.replace(active, message=f"{active.message} (active: holds Lease {pair.lease}); {stands_by}")
+
+
+def one_recreation_at_a_time(
+    steps: Mapping[str, PodStep], running: Mapping[str, bool], pair: StandbyPair
+) -> dict[str, PodStep]:
+    """The pair's steps with the ``RECREATE`` of a running pod turned into ``WAIT_PEER`` while its peer does not
+    run or is recreated itself; of two running pods to recreate, the standby goes first (the holder last, so it
+    hands over to an up-to-date peer). A pod that does not run is recreated at once.
+
+    ``steps`` and ``running`` (its listener container runs): by pod name, both of :attr:`StandbyPair.pods`.
+    """
+    staggered = dict(steps)
+    recreating: set[str] = set()
+    for name in sorted(pair.pods, key=lambda pod: pod == pair.active):
+        step = steps[name]
+        if step.action is not PodAction.RECREATE:
+            continue
+        peer = peer_of(name, pair.pods[0])
+        peer_up = running[peer] and steps[peer].action in (PodAction.KEEP, PodAction.RECREATE)
+        # A pod that does not run loses nothing by going (and two such never wait for each other).
+        if not running[name] or (peer_up and peer not in recreating):
+            recreating.add(name)
+            continue
+        staggered[name] = PodStep(
+            PodAction.WAIT_PEER, why=f"{step.why}; waiting for its peer {peer} to run first", running=True
+        )
+    return staggered

@@ -5,6 +5,8 @@ No listener process runs here: the test holds the Lease as a listener would, wit
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import datetime as dt
 from pathlib import Path
 from typing import Any
@@ -195,3 +197,47 @@ async def test_giving_up_the_standby_goes_back_to_one_pod(start_env: EnvFactory)
             return alone and is_running(pod) and STANDBY_LEASE_ENV not in env_of(pod or {}) and gone == [None] * 4
 
         await eventually(one_pod, "one listener pod, no standby objects", timeout=60)
+
+
+async def test_a_new_config_recreates_the_pair_one_pod_at_a_time(start_env: EnvFactory) -> None:
+    """A rotated credential recreates both pods, the standby first, the holder once its peer runs again: at every
+    event of the two pods, as the API server ordered them, one of them runs."""
+    async with start_env() as env:
+        name = await create_standby_ars(env)
+        pods = (name, f"{name}-standby")
+        first, second = await running_pair(env, name)
+        await hold_lease(env.kube, env, name, name)
+        ns = env.controller_namespace
+        listed = await env.kube.list(resources.PODS, namespace=ns)
+        serving = {pod: is_running(pod_obj) for pod, pod_obj in zip(pods, (first, second), strict=True)}
+        history: list[dict[str, bool]] = []
+
+        async def follow() -> None:
+            async for event in env.kube.watch(resources.PODS, namespace=ns, resource_version=listed.resource_version):
+                pod_name = event.object.get("metadata", {}).get("name")
+                if pod_name in serving:
+                    serving[pod_name] = event.type != "DELETED" and is_running(event.object)
+                    history.append(dict(serving))
+
+        watching = asyncio.create_task(follow())
+        try:
+            rotated = "ghp_rotated_for_standby"
+            env.sim.credentials.add_token(rotated)
+            await env.kube.patch(resources.SECRETS, "gh-secret", {"stringData": {"github_token": rotated}},
+                                 namespace=env.namespace)  # fmt: skip
+
+            async def both_replaced() -> bool:
+                now = [await env.listener_pod(pod) for pod in pods]
+                new = all(p is not None and p["metadata"]["uid"] not in olds for p in now)
+                return new and all(is_running(p) for p in now)
+
+            olds = {first["metadata"]["uid"], second["metadata"]["uid"]}
+            await eventually(both_replaced, "both pods recreated and running", timeout=90)
+        finally:
+            watching.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await watching
+        assert history, "no pod event seen"
+        assert all(any(state.values()) for state in history), history
+        went_down_first = next(pod for state in history for pod in pods if not state[pod])
+        assert went_down_first == f"{name}-standby", history

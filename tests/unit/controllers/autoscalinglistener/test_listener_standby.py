@@ -9,6 +9,7 @@ from arc_scaleset.api.autoscalingrunnerset import AutoscalingRunnerSet
 from arc_scaleset.api.listener_group import ANNOTATION_SHARED
 from arc_scaleset.api.listener_standby import ANNOTATION_STANDBY, PEER_POD_ENV, STANDBY_LEASE_ENV
 from arc_scaleset.controllers.autoscalinglistener.pod import desired_listener_pod, per_set_identity
+from arc_scaleset.controllers.autoscalinglistener.pod_plan import PodAction, PodStep
 from arc_scaleset.controllers.autoscalinglistener.restart import RestartBackoff
 from arc_scaleset.controllers.autoscalinglistener.scope import ListenerMemory
 from arc_scaleset.controllers.autoscalinglistener.standby import (
@@ -18,6 +19,7 @@ from arc_scaleset.controllers.autoscalinglistener.standby import (
     desired_lease,
     desired_standby_role,
     desired_standby_role_binding,
+    one_recreation_at_a_time,
     pair_identities,
     pair_readiness,
 )
@@ -143,3 +145,45 @@ def test_turning_the_standby_on_or_off_is_a_listener_difference() -> None:
     assert listener_differences(alone, standby) == ("metadata.annotations",)
     assert listener_differences(standby, alone) == (f"metadata.annotations[{ANNOTATION_STANDBY}]",)
     assert listener_differences(standby, standby) == ()
+
+
+RECREATE = PodStep(PodAction.RECREATE, why="the pod spec changed")
+KEEP = PodStep(PodAction.KEEP, running=True)
+
+
+def staggered(steps: dict[str, PodStep], running: dict[str, bool], active: str | None) -> dict[str, PodAction]:
+    plan = one_recreation_at_a_time(steps, running, StandbyPair(NAME, PAIR, active=active))
+    return {name: step.action for name, step in plan.items()}
+
+
+def test_of_two_pods_to_recreate_the_standby_goes_first_and_the_holder_waits() -> None:
+    both = {PAIR[0]: RECREATE, PAIR[1]: RECREATE}
+    up = {PAIR[0]: True, PAIR[1]: True}
+    assert staggered(both, up, active=PAIR[0]) == {PAIR[0]: PodAction.WAIT_PEER, PAIR[1]: PodAction.RECREATE}
+    assert staggered(both, up, active=PAIR[1]) == {PAIR[0]: PodAction.RECREATE, PAIR[1]: PodAction.WAIT_PEER}
+
+
+def test_a_pod_is_recreated_only_while_its_peer_runs() -> None:
+    starting = PodStep(PodAction.KEEP, running=False)
+    waiting = staggered({PAIR[0]: RECREATE, PAIR[1]: starting}, {PAIR[0]: True, PAIR[1]: False}, active=PAIR[0])
+    assert waiting == {PAIR[0]: PodAction.WAIT_PEER, PAIR[1]: PodAction.KEEP}
+    gone = PodStep(PodAction.WAIT_TERMINATING)
+    assert (
+        staggered({PAIR[0]: RECREATE, PAIR[1]: gone}, {PAIR[0]: True, PAIR[1]: False}, active=PAIR[0])[PAIR[0]]
+        is PodAction.WAIT_PEER
+    )
+    assert staggered({PAIR[0]: RECREATE, PAIR[1]: KEEP}, {PAIR[0]: True, PAIR[1]: True}, active=PAIR[0]) == {
+        PAIR[0]: PodAction.RECREATE,
+        PAIR[1]: PodAction.KEEP,
+    }
+
+
+def test_pods_that_do_not_run_are_recreated_at_once_never_waiting_for_each_other() -> None:
+    down = {PAIR[0]: False, PAIR[1]: False}
+    both = staggered({PAIR[0]: RECREATE, PAIR[1]: RECREATE}, down, active=None)
+    assert both == {PAIR[0]: PodAction.RECREATE, PAIR[1]: PodAction.RECREATE}
+    plan = one_recreation_at_a_time(
+        {PAIR[0]: RECREATE, PAIR[1]: RECREATE}, {PAIR[0]: True, PAIR[1]: True}, StandbyPair(NAME, PAIR, PAIR[0])
+    )
+    assert plan[PAIR[0]].running
+    assert f"waiting for its peer {PAIR[1]} to run first" in plan[PAIR[0]].why
