@@ -84,8 +84,8 @@ class ListenerPod(ListenerSteps):
         for name, pods in pairs.items():
             report.pod = None
             results.append(await self._execute(scope, steps[name], pods))
-            assert report.pod is not None, "every pod step records what it found"
-            found[name] = report.pod
+            # None: a create that met a pod of that name the cache does not show yet (it looks again shortly).
+            found[name] = report.pod or created_readiness(name)
         report.pod = pair_readiness(pair, found)
         self._set_running(scope, pair.active is not None and found[pair.active].runs)
         waits = [result.requeue_after for result in results if result.requeue_after is not None]

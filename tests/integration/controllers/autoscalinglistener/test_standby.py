@@ -8,24 +8,36 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime as dt
+from collections.abc import Awaitable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from arc_scaleset.api.autoscalinglistener import AUTOSCALING_LISTENERS
 from arc_scaleset.api.autoscalingrunnerset import AUTOSCALING_RUNNER_SETS
+from arc_scaleset.api.keys import LABEL_SCALE_SET_NAME
 from arc_scaleset.api.listener_standby import ANNOTATION_STANDBY, PEER_POD_ENV, STANDBY_LEASE_ENV
 from arc_scaleset.api.listener_state import ListenerPhase
 from arc_scaleset.kube import resources
 from arc_scaleset.kube.client import KubeClient
 from arc_scaleset.kube.conditions import get_condition
-from arc_scaleset.kube.errors import Forbidden
+from arc_scaleset.kube.errors import Forbidden, NotFound
 from arc_scaleset_lab.harness.cluster import TestCluster
 from arc_scaleset_lab.harness.helm import service_account_kubeconfig
 from arc_scaleset_lab.harness.waiting import eventually
 from arc_scaleset_lab.node.runner_pods import terminated_status
+from arc_scaleset_lab.sim import SimulatedGitHub
+from tests.integration.controllers.autoscalinglistener.test_tenancy import (
+    UID_ANNOTATION,
+    degraded,
+    exists,
+    listener_controller_only,
+)
 from tests.integration.controllers.harness import ControllerHarness
 from tests.integration.controllers.scale_set_env import (  # noqa: F401 - fixtures
+    IMAGE,
+    PAT,
     EnvFactory,
     controller_namespace_fixture,
     sim_fixture,
@@ -241,3 +253,69 @@ async def test_a_new_config_recreates_the_pair_one_pod_at_a_time(start_env: EnvF
         assert all(any(state.values()) for state in history), history
         went_down_first = next(pod for state in history for pod in pods if not state[pod])
         assert went_down_first == f"{name}-standby", history
+
+
+async def test_a_refused_standby_listener_has_both_pods_withdrawn(
+    kube: KubeClient, namespace: str, controller_namespace: str, sim: SimulatedGitHub, crds_installed: list[str]
+) -> None:
+    """A listener its scale set no longer vouches for (another UID) gets no pod: neither of the pair."""
+    await kube.create(resources.SECRETS, {"metadata": {"name": "gh-secret"}, "stringData": {"github_token": PAT}},
+                      namespace=namespace)  # fmt: skip
+    ars = await kube.create(
+        AUTOSCALING_RUNNER_SETS,
+        {
+            "apiVersion": "actions.github.com/v1alpha1",
+            "kind": "AutoscalingRunnerSet",
+            "metadata": {"name": "arc-runners"},
+            "spec": {"githubConfigUrl": sim.config_url("org"), "githubConfigSecret": "gh-secret", "template": {}},
+        },
+        namespace=namespace,
+    )
+    name = "arc-runners-listener"
+    listener = {
+        "apiVersion": "actions.github.com/v1alpha1",
+        "kind": "AutoscalingListener",
+        "metadata": {
+            "name": name,
+            "annotations": {UID_ANNOTATION: ars["metadata"]["uid"], **STANDBY},
+            # As the scale set's controller labels it: its pods carry it, and the controller caches pods by it.
+            "labels": {LABEL_SCALE_SET_NAME: "arc-runners"},
+        },
+        "spec": {
+            "githubConfigUrl": sim.config_url("org"),
+            "githubConfigSecret": "gh-secret",
+            "runnerScaleSetId": 1,
+            "autoscalingRunnerSetNamespace": namespace,
+            "autoscalingRunnerSetName": "arc-runners",
+            "ephemeralRunnerSetName": "arc-runners",
+            "maxRunners": 3,
+            "minRunners": 0,
+            "image": IMAGE,
+        },
+    }
+    pods = (name, f"{name}-standby")
+
+    async def pods_exist() -> list[bool]:
+        return [await exists(kube, resources.PODS, pod, controller_namespace) for pod in pods]
+
+    try:
+        async with listener_controller_only(kube, namespace, controller_namespace):
+            await kube.create(AUTOSCALING_LISTENERS, listener, namespace=controller_namespace)
+            await eventually(lambda: all_of(pods_exist()), "both listener pods")
+            patch = {"metadata": {"annotations": {UID_ANNOTATION: "00000000-0000-0000-0000-000000000000"}}}
+            await kube.patch(AUTOSCALING_LISTENERS, name, patch, namespace=controller_namespace)
+            await eventually(lambda: degraded(kube, controller_namespace, name, "NotOwnedByScaleSet"), "the refusal")
+            await eventually(lambda: none_of(pods_exist()), "neither pod left")
+    finally:
+        for resource, ns in ((AUTOSCALING_LISTENERS, controller_namespace), (AUTOSCALING_RUNNER_SETS, namespace)):
+            with contextlib.suppress(NotFound):
+                await kube.patch(resource, "arc-runners" if ns == namespace else name,
+                                 {"metadata": {"finalizers": None}}, namespace=ns)  # fmt: skip
+
+
+async def all_of(found: Awaitable[list[bool]]) -> bool:
+    return all(await found)
+
+
+async def none_of(found: Awaitable[list[bool]]) -> bool:
+    return not any(await found)
