@@ -131,16 +131,23 @@ def observe(previous: Observation | None, record: LeaseRecord, now: float) -> Ob
 
 
 def may_acquire(
-    observation: Observation, *, identity: str, now: float, default_lease_duration: float = LEASE_DURATION
+    observation: Observation,
+    *,
+    identity: str,
+    now: float,
+    default_lease_duration: float = LEASE_DURATION,
+    dead_holder: str = "",
 ) -> bool:
     """Whether ``identity`` may write itself into the Lease now (acquire, take over, or renew).
 
     Yes when it is free (empty holder), when ``identity`` already holds it, or when the record has not
     changed for the lease duration by the candidate's own clock. The holder's declared duration wins over
-    the default (as in client-go), so holders with longer leases are respected.
+    the default (as in client-go), so holders with longer leases are respected. ``dead_holder``: an identity
+    the caller knows has stopped acting (its process is seen dead, e.g. the standby listener's peer,
+    docs/listener.md): its Lease may be taken at once, and only its, never a holder that replaced it meanwhile.
     """
     record = observation.record
-    if not record.holder_identity or record.holder_identity == identity:
+    if not record.holder_identity or record.holder_identity in (identity, dead_holder):
         return True
     duration = record.lease_duration_seconds or default_lease_duration
     return now >= observation.observed_at + duration
@@ -211,14 +218,32 @@ class LeaderElector:
         """The holder in the last record seen ("" when none, or nothing seen yet)."""
         return self._observation.record.holder_identity if self._observation else ""
 
+    @property
+    def observation(self) -> Observation | None:
+        """The last Lease record seen and when it last changed (``None`` before the first read)."""
+        return self._observation
+
     async def acquire(self) -> None:
         """Poll until this identity holds the Lease."""
         log.info("%r: waiting to acquire the lease", self)
-        while not await self.try_acquire_or_renew():
+        while not await self.try_take():
             await self._clock.sleep(self.config.retry_period * (1.0 + _JITTER_FACTOR * self._rng.random()))
+
+    async def try_take(self, *, dead_holder: str = "") -> bool:
+        """One acquisition round (:meth:`try_acquire_or_renew`); when it wins, this identity leads from now on
+        (:meth:`hold` keeps it). ``dead_holder``: as in :func:`may_acquire`."""
+        if not await self.try_acquire_or_renew(dead_holder=dead_holder):
+            return False
         self._set_leading(True)
         self._last_renewed = self._clock.monotonic()
         log.info("%r: acquired the lease; now leading", self)
+        return True
+
+    def saw(self, lease: Mapping[str, Any]) -> None:
+        """Note a version of the Lease seen elsewhere (a candidate that watches it instead of polling), so that
+        the expiry clock runs from when the record last changed, as if this elector had read it itself."""
+        self._observation = observe(self._observation, LeaseRecord.from_lease(lease), self._clock.monotonic())
+        self._lease = dict(lease)
 
     async def hold(self) -> None:
         """Renew every ``retry_period`` until a renewal fails for ``renew_deadline`` (or another holder is
@@ -261,8 +286,10 @@ class LeaderElector:
         except Exception as exc:  # best effort: the lease expires on its own anyway
             log.warning("%r: could not release the lease: %s", self, _one_line(exc))
 
-    async def try_acquire_or_renew(self) -> bool:
-        """One election round: read the Lease and write this identity into it when the rules allow."""
+    async def try_acquire_or_renew(self, *, dead_holder: str = "") -> bool:
+        """One election round: read the Lease and write this identity into it when the rules allow
+        (``dead_holder``: as in :func:`may_acquire`, and only if the Lease read is the record last seen, by
+        :meth:`saw` or an earlier round)."""
         now = self._clock.monotonic()
         cfg = self.config
         try:
@@ -283,10 +310,18 @@ class LeaderElector:
                 self._observation = Observation(record, now)
                 return True
             current = LeaseRecord.from_lease(lease)
-            self._observation = observe(self._observation, current, now)
+            previous, self._observation = self._observation, observe(self._observation, current, now)
             self._lease = lease
+            if self._observation is not previous:
+                # The caller judged ``dead_holder`` dead on an older record: this one may be a renewal made since,
+                # by a new process of the same name. It decides again on the record it now sees.
+                dead_holder = ""
             if not may_acquire(
-                self._observation, identity=cfg.identity, now=now, default_lease_duration=cfg.lease_duration
+                self._observation,
+                identity=cfg.identity,
+                now=now,
+                default_lease_duration=cfg.lease_duration,
+                dead_holder=dead_holder,
             ):
                 return False
             record = next_record(

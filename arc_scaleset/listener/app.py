@@ -92,9 +92,19 @@ class ListenerApp:
     timing: Timing
     reporter: StateReporter
     _owned_kube: KubeClient | None = None
+    superseded: bool = False
+    """Set (before :attr:`stop`) when this process lost the standby Lease (docs/listener.md, "Standby listener"):
+    its successor may already have resumed the session and record its own state, so :meth:`run` leaves both
+    alone on its way out, and returns 1."""
+
+    @property
+    def kube_client(self) -> KubeClient | None:
+        """The Kubernetes client this app made for itself (``None`` when one was given to it)."""
+        return self._owned_kube
 
     async def run(self) -> int:
-        """Run until shutdown (0) or a fatal failure (1); the session is deleted on every way out."""
+        """Run until shutdown (0) or a fatal failure (1); the session is deleted on every way out, unless
+        :attr:`superseded`."""
         try:
             await self.prepare()
             await self.listener.run()
@@ -102,11 +112,19 @@ class ListenerApp:
             log.error(f"listener stopped: {exc}")
             return 1
         finally:
-            await self.sessions.close(within=self.timing.session_delete_timeout)
-            self.health.stopped()
-            await self.reporter.aclose(within=self.timing.state_write_timeout)
+            await self._leave()
+        if self.superseded:
+            return 1
         log.info("listener stopped")
         return 0
+
+    async def _leave(self) -> None:
+        if self.superseded:
+            await self.reporter.discard()
+            return
+        await self.sessions.close(within=self.timing.session_delete_timeout)
+        self.health.stopped()
+        await self.reporter.aclose(within=self.timing.state_write_timeout)
 
     async def prepare(self) -> None:
         """Read the predecessor's record while the admin connection the session needs is made: the two do not

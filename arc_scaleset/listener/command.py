@@ -2,7 +2,8 @@
 
 No required flags: the config file is named by ``LISTENER_CONFIG_PATH`` (ARC's ``config.json``), as in a
 listener pod. With ``LISTENER_GROUP_SECRET`` set, the process is a shared listener instead, serving every member
-of that group's config Secret (:mod:`arc_scaleset.listener.group_command`). ``--kubeconfig`` is for running
+of that group's config Secret (:mod:`arc_scaleset.listener.group_command`). With ``LISTENER_STANDBY_LEASE`` set,
+it stands by until it holds that Lease (:mod:`arc_scaleset.listener.standby`). ``--kubeconfig`` is for running
 outside a cluster (otherwise in-cluster credentials, then ``KUBECONFIG``, then ``~/.kube/config``). SIGTERM or
 SIGINT stops the loop, deletes the message session and exits 0; a fatal failure exits 1 after a last log line
 that says what is wrong. Anything unexpected (a bug) is logged through the redacting logger with its traceback,
@@ -22,9 +23,10 @@ from prometheus_client import CollectorRegistry, disable_created_metrics
 
 from arc_scaleset.api.listener_config import PROBE_ADDR_ENV, ListenerConfig, ListenerConfigError
 from arc_scaleset.api.listener_group import GROUP_NAMESPACE_ENV, GROUP_SECRET_ENV
+from arc_scaleset.api.listener_standby import STANDBY_LEASE_ENV
 from arc_scaleset.gc_tuning import freeze_startup_objects
 from arc_scaleset.github import ProxySettings
-from arc_scaleset.listener.app import build_listener
+from arc_scaleset.listener.app import ListenerApp, build_listener
 from arc_scaleset.listener.config import config_path_from_environment, load_config
 from arc_scaleset.listener.errors import FatalListenerError
 from arc_scaleset.listener.vault import VaultCredentialsError, with_vault_credentials
@@ -107,6 +109,23 @@ def _tune_process() -> None:
     freeze_startup_objects()
 
 
+async def _run_standby(app: ListenerApp) -> int:
+    """docs/listener.md, "Standby listener". Imported here, so that a listener without a standby never loads
+    the standby's modules: its memory is that of a listener before standby existed."""
+    from arc_scaleset.listener.standby import StandbySettings, run_standby
+
+    try:
+        settings = StandbySettings.from_environment(os.environ)
+    except FatalListenerError as exc:
+        log.error(f"listener cannot start: {exc}")
+        return 1
+    kube = app.kube_client
+    if kube is None:  # the command always lets the app make its own client; said plainly should that change
+        log.error("listener cannot start: the standby listener needs its own Kubernetes client")
+        return 1
+    return await run_standby(app, kube, settings)
+
+
 async def _main(config: ListenerConfig, *, kubeconfig: str | None, probe_addr: str) -> int:
     try:
         app = build_listener(config, kubeconfig=kubeconfig)
@@ -154,6 +173,8 @@ async def _main(config: ListenerConfig, *, kubeconfig: str | None, probe_addr: s
                 "ports": [server.port for server in servers],
             },
         )
+        if os.environ.get(STANDBY_LEASE_ENV):
+            return await _run_standby(app)
         return await app.run()
     finally:
         for server in servers:

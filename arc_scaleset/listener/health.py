@@ -7,6 +7,9 @@
   hang), fails it after a bounded time and the kubelet restarts it. ARC's listener had no probes and could
   stay Running while offline (ARC #3005). The window is :data:`DEFAULT_LIVENESS_WINDOW` unless configured.
 - **ready** (``/readyz``): a message session is held, i.e. GitHub sees this scale set online.
+- **standing by** (a standby listener waiting for the Lease, docs/listener.md, "Standby listener"): live (it is
+  doing what it is meant to), not ready (it holds no session); both say "standing by". Taking over restarts the
+  liveness window, as starting does.
 - **the reported state** (:class:`~arc_scaleset.api.listener_state.ListenerState`): phase, session, last
   successful poll and last error class. :class:`Health` calls ``on_change`` with a new state only when the
   phase, the session or the error class changes, never per poll, so writing it costs no API call at rest.
@@ -29,6 +32,8 @@ DEFAULT_LIVENESS_WINDOW = 360.0
 :data:`POLL_BOUND`; recovering from a failure costs at most the longest backoff delay (2 minutes plus 20 %
 jitter) and two polls: 2 * 90 + 144 = 324 s, rounded up. Longer than that, the service is down or the
 listener is stuck, and a restart is harmless (a new listener ends its predecessor's session at once)."""
+
+STANDING_BY = "standing by"
 
 
 class Health:
@@ -60,6 +65,18 @@ class Health:
         self.session_id: str | None = None  # the session held now
         self.recorded_session_id: str | None = None  # the session a successor would have to end
         self.state: ListenerState | None = None
+        self.standing_by = False
+
+    # ---- standby (docs/listener.md, "Standby listener") ----------------------------------------------------
+
+    def stand_by(self) -> None:
+        """This process waits for the standby Lease before it does anything."""
+        self.standing_by = True
+
+    def became_active(self) -> None:
+        """This process holds the Lease and starts: the liveness window starts now, not when it began waiting."""
+        self.standing_by = False
+        self._started = self._clock.monotonic()
 
     # ---- events ----------------------------------------------------------------------------------------
 
@@ -94,6 +111,8 @@ class Health:
 
     def live(self) -> tuple[bool, str]:
         """(is the loop alive, why) — the reason is what the probe endpoint prints."""
+        if self.standing_by:
+            return True, STANDING_BY
         since = self.last_poll if self.last_poll is not None else self._started
         silent_for = self._clock.monotonic() - since
         if silent_for <= self.liveness_window:
@@ -102,6 +121,8 @@ class Health:
 
     def ready(self) -> tuple[bool, str]:
         """(is a message session held, why)."""
+        if self.standing_by:
+            return False, STANDING_BY
         if self.session_id is not None:
             return True, "message session held"
         return False, "no message session held"

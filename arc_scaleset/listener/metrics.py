@@ -16,9 +16,11 @@ Beyond ARC, the default set has what ARC's users asked for (ARC #3154, #4429):
 - ``gha_job_queue_duration_seconds``: how long a job waited from being queued (``queueTime``) until a
   runner was assigned to it (``runnerAssignTime``), observed on JobStarted: the queue-to-start latency.
 
-Always registered, whatever the ``metrics`` section says (it is the listener's own health, not one of ARC's
+Always registered, whatever the ``metrics`` section says (they are the listener's own health, not ARC's
 metrics): ``gha_listener_skipped_messages_total{reason}``, the queue messages acknowledged and skipped
-because they could not be read (docs/listener.md, "Poison messages").
+because they could not be read (docs/listener.md, "Poison messages"); ``gha_listener_active``, 1 when this
+process is the scale set's active listener, 0 while a standby listener waits (docs/listener.md, "Standby
+listener"): per scale set, the sum over its listener pods is 1.
 """
 
 from __future__ import annotations
@@ -65,6 +67,7 @@ JOB_STARTUP_DURATION = "gha_job_startup_duration_seconds"
 JOB_EXECUTION_DURATION = "gha_job_execution_duration_seconds"
 JOB_QUEUE_DURATION = "gha_job_queue_duration_seconds"
 SKIPPED_MESSAGES = "gha_listener_skipped_messages_total"
+LISTENER_ACTIVE = "gha_listener_active"
 
 _HELP: dict[str, str] = {
     ASSIGNED_JOBS: "Number of jobs assigned to this scale set.",
@@ -85,6 +88,7 @@ _HELP: dict[str, str] = {
     JOB_EXECUTION_DURATION: "Time from a runner being assigned a job to the job finishing, in seconds.",
     JOB_QUEUE_DURATION: "Time from a job being queued to a runner being assigned it, in seconds.",
     SKIPPED_MESSAGES: "Queue messages acknowledged and skipped because they could not be read, by reason.",
+    LISTENER_ACTIVE: "1 when this process is the scale set's active listener, 0 while it stands by.",
 }
 
 _DEFAULT_GAUGES = (
@@ -257,6 +261,8 @@ class ListenerMetrics:
         self._histograms: dict[str, tuple[LabelledHistogram, tuple[str, ...]]] = {}
         self._register(config if config is not None else default_metrics_config())
         self._skipped = Counter(SKIPPED_MESSAGES, _HELP[SKIPPED_MESSAGES], ("reason",), registry=self.registry)
+        self._active = Gauge(LISTENER_ACTIVE, _HELP[LISTENER_ACTIVE], registry=self.registry)
+        self._active.set(1)  # a listener without a standby is active from the start
 
     def _register(self, config: ListenerMetricsConfig) -> None:
         for name, gauge_spec in (config.gauges or {}).items():
@@ -298,6 +304,10 @@ class ListenerMetrics:
     def record_skipped_message(self, reason: str) -> None:
         """A queue message was acknowledged and skipped because it could not be read."""
         self._skipped.labels(reason).inc()
+
+    def record_active(self, active: bool) -> None:
+        """Whether this process is the active listener (a standby's is 0 until it takes over)."""
+        self._active.set(1 if active else 0)
 
     # --- scale-set gauges -------------------------------------------------------------------------
 

@@ -101,10 +101,7 @@ class StateReporter:
 
         Never raises; True when the latest state is on the set.
         """
-        if self._writer is not None:
-            self._writer.cancel()
-            await asyncio.gather(self._writer, return_exceptions=True)
-            self._writer = None
+        await self._stop_writer()
         latest = self._latest
         if latest is None or latest == self.written:
             return True
@@ -115,6 +112,18 @@ class StateReporter:
             log.warning("could not record the listener's final state", extra={"error": str(exc) or error_class(exc)})
             return False
         return True
+
+    async def discard(self) -> None:
+        """Stop the writer and write nothing more: this process lost the standby Lease, and the state on the set is
+        its successor's to write (docs/listener.md, "Standby listener")."""
+        await self._stop_writer()
+        self._latest = None
+
+    async def _stop_writer(self) -> None:
+        if self._writer is not None:
+            self._writer.cancel()
+            await asyncio.gather(self._writer, return_exceptions=True)
+            self._writer = None
 
     async def _write_forever(self) -> None:
         backoff = Backoff(base=1.0, cap=120.0, jitter=0.2)

@@ -83,3 +83,10 @@ def test_a_listener_of_one_scale_set_does_not_load_the_shared_listener() -> None
     modules = modules_at_start("listener")
     assert sorted(name for name in modules if name.startswith("arc_scaleset.listener.group")) == []
     assert "arc_scaleset.kube.informer" not in modules
+
+
+# The standby listener's modules (issue 30): only a pod that names a standby Lease loads them.
+def test_a_listener_without_a_standby_does_not_load_the_standby_or_leader_election() -> None:
+    modules = modules_at_start("listener")
+    assert sorted(name for name in modules if name.startswith("arc_scaleset.listener.standby")) == []
+    assert "arc_scaleset.kube.leader_election" not in modules

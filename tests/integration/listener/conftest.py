@@ -15,7 +15,7 @@ import asyncio
 import contextlib
 import os
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,10 +26,13 @@ import pytest
 from arc_scaleset.api.constants import EPHEMERAL_RUNNER_SETS, EPHEMERAL_RUNNERS
 from arc_scaleset.api.listener_config import ListenerConfig
 from arc_scaleset.clock import REAL_CLOCK, Clock
+from arc_scaleset.controllers.autoscalinglistener.children import role_rules
 from arc_scaleset.github import ActionsClient, PersonalAccessToken, SystemInfo, TransportOptions, parse_config_url
+from arc_scaleset.kube import resources
 from arc_scaleset.kube.client import KubeClient
 from arc_scaleset.listener.app import ListenerApp, Timing, build_listener
 from arc_scaleset_lab.harness.cluster import TestCluster
+from arc_scaleset_lab.harness.helm import service_account_kubeconfig
 from arc_scaleset_lab.harness.waiting import eventually
 from arc_scaleset_lab.sim.server import SimulatedGitHub
 from arc_scaleset_lab.sim.state import SimConfig
@@ -226,11 +229,42 @@ class ListenerProcess:
                     return dict(line)
 
 
+async def listener_kubeconfig(
+    kube: KubeClient,
+    cluster: TestCluster,
+    namespace: str,
+    directory: Path,
+    *,
+    extra_rules: Sequence[Mapping[str, Any]] = (),
+) -> Path:
+    """A kubeconfig authenticating as a ServiceAccount with exactly the listener Role (and ``extra_rules``), as in
+    its pod: RBAC is the tenant boundary, so a listener that needs more fails here."""
+    name = "listener"
+    await kube.create(resources.SERVICE_ACCOUNTS, {"metadata": {"name": name}}, namespace=namespace)
+    rules = [*role_rules(SCALE_SET_NAME), *extra_rules]
+    await kube.create(resources.ROLES, {"metadata": {"name": name}, "rules": rules}, namespace=namespace)
+    binding = {
+        "metadata": {"name": name},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
+        "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": namespace}],
+    }
+    await kube.create(resources.ROLE_BINDINGS, binding, namespace=namespace)
+    return await service_account_kubeconfig(kube, cluster.kubeconfig, namespace, name, directory)
+
+
 @contextlib.asynccontextmanager
 async def listener_process(
-    tmp_path: Path, cluster: TestCluster, env: ListenerSim, namespace: str, *, owner: str = "arc-runners-listener"
+    tmp_path: Path,
+    cluster: TestCluster,
+    env: ListenerSim,
+    namespace: str,
+    *,
+    owner: str = "arc-runners-listener",
+    kubeconfig: Path | None = None,
+    environ: Mapping[str, str] | None = None,
 ) -> AsyncIterator[ListenerProcess]:
-    """``owner`` is the pod's hostname: the session owner name (the same for a pod and its replacement)."""
+    """``owner`` is the pod's hostname: the session owner name (the same for a pod and its replacement).
+    ``kubeconfig``: the cluster admin's unless given; ``environ``: more of the pod's environment."""
     config = {
         "configure_url": env.config_url,
         "vault_type": "",
@@ -258,8 +292,9 @@ async def listener_process(
         env={
             **os.environ,
             "LISTENER_CONFIG_PATH": str(path),
-            "KUBECONFIG": str(cluster.kubeconfig),
+            "KUBECONFIG": str(kubeconfig or cluster.kubeconfig),
             "HOSTNAME": owner,
+            **(environ or {}),
         },
         cwd=REPO_ROOT,
         stdout=asyncio.subprocess.PIPE,

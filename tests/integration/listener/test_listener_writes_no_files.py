@@ -15,13 +15,10 @@ import orjson
 import pytest
 
 from arc_scaleset.api.constants import EPHEMERAL_RUNNER_SETS
-from arc_scaleset.controllers.autoscalinglistener.children import role_rules
-from arc_scaleset.kube import resources
 from arc_scaleset.kube.client import KubeClient
 from arc_scaleset_lab.harness.cluster import TestCluster
-from arc_scaleset_lab.harness.helm import service_account_kubeconfig
 from arc_scaleset_lab.harness.waiting import eventually
-from tests.integration.listener.conftest import GRACE_PERIOD, PAT, SCALE_SET_NAME, ListenerSim
+from tests.integration.listener.conftest import GRACE_PERIOD, PAT, SCALE_SET_NAME, ListenerSim, listener_kubeconfig
 
 pytestmark = pytest.mark.cluster
 
@@ -45,21 +42,6 @@ sys.addaudithook(_hook)
 from arc_scaleset.cli import main
 sys.exit(main(["listener"]))
 """
-
-
-async def listener_kubeconfig(kube: KubeClient, cluster: TestCluster, namespace: str, directory: Path) -> Path:
-    """A kubeconfig authenticating as a ServiceAccount with exactly the listener Role, as in its pod."""
-    name = "listener"
-    await kube.create(resources.SERVICE_ACCOUNTS, {"metadata": {"name": name}}, namespace=namespace)
-    await kube.create(resources.ROLES, {"metadata": {"name": name}, "rules": role_rules(SCALE_SET_NAME)},
-                      namespace=namespace)  # fmt: skip
-    binding = {
-        "metadata": {"name": name},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
-        "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": namespace}],
-    }
-    await kube.create(resources.ROLE_BINDINGS, binding, namespace=namespace)
-    return await service_account_kubeconfig(kube, cluster.kubeconfig, namespace, name, directory)
 
 
 async def test_the_listener_writes_no_file_while_it_holds_a_session_scales_for_a_job_and_stops(

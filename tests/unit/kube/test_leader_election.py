@@ -40,6 +40,12 @@ def test_a_held_lease_is_taken_over_only_after_it_was_unchanged_for_its_duration
     assert may_acquire(seen, identity="me", now=115.0)
 
 
+def test_a_holder_known_dead_may_be_replaced_at_once_but_not_one_that_replaced_it() -> None:
+    seen = Observation(held_by("peer"), observed_at=100.0)
+    assert may_acquire(seen, identity="me", now=100.0, dead_holder="peer")
+    assert not may_acquire(Observation(held_by("third"), 100.0), identity="me", now=100.0, dead_holder="peer")
+
+
 def test_the_holders_declared_duration_wins_over_the_default() -> None:
     seen = Observation(held_by("other", duration=60), observed_at=0.0)
     assert not may_acquire(seen, identity="me", now=30.0, default_lease_duration=15.0)
