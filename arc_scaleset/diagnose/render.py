@@ -81,6 +81,11 @@ def render_status(doc: Mapping[str, Any]) -> str:
     else:
         where = f"{listener['namespace']}/{listener['name']}" if listener["name"] else "(AutoscalingListener unseen)"
         row("Listener", f"{where}, pod {listener['podPhase'] or 'missing'}")
+        standby = listener.get("standby")
+        if standby is not None:
+            holder = f"active {standby['leaseHolder']}" if standby["leaseHolder"] else "no pod holds the Lease"
+            ready = "ready" if standby["ready"] else (standby["podPhase"] or "missing")
+            row("", f"standby: {holder}; standby pod {standby['pod'] or '(none)'} {ready}")
         if listener["pollingSince"]:
             # Only state changes are recorded (docs/listener.md): "polling since" is true, a "last poll" time is not.
             row("", f"session Polling since {_ago(listener['pollingSince'], now)}, no failed poll reported since")

@@ -24,15 +24,17 @@ from arc_scaleset.api.ephemeralrunner import EPHEMERAL_RUNNERS
 from arc_scaleset.api.ephemeralrunnerset import EPHEMERAL_RUNNER_SETS
 from arc_scaleset.api.keys import ANNOTATION_LISTENER_STATE
 from arc_scaleset.api.listener_group import LABEL_GROUP, group_object_name
+from arc_scaleset.api.listener_standby import wants_standby
 from arc_scaleset.api.listener_state import ListenerState
 from arc_scaleset.api.runner_sets import sort_runner_sets
 from arc_scaleset.api.views import EphemeralRunnerSetView
 from arc_scaleset.diagnose.listener_of import listener_of
+from arc_scaleset.diagnose.standby import ListenerPods, listener_pods
 from arc_scaleset.kube.client import KubeClient
 from arc_scaleset.kube.conditions import format_time
 from arc_scaleset.kube.errors import Forbidden, KubeError, NotFound
 from arc_scaleset.kube.ownerrefs import is_controlled_by
-from arc_scaleset.kube.resources import CORE_EVENTS, EVENTS, PODS, Resource
+from arc_scaleset.kube.resources import CORE_EVENTS, EVENTS, LEASES, PODS, Resource
 from arc_scaleset.kube.views import ObjectView, integer, mapping, parse_timestamp, string
 
 JsonObject = dict[str, Any]
@@ -121,6 +123,11 @@ class Snapshot:
     runner_pods: list[JsonObject] = field(default_factory=list)
     listener: JsonObject | None = None
     listener_pod: JsonObject | None = None
+    """The listener's pod; with a standby, the active one (docs/listener.md, "Standby listener")."""
+    standby_pod: JsonObject | None = None
+    """With a standby, the other pod of the pair."""
+    lease_holder: str = ""
+    """With a standby, the pod holding the pair's Lease (``""``: none, or the Lease was not readable)."""
     events: list[EventRecord] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     """What could not be read, said once (e.g. "AutoscalingListeners: forbidden")."""
@@ -178,6 +185,8 @@ class Snapshot:
             "runnerPods": self.runner_pods,
             "listener": self.listener,
             "listenerPod": self.listener_pod,
+            "standbyPod": self.standby_pod,
+            "leaseHolder": self.lease_holder,
             "events": [e.to_json() for e in self.events],
             "notes": self.notes,
         }
@@ -195,6 +204,8 @@ class Snapshot:
             runner_pods=[dict(o) for o in data.get("runnerPods") or []],
             listener=dict(data["listener"]) if data.get("listener") else None,
             listener_pod=dict(data["listenerPod"]) if data.get("listenerPod") else None,
+            standby_pod=dict(data["standbyPod"]) if data.get("standbyPod") else None,
+            lease_holder=string(data.get("leaseHolder")),
             events=[EventRecord.from_json(e) for e in data.get("events") or []],
             notes=[str(n) for n in data.get("notes") or []],
         )
@@ -297,10 +308,13 @@ async def _snapshot_of(
     runner_pods = [p for p in pods if any(ObjectView(p).is_owned_by(uid) for uid in runner_uids)]
     choice = listener_of(ars, listeners, controller_namespace=controller_namespace)
     listener = dict(choice.listener) if choice.listener is not None else None
-    listener_pod = None
+    pods_of_listener = ListenerPods(None)
     if listener is not None:
         al_namespace = ObjectView(listener).namespace
-        listener_pod = next((p for p in await reader.objects(PODS, al_namespace) if serves(p, listener)), None)
+        served = [p for p in await reader.objects(PODS, al_namespace) if serves(p, listener)]
+        leases = await reader.objects(LEASES, al_namespace) if wants_standby(ObjectView(listener).annotations) else []
+        pods_of_listener = listener_pods(listener, served, leases)
+    listener_pod, standby_pod = pods_of_listener.pod, pods_of_listener.standby
     objects = [
         ars,
         *runner_sets,
@@ -308,9 +322,10 @@ async def _snapshot_of(
         *runner_pods,
         *([listener] if listener else []),
         *([listener_pod] if listener_pod else []),
+        *([standby_pod] if standby_pod else []),
     ]
     wanted = {(ObjectView(o).kind, ObjectView(o).namespace, ObjectView(o).name) for o in objects}
-    for pod in runner_pods + ([listener_pod] if listener_pod else []):
+    for pod in runner_pods + [p for p in (listener_pod, standby_pod) if p]:
         # List items carry the list's kind; a pod listed as a Pod is regarded as one.
         wanted.add(("Pod", ObjectView(pod).namespace, ObjectView(pod).name))
     events: list[EventRecord] = []
@@ -329,6 +344,8 @@ async def _snapshot_of(
         runner_pods=runner_pods,
         listener=listener,
         listener_pod=listener_pod,
+        standby_pod=standby_pod,
+        lease_holder=pods_of_listener.holder,
         events=events,
         notes=list(choice.notes),
     )

@@ -148,6 +148,7 @@ def summarize(snapshot: Snapshot) -> dict[str, Any]:
             else None,
             "lastError": state.last_error_class if state else None,
             "conditions": _conditions(snapshot.listener),
+            "standby": _standby(snapshot),
         }
     return {
         "namespace": ars.namespace,
@@ -195,4 +196,18 @@ def summarize(snapshot: Snapshot) -> dict[str, Any]:
         ],
         "notes": list(snapshot.notes),
         "takenAt": format_time(snapshot.taken_at),
+    }
+
+
+def _standby(snapshot: Snapshot) -> dict[str, Any] | None:
+    """With a standby listener: the pod standing by, whether it runs, and whether the active pod holds the Lease
+    (``None``: no standby)."""
+    if snapshot.standby_pod is None and not snapshot.lease_holder:
+        return None
+    pod = PodView(snapshot.standby_pod) if snapshot.standby_pod is not None else None
+    return {
+        "pod": pod.name if pod else None,
+        "podPhase": pod.phase if pod else None,
+        "ready": pod is not None and pod.phase == "Running" and not pod.is_deleting,
+        "leaseHolder": snapshot.lease_holder or None,
     }

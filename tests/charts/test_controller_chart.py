@@ -315,3 +315,29 @@ async def test_prometheus_rules_are_a_plain_rules_file_in_a_config_map_when_enab
     assert alerts["ArcScaleSetListenerOffline"]["for"] == "5m"  # the default
     # Prometheus's own templates survive helm's: the annotations still name the alert's labels.
     assert "{{ $labels.name }}" in alerts["ArcScaleSetRunnersFailing"]["annotations"]["summary"]
+
+
+def granted(objects: list[dict[str, Any]], namespace: str) -> set[tuple[str, str, str]]:
+    """(API group, resource, verb) the controller holds in ``namespace``: its Roles there and its ClusterRoles
+    (no resourceNames: a grant of every object of the kind)."""
+    rules = [
+        rule
+        for o in objects
+        if o["kind"] == "ClusterRole" or (o["kind"] == "Role" and o["metadata"]["namespace"] == namespace)
+        for rule in o.get("rules") or []
+        if not rule.get("resourceNames")
+    ]
+    return {(g, r, v) for rule in rules for g in rule["apiGroups"] for r in rule["resources"] for v in rule["verbs"]}
+
+
+@pytest.mark.parametrize("values", [None, {"flags": {"watchSingleNamespace": "runners"}}])
+async def test_the_controller_may_make_a_standby_listeners_lease_and_grant_what_its_role_grants(
+    helm: Helm, values: dict[str, Any] | None
+) -> None:
+    """RBAC lets the controller grant only what it holds (docs/listener.md, "Standby listener"): the standby Role's
+    verbs on Leases and pods, and the Lease and Role it makes, in its own namespace."""
+    held = granted(await render(helm, values), NAMESPACE)
+    needed = {("coordination.k8s.io", "leases", v) for v in ("create", "delete", "get", "watch", "update")}
+    needed |= {("", "pods", v) for v in ("get", "list", "watch")}
+    needed |= {("rbac.authorization.k8s.io", kind, v) for kind in ("roles", "rolebindings") for v in ("create", "get")}
+    assert needed <= held, needed - held

@@ -400,3 +400,11 @@ async def test_shared_listener_is_off_by_default_and_the_value_sets_the_annotati
     assert annotation not in default["metadata"]["annotations"]
     shared = only(await render(helm, sharedListener=True), "AutoscalingRunnerSet")
     assert shared["metadata"]["annotations"][annotation] == "true"
+
+
+async def test_listener_standby_is_off_by_default_and_the_value_sets_the_annotation(helm: Helm) -> None:
+    annotation = "listener.arc-scaleset.dev/standby"
+    default = only(await render(helm), "AutoscalingRunnerSet")
+    assert annotation not in default["metadata"]["annotations"]
+    standby = only(await render(helm, listenerStandby=True), "AutoscalingRunnerSet")
+    assert standby["metadata"]["annotations"][annotation] == "true"

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -191,9 +191,10 @@ class ScaleSetFactory:
         credentials: str = "pat",
         proxy: dict[str, Any] | None = None,
         min_runners_schedule: list[dict[str, Any]] | None = None,
+        annotations: Mapping[str, str] | None = None,
     ) -> ScaleSetHandle:
         """A scale set with a PAT (or ``credentials="app"``) Secret of its own; ``proxy``: its ``spec.proxy``;
-        ``min_runners_schedule``: its ``spec.minRunnersSchedule``."""
+        ``min_runners_schedule``: its ``spec.minRunnersSchedule``; ``annotations``: added to its metadata."""
         name = self.stem if not self.created else f"{self.stem}-{len(self.created) + 1}"
         if credentials == "app":
             secret = await self.system.create_app_secret(self.namespace, name=f"{name}-github-app")
@@ -214,6 +215,8 @@ class ScaleSetFactory:
             manifest["spec"]["proxy"] = proxy
         if min_runners_schedule is not None:
             manifest["spec"]["minRunnersSchedule"] = min_runners_schedule
+        if annotations:
+            manifest["metadata"].setdefault("annotations", {}).update(annotations)
         await self.system.kube.create(AUTOSCALING_RUNNER_SETS, manifest, namespace=self.namespace)
         return handle
 

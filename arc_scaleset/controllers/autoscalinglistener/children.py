@@ -68,7 +68,7 @@ def set_watch_rules(ephemeral_runner_sets: tuple[str, ...]) -> list[dict[str, An
     ]
 
 
-def _metadata(
+def child_metadata(
     name: str,
     namespace: str,
     *,
@@ -77,6 +77,8 @@ def _metadata(
     excluded: tuple[str, ...],
     owner: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
+    """A child's ``metadata``: ``user``'s labels under ``base_labels`` (``excluded`` prefixes dropped), ``user``'s
+    annotations, and a controller reference to ``owner`` when given (only within the listener's namespace)."""
     labels = filter_and_merge_labels(user.labels if user else None, base_labels, excluded) or {}
     meta: dict[str, Any] = {"name": name, "namespace": namespace, "labels": labels}
     if user is not None and user.annotations:
@@ -93,7 +95,8 @@ def _scale_set_labels(listener: AutoscalingListener) -> dict[str, str]:
     }
 
 
-def _rbac_labels(listener: AutoscalingListener, excluded: tuple[str, ...]) -> dict[str, str]:
+def rbac_labels(listener: AutoscalingListener, excluded: tuple[str, ...]) -> dict[str, str]:
+    """The labels of a listener's Role and RoleBinding: they name the listener (:func:`.ownership.foreign_reason`)."""
     own = {
         **_scale_set_labels(listener),
         LABEL_LISTENER_NAMESPACE: listener.namespace,
@@ -109,7 +112,7 @@ def desired_service_account(
     return {
         "apiVersion": "v1",
         "kind": "ServiceAccount",
-        "metadata": _metadata(
+        "metadata": child_metadata(
             listener_service_account_name(listener.name),
             listener.namespace,
             base_labels=base,
@@ -124,10 +127,10 @@ def desired_role(listener: AutoscalingListener, *, excluded: tuple[str, ...] = (
     return {
         "apiVersion": RBAC_API_VERSION,
         "kind": "Role",
-        "metadata": _metadata(
+        "metadata": child_metadata(
             listener_role_name(listener.name),
             listener.spec.autoscaling_runner_set_namespace,
-            base_labels=_rbac_labels(listener, excluded),
+            base_labels=rbac_labels(listener, excluded),
             user=listener.spec.role_metadata,
             excluded=excluded,
         ),
@@ -139,10 +142,10 @@ def desired_role_binding(listener: AutoscalingListener, *, excluded: tuple[str, 
     return {
         "apiVersion": RBAC_API_VERSION,
         "kind": "RoleBinding",
-        "metadata": _metadata(
+        "metadata": child_metadata(
             listener_role_binding_name(listener.name),
             listener.spec.autoscaling_runner_set_namespace,
-            base_labels=_rbac_labels(listener, excluded),
+            base_labels=rbac_labels(listener, excluded),
             user=listener.spec.role_binding_metadata,
             excluded=excluded,
         ),
@@ -169,7 +172,7 @@ def desired_proxy_secret(
     return {
         "apiVersion": "v1",
         "kind": "Secret",
-        "metadata": _metadata(
+        "metadata": child_metadata(
             listener_proxy_secret_name(listener.name),
             listener.namespace,
             base_labels=base,

@@ -15,19 +15,22 @@ from collections.abc import Mapping
 from typing import Any
 
 from arc_scaleset.api.autoscalinglistener import AutoscalingListener
+from arc_scaleset.api.listener_standby import standby_lease_name, standby_pod_names, wants_standby
 from arc_scaleset.api.naming import (
     listener_config_secret_name,
+    listener_pod_name,
     listener_proxy_secret_name,
     listener_role_binding_name,
     listener_role_name,
     listener_service_account_name,
 )
 from arc_scaleset.controllers.autoscalinglistener.ownership import foreign_reason
+from arc_scaleset.controllers.autoscalinglistener.standby import standby_role_name
 from arc_scaleset.kube.client import KubeClient, Preconditions
 from arc_scaleset.kube.errors import Conflict, NotFound
 from arc_scaleset.kube.informer import Object
 from arc_scaleset.kube.manager import Cache, NamespaceNotCachedError
-from arc_scaleset.kube.resources import PODS, ROLE_BINDINGS, ROLES, SECRETS, SERVICE_ACCOUNTS, Resource
+from arc_scaleset.kube.resources import LEASES, PODS, ROLE_BINDINGS, ROLES, SECRETS, SERVICE_ACCOUNTS, Resource
 from arc_scaleset.kube.views import ObjectView
 
 log = logging.getLogger(__name__)
@@ -50,21 +53,48 @@ def listener_children(listener: AutoscalingListener) -> list[Child]:
             (ROLE_BINDINGS, scale_set_namespace, listener_role_binding_name(listener.name)),
             (ROLES, scale_set_namespace, listener_role_name(listener.name)),
         ]
+    if wants_standby(listener.metadata.annotations):
+        children += standby_children(listener)
     return children
+
+
+def standby_children(listener: AutoscalingListener) -> list[Child]:
+    """What a standby adds (controllers/autoscalinglistener/standby.py): the second pod, the Lease, and the Role
+    and RoleBinding that let the pair use them, all in the listener's namespace."""
+    pod = listener_pod_name(listener.name)
+    role = standby_role_name(listener.name)
+    return [
+        (PODS, listener.namespace, standby_pod_names(pod)[1]),
+        (ROLE_BINDINGS, listener.namespace, role),
+        (ROLES, listener.namespace, role),
+        (LEASES, listener.namespace, standby_lease_name(pod)),
+    ]
 
 
 async def delete_children(
     kube: KubeClient, caches: Mapping[Resource, Cache], owner: Object, listener: AutoscalingListener
 ) -> int:
-    """Ask for the deletion of every child ``owner`` (the listener object) owns; the number still going.
+    """Ask for the deletion of every child ``owner`` (the listener object) owns; the number still going
+    (:func:`delete_listed` of :func:`listener_children`).
 
     ``caches`` holds the kinds the controller caches: a child they show as being deleted is neither read nor
     deleted again (the passes repeat until the children are gone, and with a hundred listeners deleted at
     once, reading each child from the API every time took the whole client rate limit). Other kinds
-    (Secrets) are read from the API.
+    (Secrets, Leases) are read from the API.
     """
+    return await delete_listed(kube, caches, owner, listener, listener_children(listener))
+
+
+async def delete_listed(
+    kube: KubeClient,
+    caches: Mapping[Resource, Cache],
+    owner: Object,
+    listener: AutoscalingListener,
+    children: list[Child],
+) -> int:
+    """Ask for the deletion of those of ``children`` that ``owner`` owns; the number still going."""
     remaining = 0
-    for resource, namespace, name in listener_children(listener):
+    for resource, namespace, name in children:
         if _deleting_in_cache(caches, resource, namespace, name, owner):
             remaining += 1  # asked already; its removal (watched) brings the listener back: no request
             continue

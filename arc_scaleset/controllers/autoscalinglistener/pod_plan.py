@@ -47,6 +47,8 @@ class PodAction(enum.StrEnum):
     WAIT_TERMINATING = "WaitTerminating"
     RECREATE = "Recreate"
     KEEP = "Keep"
+    WAIT_PEER = "WaitPeer"
+    """A running pod of a standby pair that must be recreated waits while its peer does not run (:mod:`.standby`)."""
 
 
 @dataclass(frozen=True)
@@ -64,7 +66,7 @@ class PodStep:
     failure: PodFailure | None = None
     """``REPLACE_FAILED``: what ended the pod."""
     running: bool = False
-    """``KEEP``: the listener container runs."""
+    """``KEEP``: the listener container runs (``WAIT_PEER``: always)."""
 
 
 def plan_pod(

@@ -19,8 +19,9 @@ continuing in the same pass once its object is in line (docs/controllers.md, "Au
    Secret and ends its pass (its group's reconciler keeps the objects of steps 6 and 7; a deleting member's key
    is removed before step 1, :meth:`.membership.Membership.leave`);
 6. :meth:`.child_objects.ChildObjects.apply`: ServiceAccount, Role, RoleBinding, proxy and config Secrets;
-7. :meth:`~AutoscalingListenerReconciler._pod`: the pod, one step planned by :func:`.pod_plan.plan_pod`
-   (:mod:`.pod_steps`);
+   :meth:`.standby_objects.StandbyObjects.apply`: with a standby, its Lease, Role and RoleBinding (:mod:`.standby`);
+7. :meth:`~AutoscalingListenerReconciler._pod`: the pod (with a standby, each pod of the pair), one step planned
+   by :func:`.pod_plan.plan_pod` (:mod:`.pod_steps`);
 
 and, at the end of every pass that served or refused the listener, whatever happened, the status (``Ready``,
 ``Degraded``; :mod:`.health`, :mod:`.status`), written once and only when it changed.
@@ -63,6 +64,7 @@ from arc_scaleset.controllers.autoscalinglistener.pod_plan import DELETION_REQUE
 from arc_scaleset.controllers.autoscalinglistener.pod_steps import CONFLICT_REQUEUE_SECONDS, ListenerPod
 from arc_scaleset.controllers.autoscalinglistener.restart import RestartBackoff, listener_running
 from arc_scaleset.controllers.autoscalinglistener.scope import ListenerMemory, ListenerPass
+from arc_scaleset.controllers.autoscalinglistener.standby_objects import StandbyObjects
 from arc_scaleset.controllers.autoscalinglistener.status import ListenerReport
 from arc_scaleset.controllers.autoscalinglistener.takeover import ScaleSetClaim
 from arc_scaleset.controllers.autoscalinglistener.tenancy import Tenancy
@@ -122,6 +124,7 @@ class AutoscalingListenerReconciler:
         self.claim = ScaleSetClaim(ctx.kube, scale_sets)
         self.tenancy = Tenancy(ctx, pods=self.pods, events=events)
         self.children = ChildObjects(ctx, self._child_caches, events)
+        self.standby = StandbyObjects(ctx, self._child_caches, self.children)
         self.health = ListenerHealth(ctx, runner_sets=ctx.cache(EPHEMERAL_RUNNER_SETS), events=events)
         self.pod = ListenerPod(ctx, pods=self.pods, children=self.children, health=self.health, events=events)
         self.membership = Membership(ctx, pods=self.pods, children=self.children, health=self.health, events=events)
@@ -137,6 +140,7 @@ class AutoscalingListenerReconciler:
             self.tenancy.check_template,
             self.membership.serve,  # a member ends its pass here: its group's reconciler keeps the objects below
             self.children.apply,
+            self.standby.apply,
             self._pod,
         )
 
@@ -198,7 +202,7 @@ class AutoscalingListenerReconciler:
             raise
         finally:
             if scope.report is not None and not scope.report.cancelled:
-                scope.report.restarts = scope.memory.restarts.state(now=self.ctx.clock.monotonic())
+                scope.report.restarts = scope.memory.restart_state(now=self.ctx.clock.monotonic())
                 await self.health.write_status(scope)
 
     def _scope(self, request: Request, obj: Object) -> ListenerPass:

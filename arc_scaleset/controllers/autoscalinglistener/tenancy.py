@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 
+from arc_scaleset.api.listener_standby import standby_pod_names
 from arc_scaleset.api.naming import listener_config_secret_name, listener_pod_name, listener_proxy_secret_name
 from arc_scaleset.controllers.autoscalinglistener.deletion import delete_owned, get_or_none
 from arc_scaleset.controllers.autoscalinglistener.errors import ForbiddenListenerMetadata, InvalidListenerTemplate
@@ -70,8 +71,8 @@ class Tenancy:
         return Result()
 
     async def withdraw(self, scope: ListenerPass, *, credentials: bool) -> None:
-        """Delete this listener's pod and, with ``credentials``, its config and proxy Secrets: only objects this
-        listener controls (by UID), so nothing of anybody else's is touched.
+        """Delete this listener's pod (with a standby, both) and, with ``credentials``, its config and proxy
+        Secrets: only objects this listener controls (by UID), so nothing of anybody else's is touched.
 
         Best effort: outside the controller namespace the controller may lack the permission (a listener there
         got nothing from this version; this cleans up after an earlier one), and the refusal stands either way.
@@ -79,11 +80,13 @@ class Tenancy:
         obj, listener = scope.obj, scope.listener
         namespace, kube = listener.namespace, self.ctx.kube
         try:
-            pod = self.pods.get(namespace, listener_pod_name(listener.name))
-            if pod is not None and is_controlled_by(pod, obj) and not ObjectView(pod).is_deleting:
-                await delete_owned(kube, PODS, namespace, ObjectView(pod).name, uid=ObjectView(pod).uid)
-                labels = scale_set_labels(listener.name, namespace, listener.metadata.labels)
-                self.ctx.metrics.set_listener_running(labels, False)
+            # Both pods of a standby pair (the second exists only for a listener that has had a standby).
+            for name in standby_pod_names(listener_pod_name(listener.name)):
+                pod = self.pods.get(namespace, name)
+                if pod is not None and is_controlled_by(pod, obj) and not ObjectView(pod).is_deleting:
+                    await delete_owned(kube, PODS, namespace, name, uid=ObjectView(pod).uid)
+                    labels = scale_set_labels(listener.name, namespace, listener.metadata.labels)
+                    self.ctx.metrics.set_listener_running(labels, False)
             if not credentials:
                 return
             for name in (listener_config_secret_name(listener.name), listener_proxy_secret_name(listener.name)):

@@ -22,6 +22,7 @@ from typing import Any
 
 from arc_scaleset.api.keys import ANNOTATION_RUNNER_SPEC_HASH, AutoscalingRunnerSetPhase, EphemeralRunnerSetPhase
 from arc_scaleset.api.listener_group import LABEL_GROUP
+from arc_scaleset.api.listener_standby import ANNOTATION_STANDBY
 from arc_scaleset.api.semantic import deep_equal
 from arc_scaleset.api.views import EphemeralRunnerSetView
 from arc_scaleset.controllers.autoscalingrunnerset.adoption import adoption_fields
@@ -198,4 +199,7 @@ def listener_differences(live: Mapping[str, Any], desired: Mapping[str, Any]) ->
         differences.append(f"metadata.labels[{LABEL_GROUP}]")
     if not contains_all(have.annotations, wanted.annotations):
         differences.append("metadata.annotations")
+    elif have.annotations.get(ANNOTATION_STANDBY) != wanted.annotations.get(ANNOTATION_STANDBY):
+        # Giving up the standby removes the annotation, which the containment check cannot see.
+        differences.append(f"metadata.annotations[{ANNOTATION_STANDBY}]")
     return tuple(differences)

@@ -31,6 +31,7 @@ from arc_scaleset.api.keys import (
 )
 from arc_scaleset.api.labels import filter_and_merge_labels, merge_annotations
 from arc_scaleset.api.listener_group import ANNOTATION_GROUP_SHARD, LABEL_GROUP, GroupKey, group_id, group_of
+from arc_scaleset.api.listener_standby import ANNOTATION_STANDBY, STANDBY_VALUE, wants_standby
 from arc_scaleset.api.naming import autoscaling_listener_name, ephemeral_runner_set_name
 from arc_scaleset.kube.ownerrefs import controller_ref
 
@@ -241,14 +242,15 @@ def desired_autoscaling_listener(
         image_pull_secrets=image_pull_secrets,
     )
     labels = autoscaling_listener_labels(ars, url_labels=url_labels, excluded_prefixes=excluded_prefixes)
+    group = listener_group_label(ars, spec)
     return {
         "apiVersion": AUTOSCALING_LISTENERS.api_version,
         "kind": AUTOSCALING_LISTENERS.kind,
         "metadata": {
             "name": listener_name_of(ars),
             "namespace": namespace,
-            "labels": {**labels, **listener_group_label(ars, spec)},
-            "annotations": annotations,
+            "labels": {**labels, **group},
+            "annotations": {**annotations, **listener_standby_annotation(ars, shared=bool(group))},
         },
         "spec": spec,
     }
@@ -271,6 +273,12 @@ def in_shard(listener: Mapping[str, Any], key: GroupKey, shard: int) -> dict[str
     annotations = {k: v for k, v in metadata["annotations"].items() if k != ANNOTATION_GROUP_SHARD}
     metadata["annotations"] = {**annotations, ANNOTATION_GROUP_SHARD: str(shard)} if shard else annotations
     return {**listener, "metadata": metadata}
+
+
+def listener_standby_annotation(ars: AutoscalingRunnerSet, *, shared: bool) -> dict[str, str]:
+    """The standby annotation of the set's AutoscalingListener (docs/listener.md, "Standby listener"): copied
+    from the set when it asks for a standby, unless it shares a listener (a shared listener has none)."""
+    return {ANNOTATION_STANDBY: STANDBY_VALUE} if wants_standby(ars.metadata.annotations) and not shared else {}
 
 
 def _version_label(ars: AutoscalingRunnerSet) -> dict[str, str]:
