@@ -99,13 +99,6 @@ class ControllerContext:
         # Values from a vault live at most half a refresh interval, so each refresh sees the vault; the allow
         # list as long, so a grant withdrawn by the admin stops the next refresh.
         vault_ttl = min(SECRET_TTL_SECONDS, settings.vault_refresh_interval / 2)
-        allow_list = (
-            VaultAllowListSource(
-                kube, namespace=settings.controller_namespace, name=settings.vault_allow_list, ttl=vault_ttl
-            )
-            if settings.vault_allow_list
-            else None
-        )
         references = ReferencedObjectWatch(kube, clock=clock)
         group_watch = GroupSecretWatch(kube, namespace=settings.controller_namespace, clock=clock)
         return cls(
@@ -117,7 +110,7 @@ class ControllerContext:
                 pool=client_pool,
                 environ=environ,
                 vault_secrets=KeyVaultSecrets(ttl=vault_ttl, environ=environ),
-                vault_allow_list=allow_list,
+                vault_allow_list=_vault_allow_list(kube, settings, ttl=vault_ttl),
                 versions=references,
             ),
             events=events or EventRecorder(kube, component=EVENT_COMPONENT, clock=clock),
@@ -128,3 +121,10 @@ class ControllerContext:
             group_secret_watch=group_watch,
             traces=traces,
         )
+
+
+def _vault_allow_list(kube: KubeClient, settings: ControllerSettings, *, ttl: float) -> VaultAllowListSource | None:
+    """The vault allow list's source when the controller names one (docs/github.md), read at most every ``ttl``."""
+    if not settings.vault_allow_list:
+        return None
+    return VaultAllowListSource(kube, namespace=settings.controller_namespace, name=settings.vault_allow_list, ttl=ttl)
