@@ -131,6 +131,7 @@ class AutoscalingRunnerSetReconciler:
             self.reconcile,
             owns=[EPHEMERAL_RUNNER_SETS],
             watches=[(AUTOSCALING_LISTENERS, listener_to_scale_set)],
+            concurrency=self.ctx.settings.scale_set_max_concurrent_reconciles,
             rate_limiter=rate_limiter,
             clock=self.ctx.clock,
             failure_reporter=ReconcileFailureReporter(self.ctx, AUTOSCALING_RUNNER_SETS),

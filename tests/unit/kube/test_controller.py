@@ -159,6 +159,35 @@ async def test_one_key_is_never_reconciled_twice_at_once_but_different_keys_are(
     await controller.stop()
 
 
+async def test_no_more_keys_are_reconciled_at_once_than_the_controller_has_workers() -> None:
+    releases = {name: asyncio.Event() for name in "abc"}
+    running: list[str] = []
+    finished: list[str] = []
+
+    async def reconcile(request: Request) -> Result:
+        running.append(request.name)
+        await releases[request.name].wait()
+        running.remove(request.name)
+        finished.append(request.name)
+        return Result()
+
+    controller = Controller("bounded", CONFIG_MAPS, reconcile, concurrency=2)
+    controller.start(no_informers)
+    for name in "abc":
+        controller.enqueue(Request("ns", name))
+    await eventually(lambda: running == ["a", "b"])
+    for _ in range(20):
+        await asyncio.sleep(0)
+    assert running == ["a", "b"], "a third key started with both workers busy"
+    assert len(controller.queue) == 1
+    releases["b"].set()
+    await eventually(lambda: running == ["a", "c"])  # the freed worker takes the key that waited
+    releases["a"].set()
+    releases["c"].set()
+    await eventually(lambda: sorted(finished) == ["a", "b", "c"])
+    await controller.stop()
+
+
 async def test_stop_with_drain_lets_the_reconcile_in_flight_finish() -> None:
     release = asyncio.Event()
     finished: list[Request] = []
