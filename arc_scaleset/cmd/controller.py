@@ -43,6 +43,7 @@ from arc_scaleset.controllers.settings import (
     DEFAULT_LISTENER_RESOURCE_BOUND,
     DEFAULT_MAX_RUNNER_TEMPLATE_BYTES,
     DEFAULT_MAX_RUNNERS_CEILING,
+    DEFAULT_SCALE_SET_MAX_CONCURRENT_RECONCILES,
     DEFAULT_UNSCHEDULABLE_RUNNER_BOUND,
     DEFAULT_WARM_PLACEHOLDER_BOUND,
     DEFAULT_WARM_POOL_MAX_PLACEHOLDERS,
@@ -284,7 +285,16 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "runner-max-concurrent-reconciles",
         default=2,
         type=_positive_int,
-        help="EphemeralRunner reconciles run at once (the other controllers use 1) (default: 2)",
+        help="EphemeralRunner reconciles run at once (default: 2)",
+    )
+    add_go_flag(
+        parser,
+        "scale-set-max-concurrent-reconciles",
+        default=DEFAULT_SCALE_SET_MAX_CONCURRENT_RECONCILES,
+        type=_positive_int,
+        help="reconciles each of the AutoscalingRunnerSet, EphemeralRunnerSet and AutoscalingListener controllers "
+        "runs at once, never two of one object; not an ARC flag: ARC runs one "
+        f"(default: {DEFAULT_SCALE_SET_MAX_CONCURRENT_RECONCILES})",
     )
     add_go_flag(
         parser,
@@ -545,6 +555,7 @@ def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> 
         exclude_label_prefixes=tuple(args.exclude_label_propagation_prefix),
         image_pull_secrets=tuple(args.auto_scaler_image_pull_secrets),
         runner_max_concurrent_reconciles=args.runner_max_concurrent_reconciles,
+        scale_set_max_concurrent_reconciles=args.scale_set_max_concurrent_reconciles,
         max_runners_ceiling=args.max_runners_ceiling,
         max_runner_template_bytes=args.max_runner_template_bytes,
         unschedulable_runner_bound=args.unschedulable_runner_bound,
@@ -723,6 +734,7 @@ async def serve(args: argparse.Namespace, settings: ControllerSettings) -> int:
                 "watch_namespaces": sorted(manager.namespaces) if manager.namespaces else "all",
                 "leader_election": args.leader_election_id if leader_election else "off",
                 "runner_max_concurrent_reconciles": settings.runner_max_concurrent_reconciles,
+                "scale_set_max_concurrent_reconciles": settings.scale_set_max_concurrent_reconciles,
                 # Pods, ServiceAccounts, Roles and RoleBindings cached: those with this label, or all of them.
                 "cached_children": f"labelled {CHILD_LABEL}" if manager.label_selectors else "all",
             },

@@ -25,6 +25,10 @@ DEFAULT_LISTENER_COMMAND: Final = ("arc-scaleset", "listener")
 
 DISABLED_ADDRESS: Final = "0"
 
+DEFAULT_SCALE_SET_MAX_CONCURRENT_RECONCILES: Final = 4
+"""Workers of each per-set controller: a pass spends most of its time waiting on the API server, so a few let other
+sets go on meanwhile; each resource type's client bucket still bounds the request rate (docs/controllers.md)."""
+
 DEFAULT_MAX_RUNNERS_CEILING: Final = 10_000
 """Runners one scale set may ask for, by default: well above what one scale set usually runs, and low enough
 that a typo (``minRunners: 500000``) cannot make the controller create hundreds of thousands of objects."""
@@ -95,7 +99,11 @@ class ControllerSettings:
       (``--metrics-addr`` not ``"0"``).
     - ``exclude_label_prefixes``: label keys with these prefixes are never propagated to generated objects.
     - ``image_pull_secrets``: names given to every listener pod.
-    - ``runner_max_concurrent_reconciles``: EphemeralRunner controller workers (others use 1).
+    - ``runner_max_concurrent_reconciles``: EphemeralRunner controller workers.
+    - ``scale_set_max_concurrent_reconciles``: workers of each per-set controller (AutoscalingRunnerSet,
+      EphemeralRunnerSet, AutoscalingListener; ``--scale-set-max-concurrent-reconciles``, not an ARC flag: ARC
+      runs one). A key is never reconciled by two at once; more than one lets other sets' passes go on while one
+      waits on the API server (docs/controllers.md, "Workers").
     - ``runner_create_concurrency``: how many EphemeralRunners one scale-up creates at once (the largest
       of its growing batches).
     - ``max_runners_ceiling``: the most runners one scale set may ask for (``--max-runners-ceiling``): an
@@ -170,6 +178,7 @@ class ControllerSettings:
     exclude_label_prefixes: tuple[str, ...] = ()
     image_pull_secrets: tuple[str, ...] = ()
     runner_max_concurrent_reconciles: int = 2
+    scale_set_max_concurrent_reconciles: int = DEFAULT_SCALE_SET_MAX_CONCURRENT_RECONCILES
     runner_pending_timeout: float | None = 900.0
     runner_create_concurrency: int = 50
     max_runners_ceiling: int = DEFAULT_MAX_RUNNERS_CEILING
@@ -210,6 +219,8 @@ class ControllerSettings:
             raise SettingsError("the listener entrypoint must be a non-empty command")
         if self.runner_max_concurrent_reconciles < 1:
             raise SettingsError("runner_max_concurrent_reconciles must be at least 1")
+        if self.scale_set_max_concurrent_reconciles < 1:
+            raise SettingsError("scale_set_max_concurrent_reconciles must be at least 1")
         if self.runner_create_concurrency < 1:
             raise SettingsError("runner_create_concurrency must be at least 1")
         if self.max_runners_ceiling < 1:

@@ -5,6 +5,9 @@ The contract (controller-runtime's, which every reconciler in this project relie
 * **Level-triggered.** A reconcile gets a :class:`Request` (namespace and name) and nothing about the event
   that caused it. It reads the current state (from the cache), acts, and returns. Several events for one
   key before a worker takes it become one reconcile.
+* **Changes first.** At start every cached object is replayed as an add, at low priority: a change that arrives
+  while that backlog is being worked through (an add, update or delete, a source's key, a requeue) is reconciled
+  before the objects nothing has changed since (controller-runtime's priority queue; :mod:`.workqueue`).
 * **One key, one worker.** Up to ``concurrency`` keys are reconciled at once, never the same key twice at
   once (the workqueue guarantees it).
 * **What triggers a key.** Any add, change (new resourceVersion) or delete of a *primary* object; any
@@ -291,13 +294,17 @@ class Controller:
     def _connect(
         self, informer: Informer, mappers: list[tuple[MapFunc, UpdatePredicate | None]]
     ) -> HandlerRegistration:
+        # add_handler replays every object the informer holds as an add: the state at start, not a change. Those
+        # keys queue at low priority, so that changes arriving meanwhile (a new set, a job's scale-up) go first.
+        replaying = True
+
         def enqueue(obj: Object) -> None:
             queue = self._queue
             if queue is None:
                 return
             for mapper, _ in mappers:
                 for request in mapper(obj):
-                    queue.add(request)
+                    queue.add(request, low_priority=replaying)
 
         def update(old: Object, new: Object) -> None:
             queue = self._queue
@@ -310,7 +317,9 @@ class Controller:
                     for request in mapper(obj):
                         queue.add(request)
 
-        return informer.add_handler(on_add=enqueue, on_update=update, on_delete=enqueue)
+        registration = informer.add_handler(on_add=enqueue, on_update=update, on_delete=enqueue)
+        replaying = False
+        return registration
 
     # -- workers --------------------------------------------------------------------------------------
 

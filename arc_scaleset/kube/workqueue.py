@@ -6,7 +6,11 @@ The contract (the same as client-go's ``workqueue``; controllers rely on every l
 * **Never concurrently.** :meth:`WorkQueue.get` never hands out a key that is being processed (between
   its ``get`` and its :meth:`WorkQueue.done`). A key added while it is processed is queued again when
   ``done`` is called, so the change that caused the add is never missed.
-* **Fair order.** Keys are handed out in the order they were first queued.
+* **Fair order.** Keys are handed out in the order they were first queued, those added at normal priority
+  before those added with ``low_priority`` (the replay of every cached object when a controller starts, as
+  controller-runtime's priority queue lowers the initial list's events): new work goes ahead of re-checking
+  what has not changed. A low-priority key added again at normal priority moves up to the end of the normal
+  line; a low-priority add never lowers a key already queued at normal priority.
 * **Later.** :meth:`WorkQueue.add_after` adds a key once a delay has passed on the queue's clock; if the
   key is already waiting, the earlier of the two deadlines wins.
 * **Backoff.** :meth:`WorkQueue.add_rate_limited` adds a key after the delay its rate limiter chooses
@@ -23,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import itertools
 from collections.abc import Hashable
 from typing import Generic, Protocol, TypeVar
 
@@ -155,6 +160,13 @@ class WorkQueue(Generic[K]):
         self._rate_limiter = rate_limiter if rate_limiter is not None else default_rate_limiter()
         self._clock = clock
         self._queue: collections.deque[K] = collections.deque()
+        # The low-priority line: entries (key, ticket); an entry is live while _low[key] is its ticket, so a key
+        # moved up to the normal line leaves a dead entry behind instead of an O(n) removal.
+        self._low_line: collections.deque[tuple[K, int]] = collections.deque()
+        self._low: dict[K, int] = {}
+        self._tickets = itertools.count()
+        # Low-priority keys added while processing: queued to the low line when done() is called.
+        self._low_after_done: set[K] = set()
         # Keys that need processing: queued ones, and processing ones that were added again.
         self._dirty: set[K] = set()
         self._processing: set[K] = set()
@@ -171,9 +183,14 @@ class WorkQueue(Generic[K]):
 
     # -- adding ---------------------------------------------------------------------------------------
 
-    def add(self, key: K) -> None:
-        """Mark ``key`` as needing processing (a no-op if it already is, or after shutdown)."""
-        if self._shutting_down or key in self._dirty:
+    def add(self, key: K, *, low_priority: bool = False) -> None:
+        """Mark ``key`` as needing processing (a no-op if it already is, or after shutdown); ``low_priority``:
+        behind every key added without it (see "Fair order")."""
+        if self._shutting_down:
+            return
+        if key in self._dirty:
+            if not low_priority:
+                self._raise_priority(key)
             return
         self._dirty.add(key)
         if self._metrics is not None:
@@ -181,8 +198,10 @@ class WorkQueue(Generic[K]):
             self._added_at.setdefault(key, self._clock.monotonic())
         if key in self._processing:
             # Processed again when done() is called: never two workers on one key.
+            if low_priority:
+                self._low_after_done.add(key)
             return
-        self._push(key)
+        self._push(key, low_priority=low_priority)
 
     def add_after(self, key: K, delay: float) -> None:
         """Add ``key`` once ``delay`` seconds have passed; the earliest pending deadline for a key wins."""
@@ -240,9 +259,11 @@ class WorkQueue(Generic[K]):
 
     def try_get(self) -> K | None:
         """:meth:`get` without waiting: a key (now processing), or ``None`` if none is queued."""
-        if self._shutting_down or not self._queue:
+        if self._shutting_down:
             return None
-        key = self._queue.popleft()
+        key = self._pop()
+        if key is None:
+            return None
         self._dirty.discard(key)
         self._processing.add(key)
         self._drained.clear()
@@ -264,8 +285,10 @@ class WorkQueue(Generic[K]):
             started = self._started_at.pop(key, None)
             if started is not None:
                 self._metrics.work_duration.observe(self._clock.monotonic() - started)
+        low_priority = key in self._low_after_done
+        self._low_after_done.discard(key)
         if key in self._dirty and not self._shutting_down:
-            self._push(key)
+            self._push(key, low_priority=low_priority)
         if not self._processing:
             self._drained.set()
 
@@ -284,6 +307,9 @@ class WorkQueue(Generic[K]):
             if self._metrics is not None:
                 self._metrics.depth.dec(len(self._queue))
             self._queue.clear()
+            self._low_line.clear()
+            self._low.clear()
+            self._low_after_done.clear()
             self._dirty.clear()
             self._added_at.clear()
             while self._getters:
@@ -299,7 +325,7 @@ class WorkQueue(Generic[K]):
 
     def __len__(self) -> int:
         """How many keys are queued (not counting those processing or waiting for a delay)."""
-        return len(self._queue)
+        return len(self._queue) + len(self._low)
 
     @property
     def processing(self) -> int:
@@ -313,11 +339,34 @@ class WorkQueue(Generic[K]):
 
     # -- internals ------------------------------------------------------------------------------------
 
-    def _push(self, key: K) -> None:
-        self._queue.append(key)
+    def _push(self, key: K, *, low_priority: bool = False) -> None:
+        if low_priority:
+            ticket = next(self._tickets)
+            self._low[key] = ticket
+            self._low_line.append((key, ticket))
+        else:
+            self._queue.append(key)
         if self._metrics is not None:
             self._metrics.depth.inc()
         self._wake_one()
+
+    def _pop(self) -> K | None:
+        """The next key to hand out: the normal line first, then the first live entry of the low line."""
+        if self._queue:
+            return self._queue.popleft()
+        while self._low_line:
+            key, ticket = self._low_line.popleft()
+            if self._low.get(key) == ticket:
+                del self._low[key]
+                return key
+        return None
+
+    def _raise_priority(self, key: K) -> None:
+        """A dirty key added at normal priority: a low-priority one moves to the end of the normal line (its entry
+        in the low line is dead from now on), or will be queued there when its processing is done."""
+        if self._low.pop(key, None) is not None:
+            self._queue.append(key)
+        self._low_after_done.discard(key)
 
     def _wake_one(self) -> None:
         while self._getters:

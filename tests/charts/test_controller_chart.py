@@ -152,6 +152,7 @@ async def test_metrics_health_probes_and_flags_values_reach_the_controller(helm:
             "logLevel": "info",
             "logFormat": "json",
             "runnerMaxConcurrentReconciles": 10,
+            "scaleSetMaxConcurrentReconciles": 8,
             "runnerPendingTimeout": "30m",
             "maxRunnersCeiling": 500,
             "vaultRefreshInterval": "5m",
@@ -171,6 +172,7 @@ async def test_metrics_health_probes_and_flags_values_reach_the_controller(helm:
     assert settings.image_pull_secrets == ("regcred",), "listener pods get the pull secrets too"
     assert deployment["spec"]["template"]["spec"]["imagePullSecrets"] == [{"name": "regcred"}]
     assert (settings.log_level, settings.log_format, settings.runner_max_concurrent_reconciles) == ("info", "json", 10)
+    assert settings.scale_set_max_concurrent_reconciles == 8
     assert settings.exclude_label_prefixes == ("argocd.argoproj.io/", "team/")
     assert settings.runner_pending_timeout == 1800
     assert settings.max_runners_ceiling == 500

@@ -158,6 +158,7 @@ class AutoscalingListenerReconciler:
                 (PODS, self._group_pod_to_members),
             ],
             sources=[self.references],
+            concurrency=self.ctx.settings.scale_set_max_concurrent_reconciles,
             rate_limiter=rate_limiter,
             clock=self.ctx.clock,
             failure_reporter=ReconcileFailureReporter(self.ctx, AUTOSCALING_LISTENERS),

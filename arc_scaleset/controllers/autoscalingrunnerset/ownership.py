@@ -23,7 +23,7 @@ A scale set acts (adopts, patches, deletes) only on children that are its own by
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 from arc_scaleset.api.keys import ANNOTATION_AUTOSCALING_RUNNER_SET_UID
 from arc_scaleset.api.runner_sets import scale_set_of
@@ -99,6 +99,37 @@ def runner_sets_to_delete(
     if named_like_scale_set is None or claimed_owner(named_like_scale_set) in (None, scale_set):
         names.add(name)
     return sorted(names)
+
+
+INDEX_CLAIMED_SCALE_SET: Final = "claimed-scale-set"
+"""EphemeralRunnerSets by the ``namespace/name`` of the AutoscalingRunnerSet their controller reference names."""
+
+
+def claimed_scale_set_index(runner_set: Mapping[str, Any]) -> tuple[str, ...]:
+    """The index function of :data:`INDEX_CLAIMED_SCALE_SET` (nothing for a set that names no scale set)."""
+    claimed = scale_set_of(runner_set)
+    return (f"{claimed.namespace}/{claimed.name}",) if claimed is not None else ()
+
+
+class ClaimIndex(Protocol):
+    """A cache of EphemeralRunnerSets indexed by their controller reference's UID and by
+    :data:`INDEX_CLAIMED_SCALE_SET` (the manager's cache, once the index is added)."""
+
+    def by_owner(self, uid: str) -> list[Any]: ...
+
+    def by_index(self, index: str, value: str) -> list[Any]: ...
+
+
+def conflict_candidates(cache: ClaimIndex, scale_set: Owner) -> list[Mapping[str, Any]]:
+    """Every set :func:`runner_set_conflict` could report for ``scale_set``: those naming its UID or its name, each
+    once. Found through two indexes, so a pass costs the same with ten sets in the namespace as with a thousand
+    (scanning the namespace made each pass O(sets): 29 ms at 1,000 sets, bench/README.md)."""
+    found: dict[tuple[str, str], Mapping[str, Any]] = {}
+    by_name = cache.by_index(INDEX_CLAIMED_SCALE_SET, f"{scale_set.namespace}/{scale_set.name}")
+    for runner_set in (*cache.by_owner(scale_set.uid), *by_name):
+        view = ObjectView(runner_set)
+        found.setdefault((view.namespace, view.name), runner_set)
+    return list(found.values())
 
 
 def runner_set_conflict(scale_set: Owner, runner_sets: Iterable[Mapping[str, Any]]) -> tuple[str, str] | None:

@@ -25,6 +25,7 @@ Event, and the key is retried with the workqueue's backoff; nothing is deleted b
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Iterable
 
@@ -43,7 +44,12 @@ from arc_scaleset.controllers.autoscalingrunnerset.desired import listener_name_
 from arc_scaleset.controllers.autoscalingrunnerset.events import warn
 from arc_scaleset.controllers.autoscalingrunnerset.listener_phase import converge_listener
 from arc_scaleset.controllers.autoscalingrunnerset.listener_report import listener_problems
-from arc_scaleset.controllers.autoscalingrunnerset.ownership import runner_set_conflict
+from arc_scaleset.controllers.autoscalingrunnerset.ownership import (
+    INDEX_CLAIMED_SCALE_SET,
+    claimed_scale_set_index,
+    conflict_candidates,
+    runner_set_conflict,
+)
 from arc_scaleset.controllers.autoscalingrunnerset.registration import url_labels_patch
 from arc_scaleset.controllers.autoscalingrunnerset.runner_set_phase import converge_runner_set, scale_set_runner_sets
 from arc_scaleset.controllers.autoscalingrunnerset.scale_set_phase import registration, verification
@@ -102,6 +108,8 @@ class AutoscalingRunnerSetReconciler:
         self.ctx = ctx
         self.scale_sets = ctx.cache(AUTOSCALING_RUNNER_SETS)
         self.runner_sets = ctx.cache(EPHEMERAL_RUNNER_SETS)
+        with contextlib.suppress(ValueError):  # another reconciler on this manager added it already
+            ctx.manager.add_index(EPHEMERAL_RUNNER_SETS, INDEX_CLAIMED_SCALE_SET, claimed_scale_set_index)
         self.listeners = ctx.cache(AUTOSCALING_LISTENERS)
         self.memory: ObjectMemory[ScaleSetMemory] = ObjectMemory(ScaleSetMemory)
         self.phases: tuple[Phase[ScaleSetPass], ...] = (
@@ -123,6 +131,7 @@ class AutoscalingRunnerSetReconciler:
             self.reconcile,
             owns=[EPHEMERAL_RUNNER_SETS],
             watches=[(AUTOSCALING_LISTENERS, listener_to_scale_set)],
+            concurrency=self.ctx.settings.scale_set_max_concurrent_reconciles,
             rate_limiter=rate_limiter,
             clock=self.ctx.clock,
             failure_reporter=ReconcileFailureReporter(self.ctx, AUTOSCALING_RUNNER_SETS),
@@ -246,7 +255,7 @@ class AutoscalingRunnerSetReconciler:
         revision, applied = revisions_of(ers)
         report.complete = True
         report.runner_set_problem = runner_set_problem(ers) or runner_set_conflict(
-            scope.owner, self.runner_sets.list(ars.namespace)
+            scope.owner, conflict_candidates(self.runner_sets, scope.owner)
         )
         report.listener_not_ready, report.listener_degraded = listener_problems(scope.own_listener)
         report.ready_message = (

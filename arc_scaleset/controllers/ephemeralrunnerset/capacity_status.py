@@ -23,9 +23,10 @@ poll (docs/listener.md).
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -126,6 +127,17 @@ def capacity_changes(
     return capacity.advertised, updated
 
 
+INDEX_PLACEHOLDER_NAMESPACE: Final = "warm-placeholder-namespace"
+"""Pods by namespace, only those labelled as warm-pool placeholders (:data:`LABEL_WARM_POOL`): a pass reads its
+namespace's few placeholders without going over every runner pod of the namespace's sets."""
+
+
+def placeholder_namespace_index(pod: Mapping[str, Any]) -> Iterable[str]:
+    """The index function of :data:`INDEX_PLACEHOLDER_NAMESPACE`."""
+    view = ObjectView(pod)
+    return (view.namespace,) if LABEL_WARM_POOL in view.labels else ()
+
+
 class CapacityPublisher:
     """Assesses a set's capacity from the caches and keeps ``status.advertisedCapacity`` and ``CapacityLimited``
     in step (see the module docstring). Create it during setup: it asks for its caches then."""
@@ -133,6 +145,8 @@ class CapacityPublisher:
     def __init__(self, ctx: ControllerContext) -> None:
         self._ctx = ctx
         self._pods = ctx.cache(PODS)
+        with contextlib.suppress(ValueError):  # another publisher on this manager added it already
+            ctx.manager.add_index(PODS, INDEX_PLACEHOLDER_NAMESPACE, placeholder_namespace_index)
         self.quotas = ctx.cache(RESOURCE_QUOTAS)
         self._scale_sets = ctx.cache(AUTOSCALING_RUNNER_SETS)
         self._node_room: NodeRoomSource | None = None
@@ -165,7 +179,7 @@ class CapacityPublisher:
             runner_pod=runner_pod,
             quotas=self.quotas.list(view.namespace),
             runners_holding_quota=counted.holding_quota,
-            placeholder_pods=[p for p in self._pods.list(view.namespace) if LABEL_WARM_POOL in ObjectView(p).labels],
+            placeholder_pods=self._pods.by_index(INDEX_PLACEHOLDER_NAMESPACE, view.namespace),
             unschedulable_past_bound=counted.unschedulable_past_bound,
             scheduled_runners=counted.scheduled,
             node_room=room.runners if room is not None else None,

@@ -169,6 +169,7 @@ class EphemeralRunnerSetReconciler:
                 Watch(RESOURCE_QUOTAS, self._sets_in_namespace),
             ],
             sources=self.capacity.sources(),
+            concurrency=self._ctx.settings.scale_set_max_concurrent_reconciles,
             rate_limiter=rate_limiter,
             clock=self._ctx.clock,
             failure_reporter=ReconcileFailureReporter(self._ctx, EPHEMERAL_RUNNER_SETS),

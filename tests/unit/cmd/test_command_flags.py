@@ -182,6 +182,7 @@ def test_a_single_dash_works_as_with_gos_flag_package() -> None:
         (["--log-format=yaml"], "text, json"),
         (["--runner-max-concurrent-reconciles=0"], "at least 1"),
         (["--runner-max-concurrent-reconciles=two"], "not an integer"),
+        (["--scale-set-max-concurrent-reconciles=0"], "at least 1"),
         (["--log-level=200"], "or a number from -128 to 127"),
         (["--k8s-client-rate-limiter-qps=fast"], "not a number"),
         (["--k8s-client-rate-limiter-burst=3.5"], "not an integer"),
@@ -368,3 +369,9 @@ def test_the_client_rate_limit_flags_mean_what_they_mean_to_client_go(
 ) -> None:
     """0 is client-go's default (5 per second, burst 10) and a negative QPS no limit, as for ARC."""
     assert command.client_rate_limit(qps, burst) == limit
+
+
+def test_the_per_set_controllers_workers_default_to_four_and_follow_the_flag() -> None:
+    assert settings_from_args(parse(), ENV).scale_set_max_concurrent_reconciles == 4
+    args = parse("--scale-set-max-concurrent-reconciles=1")
+    assert settings_from_args(args, ENV).scale_set_max_concurrent_reconciles == 1

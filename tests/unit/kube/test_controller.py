@@ -13,7 +13,9 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from arc_scaleset.clock import FakeClock
+from arc_scaleset.kube.client import KubeClient, WatchEvent
 from arc_scaleset.kube.controller import Controller, Request, Result, controller_owner_request
+from arc_scaleset.kube.credentials import ConnectionConfig
 from arc_scaleset.kube.informer import Informer
 from arc_scaleset.kube.resources import CONFIG_MAPS, NAMESPACES, Resource
 from arc_scaleset.kube.runtime_metrics import RuntimeMetrics
@@ -156,6 +158,64 @@ async def test_one_key_is_never_reconciled_twice_at_once_but_different_keys_are(
     release.set()
     await eventually(lambda: started == 3 and not running)
     assert overlaps == []
+    await controller.stop()
+
+
+async def test_no_more_keys_are_reconciled_at_once_than_the_controller_has_workers() -> None:
+    releases = {name: asyncio.Event() for name in "abc"}
+    running: list[str] = []
+    finished: list[str] = []
+
+    async def reconcile(request: Request) -> Result:
+        running.append(request.name)
+        await releases[request.name].wait()
+        running.remove(request.name)
+        finished.append(request.name)
+        return Result()
+
+    controller = Controller("bounded", CONFIG_MAPS, reconcile, concurrency=2)
+    controller.start(no_informers)
+    for name in "abc":
+        controller.enqueue(Request("ns", name))
+    await eventually(lambda: running == ["a", "b"])
+    for _ in range(20):
+        await asyncio.sleep(0)
+    assert running == ["a", "b"], "a third key started with both workers busy"
+    assert len(controller.queue) == 1
+    releases["b"].set()
+    await eventually(lambda: running == ["a", "c"])  # the freed worker takes the key that waited
+    releases["a"].set()
+    releases["c"].set()
+    await eventually(lambda: sorted(finished) == ["a", "b", "c"])
+    await controller.stop()
+
+
+async def test_a_change_is_reconciled_before_the_objects_replayed_at_start() -> None:
+    """The cached objects replayed at start queue at low priority: a change that arrives meanwhile goes first."""
+    started = asyncio.Event()
+    release = asyncio.Event()
+    order: list[str] = []
+
+    async def reconcile(request: Request) -> Result:
+        order.append(request.name)
+        started.set()
+        await release.wait()
+        return Result()
+
+    informer = Informer(KubeClient(ConnectionConfig(server="http://127.0.0.1:1")), CONFIG_MAPS)  # fed by hand
+    for name in ("cached-1", "cached-2", "cached-3"):
+        informer._apply(WatchEvent("ADDED", {"metadata": {"name": name, "namespace": "ns", "resourceVersion": "1"}}))
+    controller = Controller("changes-first", CONFIG_MAPS, reconcile)
+    controller.start(lambda _: [informer])
+    await asyncio.wait_for(started.wait(), 2)
+    controller.enqueue(Request("ns", "created"))
+    # A watch event for a replayed object is a change: it moves up too.
+    informer._apply(
+        WatchEvent("MODIFIED", {"metadata": {"name": "cached-3", "namespace": "ns", "resourceVersion": "2"}})
+    )
+    release.set()
+    await eventually(lambda: len(order) == 4)
+    assert order[1:] == ["created", "cached-3", "cached-2"]
     await controller.stop()
 
 

@@ -43,6 +43,34 @@ def test_a_key_added_while_processing_is_handed_out_again_only_after_done() -> N
     assert queue.try_get() is None
 
 
+def test_keys_added_at_low_priority_wait_behind_every_normal_key_in_their_own_order() -> None:
+    queue: WorkQueue[str] = WorkQueue()
+    for key in ("old-1", "old-2", "old-3"):
+        queue.add(key, low_priority=True)
+    queue.add("new-1")
+    queue.add("old-2")  # a change to an object of the backlog: it moves up, behind new-1
+    queue.add("new-2")
+    queue.add("new-1", low_priority=True)  # never lowers a key already queued at normal priority
+    assert len(queue) == 5
+    assert [queue.try_get() for _ in range(6)] == ["new-1", "old-2", "new-2", "old-1", "old-3", None]
+    assert len(queue) == 0
+
+
+def test_a_low_priority_key_added_while_processing_comes_back_low_unless_raised_meanwhile() -> None:
+    queue: WorkQueue[str] = WorkQueue()
+    queue.add("a")
+    queue.add("b")
+    assert queue.try_get() == "a"
+    assert queue.try_get() == "b"
+    queue.add("a", low_priority=True)
+    queue.add("b", low_priority=True)
+    queue.add("b")
+    queue.add("c")
+    queue.done("a")
+    queue.done("b")
+    assert [queue.try_get() for _ in range(4)] == ["c", "b", "a", None]
+
+
 def test_done_for_a_key_not_processing_is_refused() -> None:
     queue: WorkQueue[str] = WorkQueue()
     with pytest.raises(ValueError, match="not being processed"):

@@ -1,10 +1,11 @@
 """The workqueue against a model of its contract, driven by hypothesis.
 
-The model is the contract written as plain data: a FIFO of queued keys, the set of keys that need
-processing (dirty), the set being processed, the pending ``add_after`` deadlines and the per-key failure
-counts. Every step compares the real queue with the model, so dedup, "never handed out while processing",
-FIFO order, earliest-deadline-wins and the backoff schedule are all checked; the final drain proves that
-every add is eventually processed.
+The model is the contract written as plain data: two FIFOs of queued keys (normal, then low priority), the
+set of keys that need processing (dirty) and which of them are low priority, the set being processed, the
+pending ``add_after`` deadlines and the per-key failure counts. Every step compares the real queue with the
+model, so dedup, "never handed out while processing", FIFO order within a priority, normal before low,
+earliest-deadline-wins and the backoff schedule are all checked; the final drain proves that every add is
+eventually processed.
 """
 
 from __future__ import annotations
@@ -34,6 +35,8 @@ class WorkQueueContract(RuleBasedStateMachine):
         self.now = 0
         self.seq = itertools.count()
         self.model_queue: list[str] = []
+        self.model_low: list[str] = []
+        self.low: set[str] = set()  # dirty keys that are low priority (queued in model_low, or processing)
         self.dirty: set[str] = set()
         self.processing: set[str] = set()
         self.waiting: dict[str, tuple[int, int]] = {}  # key -> (deadline, creation order)
@@ -46,12 +49,19 @@ class WorkQueueContract(RuleBasedStateMachine):
 
     # -- the model --------------------------------------------------------------------------------
 
-    def model_add(self, key: str) -> None:
+    def model_add(self, key: str, low: bool = False) -> None:
         if key in self.dirty:
+            if not low and key in self.low:
+                self.low.discard(key)
+                if key in self.model_low:
+                    self.model_low.remove(key)
+                    self.model_queue.append(key)
             return
         self.dirty.add(key)
+        if low:
+            self.low.add(key)
         if key not in self.processing:
-            self.model_queue.append(key)
+            (self.model_low if low else self.model_queue).append(key)
 
     def model_add_after(self, key: str, delay: int) -> None:
         if delay <= 0:
@@ -78,6 +88,11 @@ class WorkQueueContract(RuleBasedStateMachine):
         self.queue.add(key)
         self.model_add(key)
 
+    @rule(key=KEYS)
+    def add_low_priority(self, key: str) -> None:
+        self.queue.add(key, low_priority=True)
+        self.model_add(key, low=True)
+
     @rule(key=KEYS, delay=st.integers(min_value=0, max_value=10))
     def add_after(self, key: str, delay: int) -> None:
         self.in_loop(lambda: self.queue.add_after(key, delay))
@@ -100,9 +115,11 @@ class WorkQueueContract(RuleBasedStateMachine):
     @rule()
     def get(self) -> None:
         got = self.queue.try_get()
-        expected = self.model_queue.pop(0) if self.model_queue else None
+        line = self.model_queue or self.model_low
+        expected = line.pop(0) if line else None
         assert got == expected
         if got is not None:
+            self.low.discard(got)
             assert got not in self.processing, "handed out a key that is being processed"
             self.dirty.discard(got)
             self.processing.add(got)
@@ -114,7 +131,7 @@ class WorkQueueContract(RuleBasedStateMachine):
         self.queue.done(key)
         self.processing.discard(key)
         if key in self.dirty:
-            self.model_queue.append(key)
+            (self.model_low if key in self.low else self.model_queue).append(key)
 
     @rule(seconds=st.integers(min_value=1, max_value=10))
     def advance(self, seconds: int) -> None:
@@ -129,7 +146,7 @@ class WorkQueueContract(RuleBasedStateMachine):
 
     @invariant()
     def matches_the_model(self) -> None:
-        assert len(self.queue) == len(self.model_queue)
+        assert len(self.queue) == len(self.model_queue) + len(self.model_low)
         assert self.queue.processing == len(self.processing)
         assert self.queue.waiting == len(self.waiting)
         assert len(self.model_queue) == len(set(self.model_queue)), "model: a queued key is queued once"
@@ -137,12 +154,14 @@ class WorkQueueContract(RuleBasedStateMachine):
     @rule()
     def every_added_key_is_eventually_processed(self) -> None:
         self.advance(100)
-        while self.processing or self.model_queue:
+        while self.processing or self.model_queue or self.model_low:
             for busy in sorted(self.processing):
                 self.done(_Draw(busy))
             while (taken := self.queue.try_get()) is not None:
-                assert self.model_queue
-                assert taken == self.model_queue.pop(0)
+                line = self.model_queue or self.model_low
+                assert line
+                assert taken == line.pop(0)
+                self.low.discard(taken)
                 self.dirty.discard(taken)
                 self.processing.add(taken)
         assert not self.dirty

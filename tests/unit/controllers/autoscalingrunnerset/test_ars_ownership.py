@@ -6,12 +6,16 @@ from __future__ import annotations
 from typing import Any
 
 from arc_scaleset.controllers.autoscalingrunnerset.ownership import (
+    INDEX_CLAIMED_SCALE_SET,
     REASON_LISTENER_NAME_CONFLICT,
+    claimed_scale_set_index,
+    conflict_candidates,
     listener_is_own,
     listener_name_conflict,
     runner_set_conflict,
     runner_sets_to_delete,
 )
+from arc_scaleset.kube.informer import Store
 from arc_scaleset.kube.ownerrefs import Owner
 
 UID_ANNOTATION = "actions.github.com/autoscaling-runner-set-uid"
@@ -91,3 +95,27 @@ def test_a_set_naming_one_scale_set_with_anothers_uid_is_a_conflict_on_both_and_
     assert "stray (names AutoscalingRunnerSet arc-runners with this scale set's UID)" in theirs[1]
     assert "copied" not in mine[1] + theirs[1]
     assert runner_set_conflict(SCALE_SET, [runner_set("arc-runners"), elsewhere]) is None
+
+
+def test_the_indexed_candidates_give_the_conflict_a_scan_of_the_namespace_gives() -> None:
+    """The AutoscalingRunnerSet pass reads only the sets naming its UID or its name (two indexes), not every set of
+    the namespace: the same report, in time independent of the namespace's size."""
+    other = Owner("team-a", "actions.github.com", "AutoscalingRunnerSet", "y", "uid-y")
+    stray = runner_set("stray", owner="arc-runners", uid="uid-y")
+    by_uid = runner_set("by-uid", owner="renamed", uid="uid-a")
+    elsewhere = {**runner_set("copied"), "metadata": {**runner_set("copied")["metadata"], "namespace": "team-b"}}
+    unrelated = [runner_set(f"z{i}", owner=f"z{i}", uid=f"uid-z{i}") for i in range(50)]
+    no_owner = {"metadata": {"name": "orphan", "namespace": "team-a"}}
+    store = Store()
+    store.add_index(INDEX_CLAIMED_SCALE_SET, claimed_scale_set_index)
+    for obj in (runner_set("arc-runners"), runner_set("y", owner="y", uid="uid-y"), stray, by_uid, elsewhere,
+                no_owner, *unrelated):  # fmt: skip
+        store.upsert(obj)
+    for scale_set in (SCALE_SET, other):
+        candidates = conflict_candidates(store, scale_set)
+        names = [c["metadata"]["name"] for c in candidates]
+        assert len(names) == len(set(names)), "a set naming both the UID and the name is read once"
+        assert not {name for name in names if name.startswith("z")}, "sets naming other scale sets are not read"
+        assert runner_set_conflict(scale_set, candidates) == runner_set_conflict(scale_set, store.list("team-a"))
+    assert runner_set_conflict(SCALE_SET, conflict_candidates(store, SCALE_SET)) is not None
+    assert claimed_scale_set_index(no_owner) == ()

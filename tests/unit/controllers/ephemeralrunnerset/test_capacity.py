@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from arc_scaleset.api.keys import CONDITION_CAPACITY_LIMITED
+from arc_scaleset.api.warm_capacity import LABEL_WARM_POOL
 from arc_scaleset.controllers.ephemeralrunnerset.capacity import (
     REASON_AS_EXPECTED,
     REASON_QUOTA,
@@ -16,7 +17,13 @@ from arc_scaleset.controllers.ephemeralrunnerset.capacity import (
     assess_capacity,
     quota_applies,
 )
-from arc_scaleset.controllers.ephemeralrunnerset.capacity_status import capacity_changes, runner_pods
+from arc_scaleset.controllers.ephemeralrunnerset.capacity_status import (
+    INDEX_PLACEHOLDER_NAMESPACE,
+    capacity_changes,
+    placeholder_namespace_index,
+    runner_pods,
+)
+from arc_scaleset.kube.informer import Store
 
 NOW = dt.datetime(2026, 12, 5, 12, 0, tzinfo=dt.UTC)
 
@@ -204,3 +211,15 @@ def test_the_condition_is_written_once_per_change_and_says_why() -> None:
     ]
     ers["status"] = {"advertisedCapacity": 5, "conditions": conditions}
     assert capacity_changes(ers, limited, now=NOW) is None
+
+
+def test_a_pass_reads_its_namespaces_placeholder_pods_from_an_index_not_from_every_runner_pod() -> None:
+    store = Store()
+    store.add_index(INDEX_PLACEHOLDER_NAMESPACE, placeholder_namespace_index)
+    for namespace in ("team-a", "team-b"):
+        for i in range(20):
+            store.upsert({"metadata": {"name": f"runner-{i}", "namespace": namespace, "labels": {"app": "runner"}}})
+        held = {"name": "warm-0", "namespace": namespace, "labels": {LABEL_WARM_POOL: "pool-1"}}
+        store.upsert({"metadata": held})
+    found = store.by_index(INDEX_PLACEHOLDER_NAMESPACE, "team-a")
+    assert [(p["metadata"]["namespace"], p["metadata"]["name"]) for p in found] == [("team-a", "warm-0")]
