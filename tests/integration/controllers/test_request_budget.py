@@ -177,6 +177,16 @@ async def controllers_alone(
             await env.close()
 
 
+async def running_scale_set(env: ControllerHarness, kube: KubeClient) -> dict[str, Any]:
+    """Create the scale set, report its listener polling, and wait until it is Running (read through ``kube``, not
+    the controllers' client); returns its EphemeralRunnerSet."""
+    await env.create_ars(minRunners=0, maxRunners=5)
+    ers: dict[str, Any] = await eventually(env.ers, "the EphemeralRunnerSet")
+    await env.report_listener_state(ListenerPhase.POLLING)
+    await eventually(lambda: running_through(kube, env.namespace), "the scale set Running")
+    return ers
+
+
 async def test_one_job_costs_the_controller_at_most_the_budget(
     kube: KubeClient,
     cluster: TestCluster,
@@ -186,10 +196,7 @@ async def test_one_job_costs_the_controller_at_most_the_budget(
     crds_installed: list[str],
 ) -> None:
     async with controllers_alone(cluster, namespace, controller_namespace, sim) as (env, controllers):
-        await env.create_ars(minRunners=0, maxRunners=5)
-        ers = await eventually(env.ers, "the EphemeralRunnerSet")
-        await env.report_listener_state(ListenerPhase.POLLING)
-        await eventually(env.running, "the scale set Running")
+        ers = await running_scale_set(env, kube)
         # The first job of a set also tries its runner template (a dry run, once per 10 minutes): the
         # budget is a job's on a set already at work.
         await run_job(kube, namespace, ers["metadata"]["name"], patch_id=1)
@@ -215,10 +222,7 @@ async def test_setting_up_a_scale_set_never_has_its_own_status_write_refused(
     # Each pass of a new scale set writes it (the finalizer, the registration record, the URL labels) and then
     # its status: diffed against the pass's own read, the status write was refused (409) and followed by a GET.
     async with controllers_alone(cluster, namespace, controller_namespace, sim) as (env, controllers):
-        await env.create_ars(minRunners=0, maxRunners=5)
-        await eventually(env.ers, "the EphemeralRunnerSet")
-        await env.report_listener_state(ListenerPhase.POLLING)
-        await eventually(lambda: running_through(kube, namespace), "the scale set Running")
+        await running_scale_set(env, kube)
         counts = controllers.request_counts
         breakdown = ", ".join(
             f"{verb} {what} {n}" for (verb, what), n in sorted(counts.items()) if "autoscalingrunnersets" in what
