@@ -153,6 +153,7 @@ async def test_metrics_health_probes_and_flags_values_reach_the_controller(helm:
             "logFormat": "json",
             "runnerMaxConcurrentReconciles": 10,
             "scaleSetMaxConcurrentReconciles": 8,
+            "sharedListenerMaxMembers": 200,
             "runnerPendingTimeout": "30m",
             "maxRunnersCeiling": 500,
             "vaultRefreshInterval": "5m",
@@ -173,6 +174,7 @@ async def test_metrics_health_probes_and_flags_values_reach_the_controller(helm:
     assert deployment["spec"]["template"]["spec"]["imagePullSecrets"] == [{"name": "regcred"}]
     assert (settings.log_level, settings.log_format, settings.runner_max_concurrent_reconciles) == ("info", "json", 10)
     assert settings.scale_set_max_concurrent_reconciles == 8
+    assert settings.shared_listener_max_members == 200
     assert settings.exclude_label_prefixes == ("argocd.argoproj.io/", "team/")
     assert settings.runner_pending_timeout == 1800
     assert settings.max_runners_ceiling == 500
