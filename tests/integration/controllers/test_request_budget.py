@@ -155,12 +155,16 @@ async def run_job(kube: KubeClient, namespace: str, ers: str, patch_id: int) -> 
     await eventually(children_gone, "the runner's pod and JIT Secret to be gone", timeout=120)
 
 
-@contextlib.asynccontextmanager
+@pytest.fixture(name="alone")
 async def controllers_alone(
-    cluster: TestCluster, namespace: str, controller_namespace: str, sim: SimulatedGitHub
+    cluster: TestCluster,
+    namespace: str,
+    controller_namespace: str,
+    sim: SimulatedGitHub,
+    crds_installed: list[str],
 ) -> AsyncIterator[tuple[ControllerHarness, KubeClient]]:
     """The four controllers on a client of their own, so that its counts are theirs alone (the test acts as the
-    listener and reads through the shared one); the scale set is cleaned up when the block ends."""
+    listener and reads through the shared one); the scale set is cleaned up after the test."""
     async with KubeClient.from_kubeconfig(cluster.kubeconfig) as controllers:
         env = ControllerHarness(
             kube=controllers, namespace=namespace, controller_namespace=controller_namespace, sim=sim,
@@ -188,48 +192,38 @@ async def running_scale_set(env: ControllerHarness, kube: KubeClient) -> dict[st
 
 
 async def test_one_job_costs_the_controller_at_most_the_budget(
-    kube: KubeClient,
-    cluster: TestCluster,
-    namespace: str,
-    controller_namespace: str,
-    sim: SimulatedGitHub,
-    crds_installed: list[str],
+    kube: KubeClient, namespace: str, alone: tuple[ControllerHarness, KubeClient]
 ) -> None:
-    async with controllers_alone(cluster, namespace, controller_namespace, sim) as (env, controllers):
-        ers = await running_scale_set(env, kube)
-        # The first job of a set also tries its runner template (a dry run, once per 10 minutes): the
-        # budget is a job's on a set already at work.
-        await run_job(kube, namespace, ers["metadata"]["name"], patch_id=1)
-        before = collections.Counter(controllers.request_counts)
-        await run_job(kube, namespace, ers["metadata"]["name"], patch_id=3)
-        spent = collections.Counter(controllers.request_counts)
-        spent.subtract(before)
-        breakdown = ", ".join(f"{verb} {what} {n}" for (verb, what), n in sorted(spent.items()) if n)
-        print(f"one job's controller requests: {spent.total()} ({breakdown})")
-        status = spent[("patch", "ephemeralrunnersets/status")] + spent[("patch", "autoscalingrunnersets/status")]
-        assert spent.total() - status <= JOB_BUDGET, f"one job cost {spent.total()} requests: {breakdown}"
-        assert status <= COUNTS_BUDGET, f"one job cost {status} writes of the sets' status: {breakdown}"
+    env, controllers = alone
+    ers = await running_scale_set(env, kube)
+    # The first job of a set also tries its runner template (a dry run, once per 10 minutes): the
+    # budget is a job's on a set already at work.
+    await run_job(kube, namespace, ers["metadata"]["name"], patch_id=1)
+    before = collections.Counter(controllers.request_counts)
+    await run_job(kube, namespace, ers["metadata"]["name"], patch_id=3)
+    spent = collections.Counter(controllers.request_counts)
+    spent.subtract(before)
+    breakdown = ", ".join(f"{verb} {what} {n}" for (verb, what), n in sorted(spent.items()) if n)
+    print(f"one job's controller requests: {spent.total()} ({breakdown})")
+    status = spent[("patch", "ephemeralrunnersets/status")] + spent[("patch", "autoscalingrunnersets/status")]
+    assert spent.total() - status <= JOB_BUDGET, f"one job cost {spent.total()} requests: {breakdown}"
+    assert status <= COUNTS_BUDGET, f"one job cost {status} writes of the sets' status: {breakdown}"
 
 
 async def test_setting_up_a_scale_set_never_has_its_own_status_write_refused(
-    kube: KubeClient,
-    cluster: TestCluster,
-    namespace: str,
-    controller_namespace: str,
-    sim: SimulatedGitHub,
-    crds_installed: list[str],
+    kube: KubeClient, alone: tuple[ControllerHarness, KubeClient]
 ) -> None:
     # Each pass of a new scale set writes it (the finalizer, the registration record, the URL labels) and then
     # its status: diffed against the pass's own read, the status write was refused (409) and followed by a GET.
-    async with controllers_alone(cluster, namespace, controller_namespace, sim) as (env, controllers):
-        await running_scale_set(env, kube)
-        counts = controllers.request_counts
-        breakdown = ", ".join(
-            f"{verb} {what} {n}" for (verb, what), n in sorted(counts.items()) if "autoscalingrunnersets" in what
-        )
-        print(f"the scale set's own requests at set-up: {breakdown}")
-        # The one read is the finalizer's read-modify-write; a refused status write would add one each.
-        assert counts[("get", "autoscalingrunnersets")] == 1, breakdown
+    env, controllers = alone
+    await running_scale_set(env, kube)
+    counts = controllers.request_counts
+    breakdown = ", ".join(
+        f"{verb} {what} {n}" for (verb, what), n in sorted(counts.items()) if "autoscalingrunnersets" in what
+    )
+    print(f"the scale set's own requests at set-up: {breakdown}")
+    # The one read is the finalizer's read-modify-write; a refused status write would add one each.
+    assert counts[("get", "autoscalingrunnersets")] == 1, breakdown
 
 
 async def running_through(kube: KubeClient, namespace: str) -> bool:
