@@ -14,6 +14,7 @@ import datetime as dt
 import itertools
 import shutil
 import tempfile
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -85,10 +86,15 @@ async def test_each_job_is_one_trace_with_its_phases_as_spans_in_order_adding_up
     async with started_system(workdir, kubeconfig=cluster.kubeconfig, namespace=NAMESPACE, options=options) as system:
         factory = ScaleSetFactory(system, namespace=NAMESPACE, stem="traced")
         try:
-            # Queued before the scale set exists: each job waits at least until its listener runs, so every trace
-            # has phases (the milestones are kept to the second, and the lab is otherwise faster than that).
+            # Queued before the scale set exists: each job waits at least until its listener runs. The milestones
+            # are kept to the second, and the lab can run a job within the second it was queued (its trace would
+            # then be a root without phases), so the set is made only once the clock has left that second.
             job_ids = await system.sim.enqueue_job([factory.stem], repository=REPOSITORY, duration=JOB_SECONDS,
                                                    count=JOBS)  # fmt: skip
+            queued_by = int(time.time())
+            await eventually(
+                lambda: int(time.time()) > queued_by, timeout=2, what="the second the jobs were queued in to end"
+            )
             handle = await factory.create(min_runners=0, max_runners=JOBS)
             handle.job_ids += job_ids
             await handle.assert_every_job_ran_once(timeout=JOB_SECONDS + 120)
