@@ -4,9 +4,9 @@
 
 - ``publish(assigned_jobs)``: the next decision as a JSON merge patch of the ERS,
   ``{"spec": {"patchID": <id>, "replicas": <target>}}``, where a target of 0 is sent as ``null`` (the
-  field is removed and reads back as 0, exactly as ARC's ``omitempty`` serialisation does); with a watch of
-  the set (:mod:`.set_watch`), a decision that would change nothing is not sent
-  (:func:`~arc_scaleset.listener.publish_plan.plan_publish`). The capacity the controller published
+  field is removed and reads back as 0, exactly as ARC's ``omitempty`` serialisation does); a decision that
+  would change nothing is not sent (:func:`~arc_scaleset.listener.publish_plan.plan_publish`: with a watch of
+  the set, :mod:`.set_watch`, never; without one, until a refresh is due). The capacity the controller published
   (:mod:`.capacity`) comes from the watch, else from the set the API server answers a patch with;
 - ``record_job_started(job)``: a merge patch of the ``status`` subresource of the EphemeralRunner that
   took the job, with only the non-empty job facts and the job's side of its timeline (``jobTimeline``). A
@@ -33,7 +33,7 @@ from arc_scaleset.kube.errors import NotFound
 from arc_scaleset.kube.resources import Resource
 from arc_scaleset.listener.capacity import cluster_capacity
 from arc_scaleset.listener.desired_state import DesiredState, ScaleDecision
-from arc_scaleset.listener.publish_plan import SetContent, content_of, plan_publish
+from arc_scaleset.listener.publish_plan import SetContent, content_of, plan_publish, refresh_due
 from arc_scaleset.listener.set_watch import set_content
 
 log = logging.getLogger(__name__)
@@ -139,6 +139,7 @@ class Scaler:
         self._clock = clock
         self._watch = watch
         self._landed: SetContent | None = None  # what the set carried after the last patch that landed
+        self._landed_at = 0.0  # when it landed, on the clock's monotonic time
         self._patched_capacity: int | None = None
         self.skipped = 0
         """Decisions not sent because they would have changed nothing (docs/listener.md, "Only what changed")."""
@@ -175,7 +176,9 @@ class Scaler:
         self.min_runners = self.state.min_runners_at(now)
         annotation = cursor.to_annotation() if cursor is not None else None
         watched = self._watch.content() if self._watch is not None else None
-        plan = plan_publish(content_of(decision, annotation), landed=self._landed, watched=watched)
+        plan = plan_publish(
+            content_of(decision, annotation), landed=self._landed, watched=watched, refresh_due=self._refresh_due()
+        )
         if not plan.send:
             self.skipped += 1
             return decision
@@ -194,7 +197,7 @@ class Scaler:
             if was_dirty:
                 self.state.mark_dirty()
             raise
-        self._landed = set_content(patched)
+        self._landed, self._landed_at = set_content(patched), self._clock.monotonic()
         self._patched_capacity = cluster_capacity(patched)
         log.debug(
             "published desired runners",
@@ -207,6 +210,13 @@ class Scaler:
             },
         )
         return decision
+
+    def _refresh_due(self) -> bool:
+        """:func:`~arc_scaleset.listener.publish_plan.refresh_due` for the last patch that landed."""
+        since_landed = self._clock.monotonic() - self._landed_at
+        return refresh_due(
+            since_landed=since_landed, capacity=self._patched_capacity, max_runners=self.state.max_runners
+        )
 
     async def record_job_started(
         self, job: StartedJob, *, started_at: dt.datetime | None = None, offered_at: dt.datetime | None = None

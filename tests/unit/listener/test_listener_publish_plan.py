@@ -15,15 +15,29 @@ from arc_scaleset.kube import errors as kube_errors
 from arc_scaleset.kube.client import ObjectList, PatchType, WatchEvent
 from arc_scaleset.kube.resources import Resource
 from arc_scaleset.listener.desired_state import ScaleDecision
-from arc_scaleset.listener.publish_plan import ABSENT, Reason, SetContent, content_of, plan_publish
+from arc_scaleset.listener.publish_plan import (
+    ABSENT,
+    UNWATCHED_REFRESH_SECONDS,
+    Reason,
+    SetContent,
+    content_of,
+    plan_publish,
+    refresh_due,
+)
 from arc_scaleset.listener.scaler import Scaler
 from arc_scaleset.listener.set_watch import SetWatch, publication_fields, set_content
 
 AT_REST = SetContent(replicas=1, patch_id=0, cursor='{"lastMessageId":3}')
 
 
-def plan(wanted: SetContent, *, landed: SetContent | None = AT_REST, watched: SetContent | None = AT_REST) -> Reason:
-    decided = plan_publish(wanted, landed=landed, watched=watched)
+def plan(
+    wanted: SetContent,
+    *,
+    landed: SetContent | None = AT_REST,
+    watched: SetContent | None = AT_REST,
+    refresh_due: bool = False,
+) -> Reason:
+    decided = plan_publish(wanted, landed=landed, watched=watched, refresh_due=refresh_due)
     assert decided.send is (decided.reason is not Reason.UNCHANGED)
     return decided.reason
 
@@ -36,8 +50,32 @@ def test_a_decision_without_a_cursor_leaves_the_sets_cursor_and_is_skipped_when_
     assert plan(SetContent(replicas=1, patch_id=0, cursor=None)) is Reason.UNCHANGED
 
 
-def test_without_a_live_watch_every_decision_is_sent_as_arcs_listener_sends_it() -> None:
-    assert plan(AT_REST, watched=None) is Reason.NO_WATCH
+def test_without_a_live_watch_the_repeated_force_state_decision_is_skipped_until_a_refresh_is_due() -> None:
+    assert plan(AT_REST, watched=None) is Reason.UNCHANGED
+    assert plan(AT_REST, watched=None, refresh_due=True) is Reason.REFRESH
+    assert plan(SetContent(replicas=2, patch_id=0, cursor=None), watched=None) is Reason.DECISION_CHANGED
+
+
+def test_a_watched_set_is_never_refreshed_by_a_timer() -> None:
+    assert plan(AT_REST, refresh_due=True) is Reason.UNCHANGED
+
+
+@pytest.mark.parametrize(
+    ("since_landed", "capacity", "due"),
+    [
+        (0.0, None, False),  # no figure: nothing to learn, the set at rest
+        (0.0, 5, False),  # the figure does not hold the set back
+        (0.0, 9, False),
+        (0.0, 4, True),  # below maxRunners: it may have risen since, and jobs would wait on a stale one
+        (0.0, 0, True),
+        (UNWATCHED_REFRESH_SECONDS - 1, None, False),
+        (UNWATCHED_REFRESH_SECONDS, None, True),  # to put back a set someone else edited
+    ],
+)
+def test_a_refresh_is_due_while_the_capacity_holds_the_set_back_or_after_the_refresh_period(
+    since_landed: float, capacity: int | None, due: bool
+) -> None:
+    assert refresh_due(since_landed=since_landed, capacity=capacity, max_runners=5) is due
 
 
 def test_the_first_decision_of_a_process_is_sent() -> None:
@@ -195,6 +233,33 @@ async def test_the_capacity_comes_from_the_watch_while_it_is_live_else_from_the_
     await scaler.publish(0)
     assert scaler.skipped == 1
     assert scaler.cluster_capacity == 1
+
+
+async def test_a_scaler_without_a_watch_repeats_the_force_state_only_when_a_refresh_is_due() -> None:
+    server, clock = ApiServerSet(), FakeClock()
+    scaler = Scaler(server, namespace="arc", ephemeral_runner_set="set-a", min_runners=1, max_runners=5, clock=clock)
+    for _ in range(5):
+        await scaler.publish(0, cursor=cursor(0))
+    assert len(server.patches) == 1  # a shared listener's member used to send all five
+
+    await clock.advance(UNWATCHED_REFRESH_SECONDS)
+    await scaler.publish(0, cursor=cursor(0))
+    await scaler.publish(0, cursor=cursor(0))
+    assert len(server.patches) == 2  # the refresh, then the period starts again
+
+
+async def test_a_scaler_without_a_watch_repeats_every_decision_while_the_capacity_holds_its_set_back() -> None:
+    server = ApiServerSet()
+    server.obj["status"]["advertisedCapacity"] = 2  # the cluster gives less than maxRunners
+    scaler = Scaler(server, namespace="arc", ephemeral_runner_set="set-a", min_runners=0, max_runners=5)
+    for _ in range(3):
+        await scaler.publish(0)
+    assert (len(server.patches), scaler.cluster_capacity) == (3, 2)
+
+    server.obj["status"]["advertisedCapacity"] = 5  # room again: learned from the next answer, then repeats stop
+    for _ in range(3):
+        await scaler.publish(0)
+    assert (len(server.patches), scaler.cluster_capacity) == (4, 5)
 
 
 # ---- the watch's own loop --------------------------------------------------------------------------------------
