@@ -44,6 +44,7 @@ from arc_scaleset.controllers.settings import (
     DEFAULT_MAX_RUNNER_TEMPLATE_BYTES,
     DEFAULT_MAX_RUNNERS_CEILING,
     DEFAULT_SCALE_SET_MAX_CONCURRENT_RECONCILES,
+    DEFAULT_SHARED_LISTENER_MAX_MEMBERS,
     DEFAULT_UNSCHEDULABLE_RUNNER_BOUND,
     DEFAULT_WARM_PLACEHOLDER_BOUND,
     DEFAULT_WARM_POOL_MAX_PLACEHOLDERS,
@@ -513,11 +514,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add_go_flag(
         parser,
         "shared-listener-max-members",
-        default=0,
+        default=DEFAULT_SHARED_LISTENER_MAX_MEMBERS,
         type=_go_int,
         help="the most scale sets one shared listener serves; further sets with the same credentials and listener "
-        "shape go to another shared listener, and a member is never moved; not an ARC flag (default: 0, bounded "
-        "by the size of its config Secret only)",
+        "shape go to another shared listener, and a member is never moved; 0: bounded by the size of its config "
+        f"Secret only; not an ARC flag (default: {DEFAULT_SHARED_LISTENER_MAX_MEMBERS})",
     )
     add_go_flag(
         parser,

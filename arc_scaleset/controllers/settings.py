@@ -49,6 +49,10 @@ DEFAULT_WARM_PLACEHOLDER_BOUND: Final = "cpu=16,memory=64Gi,ephemeral-storage=10
 """What one placeholder may reserve, by default: a large runner; GPUs and other resources only when named."""
 DEFAULT_WARM_POOL_MAX_PLACEHOLDERS: Final = 100
 """Placeholders one warm pool keeps at most, by default."""
+DEFAULT_SHARED_LISTENER_MAX_MEMBERS: Final = 100
+"""The most scale sets one shared listener serves by default (docs/listener.md, "Shards"): a join rewrites the
+group's config Secret whole, so the cost of a join and the sets one pod's failure touches stay bounded, and a
+set costs about 0.5 MB of listener memory at that size."""
 
 
 class SettingsError(ValueError):
@@ -163,8 +167,8 @@ class ControllerSettings:
     - ``otlp_traces_endpoint``: the URL each job's wait is posted to as an OTLP trace; ``None``: no traces
       (``--otlp-endpoint`` or the ``OTEL_EXPORTER_OTLP_*`` variables, :mod:`arc_scaleset.observability.traces`).
     - ``shared_listener_max_members``: the most scale sets one shared listener serves; further sets of the same
-      key go to another group (``--shared-listener-max-members``; 0: bounded by its config Secret's size only,
-      :mod:`arc_scaleset.api.group_shards`).
+      key go to another group (``--shared-listener-max-members``, :data:`DEFAULT_SHARED_LISTENER_MAX_MEMBERS`; 0:
+      bounded by its config Secret's size only, :mod:`arc_scaleset.api.group_shards`).
     """
 
     controller_namespace: str
@@ -208,7 +212,7 @@ class ControllerSettings:
     warm_pool_max_placeholders: int = DEFAULT_WARM_POOL_MAX_PLACEHOLDERS
     runner_cost_labels: bool = True
     otlp_traces_endpoint: str | None = None
-    shared_listener_max_members: int = 0
+    shared_listener_max_members: int = DEFAULT_SHARED_LISTENER_MAX_MEMBERS
 
     def __post_init__(self) -> None:
         if not self.controller_namespace:
