@@ -50,6 +50,11 @@ async def test_jobs_scale_the_runner_set_to_min_plus_assigned_jobs(
 ) -> None:
     handle = await start_listener(listener_config(listener_sim, namespace, min_runners=1, max_runners=3))
     await wait_for_replicas(kube, namespace, 1)
+    # The force-state patch comes before the first poll: the service knows the capacity only once a poll said it
+    # (until then it offers the set every job).
+    await listener_sim.sim.changes.wait_until(
+        lambda: [s.max_capacity for s in listener_sim.sim.state.sessions.values()] == [3]
+    )
     ids = await enqueue(listener_sim, 4)
     # The listener advertises maxRunners (3): the service offers the set 3 of the 4 jobs; the 4th waits.
     await all_acquired(listener_sim, ids[:3])
