@@ -79,7 +79,7 @@ UNWATCHED_REFRESH_SECONDS: Final = 300.0
 not hold it back (rule 6): six of GitHub's 50-second long polls."""
 
 ABSENT: Final = SetContent(replicas=-1, patch_id=-1, cursor=None)
-"""What a synced watch shows when the set does not exist: differs from any publication (rule 6)."""
+"""What a synced watch shows when the set does not exist: differs from any publication (rule 5)."""
 
 
 @dataclass(frozen=True)
