@@ -2,7 +2,8 @@
 
     .venv/bin/python bench/bench_many_sets.py [--sets 10,100] [--jobs 2 | --total-jobs N] [--rate 0.008]
                                               [--idle 30] [--duration-min 2] [--duration-max 6] [--seed 1]
-                                              [--shared-secret] [--shared-listener] [--qps Q] [--long-poll 5]
+                                              [--shared-secret] [--shared-listener [--max-members M]]
+                                              [--qps Q] [--long-poll 5]
                                               [--saturate N] [--saturate-duration 0.5] [--max-runners 5]
                                               [--timeout SECONDS] [--reuse DIR]
 
@@ -18,7 +19,8 @@ process (leader election on, watching the bench's namespace) and the node agent,
    listener holds its message session in the simulated GitHub, and the ARS's status is ``Running`` with
    ``Ready=True``. ``--shared-listener`` (implies ``--shared-secret``) annotates every set
    ``listener.arc-scaleset.dev/shared: "true"`` (issue 30; docs/listener.md, "Shared listener"): the sets,
-   one namespace and one Secret, are one group served by one listener process.
+   one namespace and one Secret, are one group served by one listener process per 100 sets (``--max-members``:
+   the controller's ``--shared-listener-max-members``, 0 for no count limit).
 2. **idle**: ``--idle`` seconds with nothing to do: what N quiet sets cost per second (resyncs, timers,
    polls; long polls of the listeners).
 3. **workload**: ``--jobs`` jobs per set, each set's jobs in random order among the others', arriving as a
@@ -81,6 +83,7 @@ from bench_memory import ARC_LISTENER_MB  # this script's directory is on sys.pa
 from arc_scaleset.api import keys
 from arc_scaleset.api.autoscalingrunnerset import AUTOSCALING_RUNNER_SETS
 from arc_scaleset.api.listener_group import ANNOTATION_SHARED, SHARED_VALUE
+from arc_scaleset.controllers.settings import DEFAULT_SHARED_LISTENER_MAX_MEMBERS
 from arc_scaleset.kube import resources
 from arc_scaleset.kube.client import KubeClient
 from arc_scaleset.kube.errors import NotFound
@@ -307,7 +310,8 @@ class Bench:
         started = time.monotonic()
         await bounded_gather([partial(self.create_set, name, secrets[name]) for name in self.names])
         result = self.result
-        # One process per set, or one for the whole group (one namespace, one Secret, one pod shape).
+        # One process per set, or at least one for the group (one namespace, one Secret, one pod shape): a
+        # shard per --max-members sets, give or take the sets that join at once (docs/listener.md, "Shards").
         processes = 1 if self.shared else self.sets
 
         async def all_listeners() -> bool:
@@ -476,6 +480,14 @@ class Bench:
         self.result.listeners_cpu_idle = sum(cpu_seconds(pid) for pid in pids) - before
 
 
+def controller_args(args: argparse.Namespace) -> tuple[str, ...]:
+    """The controller's flags this run sets; its defaults for the rest."""
+    found = [f"--k8s-client-rate-limiter-qps={args.qps}"] if args.qps else []
+    if args.max_members is not None:
+        found.append(f"--shared-listener-max-members={args.max_members}")
+    return tuple(found)
+
+
 async def run_size(cluster: TestCluster, args: argparse.Namespace, sets: int) -> SizeResult:
     run_id = uuid.uuid4().hex[:6]
     namespace = f"many-sets-{run_id}"
@@ -485,7 +497,7 @@ async def run_size(cluster: TestCluster, args: argparse.Namespace, sets: int) ->
         watch_namespace=namespace,
         long_poll_seconds=args.long_poll,
         ready_timeout=args.timeout or default_timeout(sets),
-        controller_args=(f"--k8s-client-rate-limiter-qps={args.qps}",) if args.qps else (),
+        controller_args=controller_args(args),
     )
     system = System(workdir, kubeconfig=cluster.kubeconfig, options=options)
     await system.start()
@@ -627,7 +639,12 @@ def report(results: Sequence[SizeResult]) -> None:
 async def main(args: argparse.Namespace) -> int:
     sizes = [int(s) for s in re.split(r"[,\s]+", args.sets.strip()) if s]
     print(f"machine: {os.cpu_count()} cores; load average at start {load_average()}", file=sys.stderr)
-    mode = "one shared listener" if args.shared_listener else "a listener per set"
+    members = DEFAULT_SHARED_LISTENER_MAX_MEMBERS if args.max_members is None else args.max_members
+    mode = (
+        f"shared listeners of at most {members or 'any number of'} sets"
+        if args.shared_listener
+        else "a listener per set"
+    )
     print(f"mode: {mode}; " + ("one credentials Secret" if args.shared_secret or args.shared_listener else
                                "a credentials Secret per set"))  # fmt: skip
     results = []
@@ -664,6 +681,8 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument("--seed", type=int, default=1, help="workload seed (default: 1)")
     parser.add_argument("--shared-listener", action="store_true",
                         help="every set annotated for a shared listener, one Secret for all (issue 30)")  # fmt: skip
+    parser.add_argument("--max-members", type=int, default=None,
+                        help="the controller's --shared-listener-max-members (default: its own, 100)")  # fmt: skip
     parser.add_argument("--total-jobs", type=int, default=0,
                         help="N jobs in all at every size, one per set while sets last (default: --jobs)")  # fmt: skip
     parser.add_argument("--qps", type=float, default=0.0,

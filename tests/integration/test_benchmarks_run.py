@@ -75,7 +75,7 @@ def test_many_sets_benchmark_with_a_shared_listener_serves_every_set_from_one_pr
         "bench_many_sets.py", "--reuse", str(cluster.workdir), "--sets", "1,3", "--shared-listener",
         "--total-jobs", "2", "--rate", "0.5", "--idle", "1", "--duration-min", "0.5", "--duration-max", "1",
     )  # fmt: skip
-    assert "mode: one shared listener; one credentials Secret" in out, out
+    assert "mode: shared listeners of at most 100 sets; one credentials Secret" in out, out
     for sets in (1, 3):
         assert f"sets: {sets}\n  converged: yes;" in out, out
     assert out.count("jobs: 2 completed after") == 2, out
