@@ -640,11 +640,8 @@ async def main(args: argparse.Namespace) -> int:
     sizes = [int(s) for s in re.split(r"[,\s]+", args.sets.strip()) if s]
     print(f"machine: {os.cpu_count()} cores; load average at start {load_average()}", file=sys.stderr)
     members = DEFAULT_SHARED_LISTENER_MAX_MEMBERS if args.max_members is None else args.max_members
-    mode = (
-        f"shared listeners of at most {members or 'any number of'} sets"
-        if args.shared_listener
-        else "a listener per set"
-    )
+    groups = f"shared listeners of at most {members} sets" if members else "one shared listener"
+    mode = groups if args.shared_listener else "a listener per set"
     print(f"mode: {mode}; " + ("one credentials Secret" if args.shared_secret or args.shared_listener else
                                "a credentials Secret per set"))  # fmt: skip
     results = []
