@@ -38,13 +38,15 @@ def listener_of(name: str) -> Request:
     return Request("arc-system", f"listener-of-{name}")
 
 
-def secret_requests(kube: KubeClient) -> tuple[int, int]:
-    """How many lists and watches of Secrets ``kube`` has sent (the client is shared by the tests of a run)."""
-    return kube.request_counts[("list", "secrets")], kube.request_counts[("watch", "secrets")]
+def secret_requests(kube: KubeClient, namespace: str) -> tuple[int, int]:
+    """How many lists and watches of ``namespace``'s Secrets ``kube`` has sent (the client is shared by the tests
+    of a run; the controller also watches the Secrets of its own namespace, which are not counted)."""
+    counts = kube.namespace_request_counts
+    return counts[("list", "secrets", namespace)], counts[("watch", "secrets", namespace)]
 
 
-def since(before: tuple[int, int], kube: KubeClient) -> tuple[int, int]:
-    lists, watches = secret_requests(kube)
+def since(before: tuple[int, int], kube: KubeClient, namespace: str) -> tuple[int, int]:
+    lists, watches = secret_requests(kube, namespace)
     return lists - before[0], watches - before[1]
 
 
@@ -54,7 +56,7 @@ async def test_many_referenced_secrets_in_one_namespace_use_one_watch_and_a_chan
     names = [f"gh-secret-{number}" for number in range(SECRETS_REFERENCED)]
     for name in [*names, "not-referenced"]:
         await kube.create(resources.SECRETS, secret(name), namespace=namespace)
-    before = secret_requests(kube)
+    before = secret_requests(kube, namespace)
     watch = ReferencedObjectWatch(kube)
     for name in [*names, "created-later"]:
         watch.track(listener_of(name), {Reference("Secret", namespace, name)})
@@ -62,7 +64,7 @@ async def test_many_referenced_secrets_in_one_namespace_use_one_watch_and_a_chan
     watch.start(queued.append)
     try:
         # The watch starts once the list is applied: from then on a change is seen.
-        await eventually(lambda: since(before, kube)[1], "the watch to start")
+        await eventually(lambda: since(before, kube, namespace)[1], "the watch to start")
         assert queued == [], "the initial list queues nothing"
 
         await kube.patch(resources.SECRETS, "gh-secret-17", {"stringData": {"github_token": "ghp_rotated"}},
@@ -77,7 +79,7 @@ async def test_many_referenced_secrets_in_one_namespace_use_one_watch_and_a_chan
         assert queued == [listener_of("gh-secret-17"), listener_of("created-later"), listener_of("gh-secret-3")], (
             "no listener for a Secret nobody references"
         )
-        assert since(before, kube) == (1, 1), (
+        assert since(before, kube, namespace) == (1, 1), (
             f"{SECRETS_REFERENCED + 1} referenced Secrets in one namespace: one list and one watch"
         )
         assert watch.scopes == {("Secret", namespace)}
@@ -110,7 +112,7 @@ async def test_the_listeners_of_scale_sets_sharing_a_namespace_share_one_secret_
 ) -> None:
     rotated = "ghp_rotated_for_set_b_0123456789"
     async with start_env(scale_set_verify_interval=300.0) as env:
-        before = secret_requests(env.kube)
+        before = secret_requests(env.kube, env.namespace)
         await env.create_secret("gh-secret-b")
         await env.create_ars("set-a")
         await env.create_ars("set-b", githubConfigSecret="gh-secret-b")
@@ -131,4 +133,4 @@ async def test_the_listeners_of_scale_sets_sharing_a_namespace_share_one_secret_
 
         await eventually(rotated_in_b, "the rotated token in set-b's listener config", timeout=10.0)
         assert await _config(env, listener_config_secret_name(listener_a)) == config_a, "set-a's is untouched"
-        assert since(before, env.kube) == (1, 1), "one list and one watch of the namespace's Secrets"
+        assert since(before, env.kube, env.namespace) == (1, 1), "one list and one watch of the namespace's Secrets"
