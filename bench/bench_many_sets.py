@@ -679,7 +679,8 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument("--shared-listener", action="store_true",
                         help="every set annotated for a shared listener, one Secret for all (issue 30)")  # fmt: skip
     parser.add_argument("--max-members", type=int, default=None,
-                        help="the controller's --shared-listener-max-members (default: its own, 100)")  # fmt: skip
+                        help="the controller's --shared-listener-max-members (default: its own, "
+                        f"{DEFAULT_SHARED_LISTENER_MAX_MEMBERS})")  # fmt: skip
     parser.add_argument("--total-jobs", type=int, default=0,
                         help="N jobs in all at every size, one per set while sets last (default: --jobs)")  # fmt: skip
     parser.add_argument("--qps", type=float, default=0.0,

@@ -104,7 +104,7 @@ def refresh_due(*, since_landed: float, capacity: int | None, max_runners: int) 
 
 
 def plan_publish(
-    wanted: SetContent, *, landed: SetContent | None, watched: SetContent | None, refresh_due: bool = True
+    wanted: SetContent, *, landed: SetContent | None, watched: SetContent | None, refresh_due: bool
 ) -> PublishPlan:
     """Whether to patch ``wanted`` onto the set, given what the set carried after the last patch that ``landed``
     (its answer; ``None``: none yet in this process), what a synced watch of the set shows (``None``: no watch,
