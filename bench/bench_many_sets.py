@@ -311,7 +311,7 @@ class Bench:
         await bounded_gather([partial(self.create_set, name, secrets[name]) for name in self.names])
         result = self.result
         # One process per set, or at least one for the group (one namespace, one Secret, one pod shape): a
-        # shard per --max-members sets, give or take the sets that join at once (docs/listener.md, "Shards").
+        # shard per --max-members sets (docs/listener.md, "Shards").
         processes = 1 if self.shared else self.sets
 
         async def all_listeners() -> bool:

@@ -20,9 +20,10 @@ and :func:`choose_shard` decides, by these rules, in order:
 4. A shard no set is in has room; when no shard below :data:`~arc_scaleset.api.listener_group.MAX_SHARDS` has
    room, the last one.
 
-The loads are what the controller's cache shows, so two sets that join in passes the cache has not caught up
-with may both take the last place of a shard: the budget is well under the Secret's limit for that
-(:data:`SAFE_SECRET_BYTES`).
+The member counts include the seats of listeners the controller is making and its cache does not show yet
+(:mod:`arc_scaleset.controllers.shard_seats`), so the count limit is exact; the Secret's size is what the cache
+shows, so sets that join at once may pass the size budget by a few configs: it is well under the Secret's limit
+for that (:data:`SAFE_SECRET_BYTES`).
 
 Standard library only: the listener process imports :mod:`arc_scaleset.api.listener_group`, not this module, but
 it is part of the same contract.

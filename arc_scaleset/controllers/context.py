@@ -19,6 +19,7 @@ from arc_scaleset.controllers.handoff import DeletedChildren, RemovedRegistratio
 from arc_scaleset.controllers.metrics import ControllerMetrics
 from arc_scaleset.controllers.referenced_objects import ReferencedObjectWatch
 from arc_scaleset.controllers.settings import ControllerSettings
+from arc_scaleset.controllers.shard_seats import ShardSeats
 from arc_scaleset.controllers.vault_policy import VaultAllowListSource
 from arc_scaleset.github import ActionsClientPool, SystemInfo, TransportOptions
 from arc_scaleset.github.keyvault import SECRET_TTL_SECONDS, KeyVaultSecrets
@@ -69,6 +70,9 @@ class ControllerContext:
     """Where each job's wait goes as a trace (docs/observability.md, "Traces"); ``None``: tracing is off."""
     runner_deletions: RunnerDeletions = field(default_factory=RunnerDeletions)
     """Runners the EphemeralRunner controller deletes itself (succeeded ones), so the set need not again."""
+    shard_seats: ShardSeats = field(default_factory=ShardSeats)
+    """The shared-listener shards taken by listeners the AutoscalingRunnerSet controller is making and its cache
+    does not show yet, so sets joining at once cannot pass a shard's count limit."""
 
     def cache(self, resource: Resource) -> Cache:
         """The shared cache of ``resource`` (its informers are created on first use)."""

@@ -3,8 +3,9 @@
 
 The shell reads what the choice needs: the shard the set's listener is in now (its label and
 :data:`~arc_scaleset.api.listener_group.ANNOTATION_GROUP_SHARD`), and, only for a set that joins, each shard's
-members (the listener cache, by group label) and its config Secret's data (read once per change,
-:attr:`~arc_scaleset.controllers.context.ControllerContext.group_secrets`), shard by shard until one has room.
+members (the listener cache, by group label, and the seats of listeners it does not show yet) and its config
+Secret's data (read once per change, :attr:`~arc_scaleset.controllers.context.ControllerContext.group_secrets`),
+shard by shard until one has room.
 """
 
 from __future__ import annotations
@@ -37,27 +38,52 @@ def kept_shard(live: Mapping[str, Any] | None, key: GroupKey) -> int | None:
 
 
 async def shard_for(ctx: ControllerContext, key: GroupKey, *, live: Mapping[str, Any] | None, own: str) -> int:
-    """The shard the listener ``own`` (its name), with ``live`` its current object, joins or stays in."""
+    """The shard the listener ``own`` (its name), with ``live`` its current object, joins or stays in. A set that
+    joins takes a seat in its shard (:mod:`arc_scaleset.controllers.shard_seats`), so the count limit is exact
+    for the sets this process places at once."""
     kept = kept_shard(live, key)
     if kept is not None:
         return kept
-    loads: list[ShardLoad] = []
     max_members = ctx.settings.shared_listener_max_members
+    for _ in range(MAX_SHARDS):
+        shard = choose_shard(None, await _loads(ctx, key, own=own), max_members=max_members)
+        group = group_id(key, shard)
+        # From this count to the seat there is no await: of two passes, one takes a shard's last place, and
+        # the other chooses again from loads that count it.
+        full = 0 < max_members <= len(_members(ctx, group, own=own))
+        if not full or shard == MAX_SHARDS - 1:
+            break
+    ctx.shard_seats.take(own, group, now=ctx.clock.monotonic())
+    return shard
+
+
+async def _loads(ctx: ControllerContext, key: GroupKey, *, own: str) -> list[ShardLoad]:
+    """The loads of ``key``'s shards 0, 1, ... up to the first with room (:func:`choose_shard`'s argument)."""
+    loads: list[ShardLoad] = []
     for shard in range(MAX_SHARDS):
         load = await _load(ctx, group_id(key, shard), own=own)
         loads.append(load)
-        if has_room(load, max_members=max_members, budget_bytes=SAFE_SECRET_BYTES):
+        if has_room(load, max_members=ctx.settings.shared_listener_max_members, budget_bytes=SAFE_SECRET_BYTES):
             break
-    return choose_shard(None, loads, max_members=max_members)
+    return loads
 
 
 async def _load(ctx: ControllerContext, group: str, *, own: str) -> ShardLoad:
-    members = [
-        listener
-        for listener in ctx.cache(AUTOSCALING_LISTENERS).by_label(LABEL_GROUP, group)
-        if ObjectView(listener).namespace == ctx.settings.controller_namespace and ObjectView(listener).name != own
-    ]
+    members = _members(ctx, group, own=own)
     if not members:
         return ShardLoad()
     secret = await ctx.group_secrets.get(group_object_name(group))
     return secret_load(len(members), (secret or {}).get("data"))
+
+
+def _members(ctx: ControllerContext, group: str, *, own: str) -> frozenset[str]:
+    """The listeners (names) in ``group`` other than ``own``: those the cache shows labelled with it, and those
+    holding a seat there that it does not show yet."""
+    namespace = ctx.settings.controller_namespace
+    cached = {
+        view.name
+        for view in map(ObjectView, ctx.cache(AUTOSCALING_LISTENERS).by_label(LABEL_GROUP, group))
+        if view.namespace == namespace
+    }
+    seated = ctx.shard_seats.holders(group, cached=cached, now=ctx.clock.monotonic())
+    return frozenset((cached | seated) - {own})

@@ -3,6 +3,9 @@ same key, each set in exactly one, and no member is moved when the next set spil
 
 from __future__ import annotations
 
+import asyncio
+import collections
+
 import pytest
 
 from arc_scaleset.api.autoscalingrunnerset import AUTOSCALING_RUNNER_SETS
@@ -82,3 +85,15 @@ async def test_a_group_over_its_bound_splits_and_its_members_keep_their_pod(star
         assert await group_of(env, "epsilon") == first
         assert await group_of(env, "gamma") == second
         assert await group_of(env, "delta") == second
+
+
+async def test_sets_created_together_never_pass_a_groups_member_limit(start_env: EnvFactory) -> None:
+    names = ["one", "two", "three", "four", "five"]
+    async with start_env(shared_listener_max_members=MAX_MEMBERS) as env:
+        # All at once: their passes choose a shard side by side, before the cache shows any of their listeners.
+        await asyncio.gather(*(create_shared(env, name) for name in names))
+        groups = [await group_of(env, name) for name in names]
+        sizes = sorted(collections.Counter(groups).values(), reverse=True)
+        assert sizes == [2, 2, 1], f"{len(names)} sets in groups of at most {MAX_MEMBERS}"
+        for group, size in collections.Counter(groups).items():
+            await published(env, group, size)
