@@ -127,6 +127,15 @@ async def test_cost_labels_are_on_by_default_and_the_value_turns_them_off(
     assert settings.runner_cost_labels is expected
 
 
+@pytest.mark.parametrize(("value", "expected"), [(None, True), (True, True), (False, False)])
+async def test_runner_counts_are_in_status_by_default_and_the_value_leaves_them_to_the_metrics(
+    helm: Helm, value: bool | None, expected: bool
+) -> None:
+    values = {} if value is None else {"flags": {"runnerCountsInStatus": value}}
+    _, settings = controller_settings(manager(only(await render(helm, values), "Deployment")))
+    assert settings.runner_counts_in_status is expected
+
+
 @pytest.mark.parametrize(
     ("values", "expected"),
     [

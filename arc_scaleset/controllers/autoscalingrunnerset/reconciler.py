@@ -155,7 +155,9 @@ class AutoscalingRunnerSetReconciler:
             generation=view.generation,
             observed_generation=view.observed_generation,
             stored_phase=view.phase,
-            runner_counts=scale_set_runner_counts(scale_set_runner_sets(self.ctx, obj).all()),
+            runner_counts=scale_set_runner_counts(
+                scale_set_runner_sets(self.ctx, obj).all(), in_status=self.ctx.settings.runner_counts_in_status
+            ),
         )
         try:
             scope = self._scope(obj, view, request, report, memory)

@@ -30,7 +30,8 @@ The runner counts (``currentRunners``, ``pendingEphemeralRunners``, ``runningEph
 ``failedEphemeralRunners``, ``finishedEphemeralRunners``, ``deletingEphemeralRunners``) are ARC's fields, summed
 over the scale set's EphemeralRunnerSets as their controller last wrote them (:func:`scale_set_runner_counts`;
 ARC copies them from its newest set only, which hides the busy runners of a set being drained). Every pass
-writes them where they differ, so no value ARC left survives the first pass.
+writes them where they differ, so no value ARC left survives the first pass. With
+``--runner-counts-in-status=false`` (ARC's current code, #4557) they are removed instead.
 """
 
 from __future__ import annotations
@@ -60,8 +61,11 @@ RUNNER_COUNTS: Final = (
 """(field of the AutoscalingRunnerSet's status, field of each EphemeralRunnerSet's status it sums)."""
 
 
-def scale_set_runner_counts(runner_sets: Iterable[Mapping[str, Any]]) -> dict[str, int]:
-    """The scale set's runner counts: each EphemeralRunnerSet count summed over its sets (missing = 0)."""
+def scale_set_runner_counts(runner_sets: Iterable[Mapping[str, Any]], *, in_status: bool) -> dict[str, int | None]:
+    """The scale set's runner counts: each EphemeralRunnerSet count summed over its sets (missing = 0); with
+    ``in_status`` false (``--runner-counts-in-status=false``) every field ``None``, so those in status are removed."""
+    if not in_status:
+        return {name: None for name, _ in RUNNER_COUNTS}
     statuses = [ObjectView(runner_set).status for runner_set in runner_sets]
     return {name: sum(integer(status.get(source)) for status in statuses) for name, source in RUNNER_COUNTS}
 
@@ -84,8 +88,9 @@ class ReconcileReport:
     failure: Failure | None = None
     """That error, once it is persistent (:func:`arc_scaleset.kube.failures.pass_failure`)."""
     ready_message: str = ""
-    runner_counts: dict[str, int] = field(default_factory=dict)
-    """The runner count fields to store (:func:`scale_set_runner_counts`); empty: leave them as they are."""
+    runner_counts: dict[str, int | None] = field(default_factory=dict)
+    """The runner count fields to store (:func:`scale_set_runner_counts`; ``None``: absent); empty: leave them as
+    they are."""
     runner_set_problem: tuple[str, str] | None = None
     """(reason, message) of the current EphemeralRunnerSet's ``Degraded`` condition while it is true
     (:func:`runner_set_problem`): the spec reached the set, and the set cannot keep its runners; else of a set

@@ -12,6 +12,10 @@ meanwhile is not written at all. A runner's start (pending, then running a momen
 (finished, deleting, gone) are then one write each, and a scale-up of 200 runners a handful of writes, not
 one per runner (issue 30: the set's and its scale set's status were four writes per job each). The phase is
 never held back.
+
+With ``--runner-counts-in-status=false`` (ARC's current code, #4557: the counts are metrics, not status) the
+counts to store are none: :func:`status_counts` gives every field as ``None``, so the first pass removes those
+a status still holds (a merge patch's null) and a runner's start and end write nothing to the set.
 """
 
 from __future__ import annotations
@@ -46,8 +50,16 @@ def runner_counts(states: RunnerStates) -> dict[str, int]:
     }
 
 
-def status_changes(status: Mapping[str, Any], *, counts: Mapping[str, int], phase: str | None = None) -> dict[str, Any]:
-    """The status fields that differ from ``status`` (as read): ``phase`` (unless ``None``) and the counts.
+def status_counts(states: RunnerStates, *, in_status: bool) -> Mapping[str, int | None]:
+    """The count fields to store: :func:`runner_counts`, or with ``in_status`` false every field ``None`` (absent)."""
+    return runner_counts(states) if in_status else dict.fromkeys(COUNT_FIELDS)
+
+
+def status_changes(
+    status: Mapping[str, Any], *, counts: Mapping[str, int | None], phase: str | None = None
+) -> dict[str, Any]:
+    """The status fields that differ from ``status`` (as read): ``phase`` (unless ``None``) and the counts (a
+    count of ``None`` differs from a field that is there: ``None`` removes it).
 
     Only these fields: the revision fields have their own conflict-checked writers and are never re-sent
     from a possibly stale copy.

@@ -15,7 +15,7 @@ from arc_scaleset.api.ephemeralrunner import EPHEMERAL_RUNNERS
 from arc_scaleset.controllers.context import ControllerContext
 from arc_scaleset.controllers.ephemeralrunnerset.capacity_status import CapacityPublisher
 from arc_scaleset.controllers.ephemeralrunnerset.conditions import degraded_conditions, patch_conditions
-from arc_scaleset.controllers.ephemeralrunnerset.counts import runner_counts, status_changes
+from arc_scaleset.controllers.ephemeralrunnerset.counts import status_changes, status_counts
 from arc_scaleset.controllers.ephemeralrunnerset.kept_jobs import finished_jobs
 from arc_scaleset.controllers.ephemeralrunnerset.scope import SetPass
 from arc_scaleset.controllers.ephemeralrunnerset.status import patch_status
@@ -58,7 +58,8 @@ class PassStatus:
         """Write the phase and the runner counts where they differ, and the finished jobs not kept yet; a change
         of counts alone waits for the pacer: then the seconds until it may go out are returned (the pass comes
         back then), else ``None``."""
-        changes = status_changes(scope.view.status, counts=runner_counts(scope.states), phase=scope.report.phase)
+        counts = status_counts(scope.states, in_status=self._ctx.settings.runner_counts_in_status)
+        changes = status_changes(scope.view.status, counts=counts, phase=scope.report.phase)
         finished = finished_jobs(scope.states, self._runners)
         changes |= scope.memory.jobs.changes(scope.view.status, finished, now=self._ctx.clock.now())
         changes |= scope.memory.marker.changes(scope.view.status)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime as dt
 
 from arc_scaleset.controllers.autoscalingrunnerset.status import (
+    RUNNER_COUNTS,
     ReconcileReport,
     derive_status,
     scale_set_runner_counts,
@@ -74,7 +75,7 @@ def test_the_runner_counts_are_the_sum_over_the_scale_sets_runner_sets_and_repla
     current = {"status": {"currentReplicas": 3, "pendingEphemeralRunners": 1, "runningEphemeralRunners": 2,
                           "finishedEphemeralRunners": 1}}  # fmt: skip
     draining = {"status": {"currentReplicas": 2, "runningEphemeralRunners": 2, "deletingEphemeralRunners": 4}}
-    counts = scale_set_runner_counts([current, draining, {}])
+    counts = scale_set_runner_counts([current, draining, {}], in_status=True)
     assert counts == {
         "currentRunners": 5,
         "pendingEphemeralRunners": 1,
@@ -88,6 +89,22 @@ def test_the_runner_counts_are_the_sum_over_the_scale_sets_runner_sets_and_repla
     status = derive_status(arc_left, report, now=NOW)
     assert {key: status[key] for key in counts} == counts
     assert status_patch(status, derive_status(status, report, now=LATER)) == {}
+
+
+def test_without_counts_in_status_the_scale_set_removes_those_it_holds_and_then_writes_none() -> None:
+    runner_set = {"status": {"currentReplicas": 3, "runningEphemeralRunners": 3}}
+    counts = scale_set_runner_counts([runner_set], in_status=False)
+    assert set(counts) == {name for name, _ in RUNNER_COUNTS}
+    assert set(counts.values()) == {None}
+    report = ReconcileReport(generation=1, observed_generation=1, stored_phase="Running", runner_counts=counts)
+    held = {"phase": "Running", "observedGeneration": 1, "currentRunners": 3, "runningEphemeralRunners": 3}
+    patch = status_patch(held, derive_status(held, report, now=NOW))
+    assert {key: patch[key] for key in ("currentRunners", "runningEphemeralRunners")} == {
+        "currentRunners": None,
+        "runningEphemeralRunners": None,
+    }
+    removed = {"phase": "Running", "observedGeneration": 1, "conditions": patch["conditions"]}
+    assert status_patch(removed, derive_status(removed, report, now=LATER)) == {}
 
 
 REFUSED = Failure(reason="Invalid", error="422 Invalid: spec.patchID: Required value", since=NOW, attempts=3)

@@ -4,7 +4,7 @@ the phase, and a counts-only change written at most once per interval so a burst
 from __future__ import annotations
 
 from arc_scaleset.clock import FakeClock
-from arc_scaleset.controllers.ephemeralrunnerset.counts import StatusPacer, runner_counts, status_changes
+from arc_scaleset.controllers.ephemeralrunnerset.counts import StatusPacer, runner_counts, status_changes, status_counts
 from arc_scaleset.controllers.runner_classification import RunnerView, classify
 
 
@@ -51,6 +51,18 @@ def test_values_left_by_arc_are_overwritten_and_unchanged_ones_are_not_sent() ->
     assert status_changes({**arc_left, **changes}, counts=counts, phase="Outdated") == {"phase": "Outdated"}
     # A draining set writes no phase.
     assert "phase" not in status_changes({}, counts=counts, phase=None)
+
+
+def test_without_counts_in_status_those_a_status_holds_are_removed_and_then_nothing_is_sent() -> None:
+    states = classify([runner("idle", "Running")], applied_revision=0)
+    assert status_counts(states, in_status=True) == runner_counts(states)
+    counts = status_counts(states, in_status=False)
+    written_before = {"phase": "Running", "currentReplicas": 1, "runningEphemeralRunners": 1}
+    assert status_changes(written_before, counts=counts, phase="Running") == {
+        "currentReplicas": None,
+        "runningEphemeralRunners": None,
+    }, "a merge patch's null removes them"
+    assert status_changes({"phase": "Running"}, counts=counts, phase="Running") == {}
 
 
 async def test_a_counts_only_change_is_written_an_interval_after_it_was_first_seen() -> None:
