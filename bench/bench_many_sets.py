@@ -3,7 +3,7 @@
     .venv/bin/python bench/bench_many_sets.py [--sets 10,100] [--jobs 2 | --total-jobs N] [--rate 0.008]
                                               [--idle 30] [--duration-min 2] [--duration-max 6] [--seed 1]
                                               [--shared-secret] [--shared-listener [--max-members M]]
-                                              [--qps Q] [--long-poll 5]
+                                              [--qps Q] [--long-poll 5] [--no-counts-in-status]
                                               [--saturate N] [--saturate-duration 0.5] [--max-runners 5]
                                               [--timeout SECONDS] [--reuse DIR]
 
@@ -485,6 +485,8 @@ def controller_args(args: argparse.Namespace) -> tuple[str, ...]:
     found = [f"--k8s-client-rate-limiter-qps={args.qps}"] if args.qps else []
     if args.max_members is not None:
         found.append(f"--shared-listener-max-members={args.max_members}")
+    if args.no_counts_in_status:
+        found.append("--runner-counts-in-status=false")
     return tuple(found)
 
 
@@ -642,8 +644,9 @@ async def main(args: argparse.Namespace) -> int:
     members = DEFAULT_SHARED_LISTENER_MAX_MEMBERS if args.max_members is None else args.max_members
     groups = f"shared listeners of at most {members} sets" if members else "one shared listener"
     mode = groups if args.shared_listener else "a listener per set"
+    counts = "; runner counts in the metrics only" if args.no_counts_in_status else ""
     print(f"mode: {mode}; " + ("one credentials Secret" if args.shared_secret or args.shared_listener else
-                               "a credentials Secret per set"))  # fmt: skip
+                               "a credentials Secret per set") + counts)  # fmt: skip
     results = []
     with start_test_cluster(reuse=Path(args.reuse) if args.reuse else None) as cluster:
         for sets in sizes:
@@ -683,6 +686,8 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
                         f"{DEFAULT_SHARED_LISTENER_MAX_MEMBERS})")  # fmt: skip
     parser.add_argument("--total-jobs", type=int, default=0,
                         help="N jobs in all at every size, one per set while sets last (default: --jobs)")  # fmt: skip
+    parser.add_argument("--no-counts-in-status", action="store_true",
+                        help="the controller's --runner-counts-in-status=false (ARC's current code)")  # fmt: skip
     parser.add_argument("--qps", type=float, default=0.0,
                         help="the controller's --k8s-client-rate-limiter-qps (default: its own, ARC's 20)")  # fmt: skip
     parser.add_argument("--timeout", type=float, default=0.0,
