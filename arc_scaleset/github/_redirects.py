@@ -48,8 +48,10 @@ class AddressKind(enum.Enum):
 @dataclass(frozen=True, slots=True)
 class Hop:
     """The request a redirect asks for. ``resolve`` is the host name whose addresses the transport must check
-    with :func:`address_refusal` before sending (a subdomain of the original host); ``None``: nothing to check
-    (the original host itself, or an address literal already checked)."""
+    with :func:`address_refusal` before sending, and then connect to (a subdomain of the original host, as the
+    URL writes it, lower case: a trailing dot makes it an absolute name, which the resolver's search domains do
+    not extend); ``None``: nothing to check (the original host itself, or an address literal already
+    checked)."""
 
     method: str
     url: str
@@ -106,7 +108,7 @@ def next_hop(response: Response, *, original: str, headers: Mapping[str, str], b
     if (target_host, _port(target)) != (origin_host, _port(origin)):
         dropped |= _CREDENTIAL_HEADERS
     hop_headers = {name: value for name, value in headers.items() if name.lower() not in dropped}
-    resolve = target_host if target_host != origin_host and _ip(target_host) is None else None
+    resolve = (target.raw_host or "").lower() if target_host != origin_host and _ip(target_host) is None else None
     return Hop(method=method, url=str(target), headers=hop_headers, body=hop_body, resolve=resolve)
 
 

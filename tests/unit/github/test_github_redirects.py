@@ -90,7 +90,7 @@ def test_an_address_literal_original_is_followed_only_to_itself() -> None:
 def test_a_subdomain_is_named_for_the_transport_to_look_up() -> None:
     hop = follow(redirect(307, "https://Meta.API.example./c"))
     assert hop is not None
-    assert hop.resolve == "meta.api.example"
+    assert hop.resolve == "meta.api.example.", "the name the connection would look up: absolute, as written"
 
 
 def test_a_redirect_from_https_to_http_is_refused_rather_than_sending_the_token_in_cleartext() -> None:
