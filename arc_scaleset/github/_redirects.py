@@ -91,14 +91,15 @@ def next_hop(response: Response, *, original: str, headers: Mapping[str, str], b
     origin = URL(original, encoded=True)
     try:
         target = URL(response.url, encoded=True).join(URL(location, encoded=True))
+        target_host = _host(target)  # a host that is not ASCII fails here (a UnicodeError is a ValueError)
     except ValueError:
         raise refused("redirected to a location that is not a URL") from None
-    if target.scheme not in ("http", "https") or not target.host or target.user is not None:
+    if target.scheme not in ("http", "https") or not target_host or target.user is not None:
         # Only the scheme and host are named: a location with user information may hold a password.
         raise refused(f"redirected to an unusable location ({target.scheme or 'no'} scheme, host {target.host!r})")
     if origin.scheme == "https" and target.scheme != "https":
         raise refused(f"redirected to http://{target.host}: refusing to send credentials in cleartext")
-    origin_host, target_host = _host(origin), _host(target)
+    origin_host = _host(origin)
     if not _same_or_subdomain(origin_host, target_host):
         raise refused(f"redirected to another host ({target_host}): only {origin_host} and its subdomains are followed")
     method, hop_body, dropped = response.method, body, set[str]()

@@ -69,6 +69,11 @@ def test_a_redirect_to_another_host_is_refused_whatever_it_names(location: str) 
     assert "security-credentials" not in str(caught.value), "the location's path is never named"
 
 
+def test_a_location_whose_host_is_not_ascii_is_refused_not_raised_as_a_unicode_error() -> None:
+    with pytest.raises(FatalError, match="redirected to a location that is not a URL"):
+        follow(redirect(307, "https://b\u00fccher.api.example/c"))
+
+
 def test_the_rule_holds_against_the_original_request_not_the_previous_hop() -> None:
     """A chain cannot walk away a step at a time: from a subdomain hop, its own subdomain's parent is no base."""
     hop = follow(redirect(307, "https://api.example/c", url="https://x.api.example/b"))
