@@ -48,8 +48,10 @@ class AddressKind(enum.Enum):
 @dataclass(frozen=True, slots=True)
 class Hop:
     """The request a redirect asks for. ``resolve`` is the host name whose addresses the transport must check
-    with :func:`address_refusal` before sending (a subdomain of the original host); ``None``: nothing to check
-    (the original host itself, or an address literal already checked)."""
+    with :func:`address_refusal` before sending, and then connect to (a subdomain of the original host, as the
+    URL writes it, lower case: a trailing dot makes it an absolute name, which the resolver's search domains do
+    not extend); ``None``: nothing to check (the original host itself, or an address literal already
+    checked)."""
 
     method: str
     url: str
@@ -89,14 +91,15 @@ def next_hop(response: Response, *, original: str, headers: Mapping[str, str], b
     origin = URL(original, encoded=True)
     try:
         target = URL(response.url, encoded=True).join(URL(location, encoded=True))
+        target_host = _host(target)  # a host that is not ASCII fails here (a UnicodeError is a ValueError)
     except ValueError:
         raise refused("redirected to a location that is not a URL") from None
-    if target.scheme not in ("http", "https") or not target.host or target.user is not None:
+    if target.scheme not in ("http", "https") or not target_host or target.user is not None:
         # Only the scheme and host are named: a location with user information may hold a password.
         raise refused(f"redirected to an unusable location ({target.scheme or 'no'} scheme, host {target.host!r})")
     if origin.scheme == "https" and target.scheme != "https":
         raise refused(f"redirected to http://{target.host}: refusing to send credentials in cleartext")
-    origin_host, target_host = _host(origin), _host(target)
+    origin_host = _host(origin)
     if not _same_or_subdomain(origin_host, target_host):
         raise refused(f"redirected to another host ({target_host}): only {origin_host} and its subdomains are followed")
     method, hop_body, dropped = response.method, body, set[str]()
@@ -106,7 +109,7 @@ def next_hop(response: Response, *, original: str, headers: Mapping[str, str], b
     if (target_host, _port(target)) != (origin_host, _port(origin)):
         dropped |= _CREDENTIAL_HEADERS
     hop_headers = {name: value for name, value in headers.items() if name.lower() not in dropped}
-    resolve = target_host if target_host != origin_host and _ip(target_host) is None else None
+    resolve = (target.raw_host or "").lower() if target_host != origin_host and _ip(target_host) is None else None
     return Hop(method=method, url=str(target), headers=hop_headers, body=hop_body, resolve=resolve)
 
 

@@ -12,8 +12,10 @@ go-retryablehttp semantics, with a cap so that no caller waits on GitHub for lon
   the injected clock; at most ``retry_max`` retries, then the last failure is raised;
 - redirects: Go's method rules (:func:`next_hop`), at most :data:`MAX_REDIRECTS` per attempt, only to the
   original host or a subdomain that resolves to no internal address the original does not
-  (:func:`address_refusal`), credentials only to the same host and port, never from https to http
-  (:class:`FatalError`); the body of an answer a redirect led to never reaches an error;
+  (:func:`address_refusal`), and then, sent directly, to exactly the addresses checked (:class:`_PinnedResolver`:
+  a name that resolves anew for the connection could be rebound inside the cluster), credentials only to the
+  same host and port, never from https to http (:class:`FatalError`); the body of an answer a redirect led to
+  never reaches an error;
 - a response body larger than ``max_response_bytes`` (10 MiB) is not read further: :class:`ResponseTooLarge`,
   never retried (a proxy or a misbehaving service must not make the process hold an unbounded body);
 - error details are scrubbed of every secret the client holds (:mod:`._secrets`) before they are clipped, so a
@@ -27,6 +29,7 @@ request that hung from a caller that never sent one. Headers, bodies and queries
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import datetime as dt
 import email.utils
@@ -36,19 +39,27 @@ import re
 import socket
 import ssl
 import time
-from collections.abc import Collection, Mapping
+from collections.abc import AsyncIterator, Collection, Mapping
 from types import SimpleNamespace
 from typing import Any
 from urllib.parse import urlsplit
 
 import aiohttp
 import orjson
+from aiohttp.abc import AbstractResolver, ResolveResult
 from multidict import CIMultiDictProxy
 from yarl import URL
 
 from arc_scaleset.backoff import Backoff
 from arc_scaleset.clock import REAL_CLOCK, Clock
-from arc_scaleset.github._redirects import MAX_REDIRECTS, IPAddress, address_refusal, literal_address, next_hop
+from arc_scaleset.github._redirects import (
+    MAX_REDIRECTS,
+    Hop,
+    IPAddress,
+    address_refusal,
+    literal_address,
+    next_hop,
+)
 from arc_scaleset.github._response import Response
 from arc_scaleset.github._secrets import Redactor
 from arc_scaleset.github.errors import (
@@ -273,11 +284,21 @@ class SharedSessions:
     polls. Close it once, after every client that uses it (a client's ``aclose`` leaves it open).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, resolver: AbstractResolver | None = None) -> None:
+        """``resolver`` answers the look-ups of the sessions' connections and the clients' redirect checks (the
+        system's resolver, through a thread, when ``None``; a test's own resolver plays DNS). A resolver given
+        here is the caller's to close."""
         self._sessions: dict[int, tuple[ssl.SSLContext | bool, aiohttp.ClientSession]] = {}
+        self._resolver = resolver
 
     def __len__(self) -> int:
         return len(self._sessions)
+
+    def resolver(self) -> AbstractResolver:
+        """The resolver of every session here (built on first use: the system's needs the running loop)."""
+        if self._resolver is None:
+            self._resolver = aiohttp.ThreadedResolver()
+        return self._resolver
 
     def session(self, verify: ssl.SSLContext | bool) -> aiohttp.ClientSession:
         """The session for ``verify`` (:func:`build_ssl_context`'s answer: ``True`` or a cached context per CA)."""
@@ -285,7 +306,7 @@ class SharedSessions:
         found = self._sessions.get(id(verify))
         if found is None or found[1].closed:
             session = aiohttp.ClientSession(
-                connector=aiohttp.TCPConnector(ssl=verify, limit=0),
+                connector=aiohttp.TCPConnector(ssl=verify, limit=0, resolver=self.resolver()),
                 cookie_jar=aiohttp.DummyCookieJar(),
                 trust_env=False,
                 raise_for_status=False,
@@ -326,6 +347,7 @@ class HttpTransport:
             self.redact.add(secret)
         self._shared = shared
         self._session: aiohttp.ClientSession | None = None
+        self._own_resolver: AbstractResolver | None = None
 
     async def aclose(self) -> None:
         if self._session is not None:
@@ -338,12 +360,47 @@ class HttpTransport:
         if self._session is None or self._session.closed:
             # trust_env=False: the proxy comes from ProxySettings only, so tests and callers control it.
             self._session = aiohttp.ClientSession(
-                connector=aiohttp.TCPConnector(ssl=self._ssl),
+                connector=aiohttp.TCPConnector(ssl=self._ssl, resolver=self._resolver()),
                 trust_env=False,
                 raise_for_status=False,
                 trace_configs=[_connection_trace()],
             )
         return self._session
+
+    def _resolver(self) -> AbstractResolver:
+        """What every look-up of this transport asks, its connections' and its redirect checks' alike: the
+        shared sessions' resolver, or one of its own."""
+        if self._shared is not None:
+            return self._shared.resolver()
+        if self._own_resolver is None:
+            self._own_resolver = aiohttp.ThreadedResolver()
+        return self._own_resolver
+
+    @contextlib.asynccontextmanager
+    async def _session_for(self, pin: _Pin | None, *, proxied: bool) -> AsyncIterator[aiohttp.ClientSession]:
+        """The session a request goes out on: the client's, or, for a hop whose addresses were checked (``pin``)
+        and that goes directly, a session of its own whose connector knows only those addresses, closed after
+        the hop.
+
+        A session of its own because a connector's resolver is the connector's, not a request's; and so the hop's
+        connection never enters the client's pool, where a later request for that name (the config URL of
+        another scale set may name it) would be handed a connection to addresses it did not look up. The price
+        is a new connection per hop to a subdomain (GitHub's redirects stay on the host). Through a proxy
+        nothing is pinned: the proxy resolves the name (docs/github.md)."""
+        if pin is None or proxied:
+            yield self._client_session()
+            return
+        session = aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(ssl=self._ssl, resolver=_PinnedResolver(pin), use_dns_cache=False),
+            cookie_jar=aiohttp.DummyCookieJar(),
+            trust_env=False,
+            raise_for_status=False,
+            trace_configs=[_connection_trace()],
+        )
+        try:
+            yield session
+        finally:
+            await session.close()
 
     async def request(
         self,
@@ -426,9 +483,10 @@ class HttpTransport:
         GitHub answers 301 or 307 for a renamed repository; its clients are to follow. The answer of a hop is
         marked ``redirected``."""
         original, hop_method, hop_url, hop_headers, hop_body = url, method, url, headers, body
+        pin: _Pin | None = None
         for hops in range(MAX_REDIRECTS + 1):
             response = await self._send_once(
-                hop_method, hop_url, headers=hop_headers, body=hop_body, time_limit=time_limit
+                hop_method, hop_url, headers=hop_headers, body=hop_body, time_limit=time_limit, pin=pin
             )
             if hops:
                 response = dataclasses.replace(response, redirected=True)
@@ -437,8 +495,7 @@ class HttpTransport:
             hop = next_hop(response, original=original, headers=hop_headers, body=hop_body)
             if hop is None:
                 return response
-            if hop.resolve is not None:
-                await self._check_resolved(response, original, hop.resolve)
+            pin = None if hop.resolve is None else await self._checked(response, original, hop)
             _log.debug(
                 "github request redirected",
                 status=response.status,
@@ -448,30 +505,54 @@ class HttpTransport:
             hop_method, hop_url, hop_headers, hop_body = hop.method, hop.url, hop.headers, hop.body
         raise FatalError(method=method, url=url, detail=f"stopped after {MAX_REDIRECTS} redirects")
 
-    async def _check_resolved(self, response: Response, original: str, host: str) -> None:
-        """Refuse (:class:`FatalError`) a redirect to ``host`` (a subdomain of the original host) when it resolves
-        to an address of a kind the original host's addresses are not (:func:`address_refusal`).
+    async def _checked(self, response: Response, original: str, hop: Hop) -> _Pin:
+        """The addresses of ``hop.resolve`` (a subdomain of the original host) that the hop may connect to: all
+        it resolves to, unless one is of a kind the original host's addresses are not (:func:`address_refusal`;
+        :class:`FatalError`).
 
-        Looked up here, just before the hop: a name whose addresses change between this look-up and the
-        connection (DNS rebinding with a zero TTL) is not caught; docs/github.md says so. A name that cannot
-        be looked up is left to the connection, which then fails like any unreachable host.
+        The hop then connects to exactly these (:meth:`_session_for`), so a name whose addresses change after
+        this look-up (DNS rebinding with a zero TTL) does not lead it elsewhere. A name that cannot be looked up
+        has none: sent directly, the hop fails like any unreachable host; through a proxy, the proxy resolves it.
         """
-        why = address_refusal(
-            original=await _addresses(URL(original, encoded=True).host or ""), target=await _addresses(host)
-        )
+        host = hop.resolve or ""
+        # Only answers that are addresses: a host name in an answer would be looked up again by the connection.
+        found = [
+            result
+            for result in await self._look_up(host, URL(hop.url, encoded=True).port or 0)
+            if _ip_of(result) is not None
+        ]
+        original_host = URL(original, encoded=True).raw_host or ""
+        literal = literal_address(original_host)
+        original_addresses = {literal} if literal is not None else _ips(await self._look_up(original_host, 0))
+        why = address_refusal(original=original_addresses, target=_ips(found))
         if why is not None:
             raise FatalError(
                 method=response.method,
                 url=response.url,
                 status=response.status,
                 reason=response.reason,
-                detail=f"redirected to {host}, which {why}",
+                detail=f"redirected to {host.rstrip('.')}, which {why}",
             )
+        return _Pin(host=host, addresses=tuple(found))
+
+    async def _look_up(self, host: str, port: int) -> list[ResolveResult]:
+        """What the transport's resolver answers for ``host`` (nothing when it cannot answer)."""
+        try:
+            return await self._resolver().resolve(host, port, family=socket.AF_UNSPEC)
+        except (OSError, UnicodeError):
+            return []
 
     async def _send_once(
-        self, method: str, url: str, *, headers: Mapping[str, str], body: bytes | None, time_limit: float | None
+        self,
+        method: str,
+        url: str,
+        *,
+        headers: Mapping[str, str],
+        body: bytes | None,
+        time_limit: float | None,
+        pin: _Pin | None = None,
     ) -> Response:
-        session = self._client_session()
+        """One request, without following a redirect; ``pin``: the only addresses it may connect to."""
         choice = self._proxy.proxy_for(url)
         headers = dict(headers)
         if choice is not None and choice.headers and url.startswith("http://"):
@@ -488,17 +569,20 @@ class HttpTransport:
         _log.debug("github request start", method=method, path=path, proxied=choice is not None)
         outcome = "error"
         try:
-            async with session.request(
-                method,
-                URL(url, encoded=True),  # the query is already encoded in the service's canonical form
-                headers=headers,
-                data=body,
-                timeout=client_timeout,
-                proxy=choice.url if choice else None,
-                proxy_headers=choice.headers if choice else None,
-                allow_redirects=False,
-                trace_request_ctx=trace,
-            ) as raw:
+            async with (
+                self._session_for(pin, proxied=choice is not None) as session,
+                session.request(
+                    method,
+                    URL(url, encoded=True),  # the query is already encoded in the service's canonical form
+                    headers=headers,
+                    data=body,
+                    timeout=client_timeout,
+                    proxy=choice.url if choice else None,
+                    proxy_headers=choice.headers if choice else None,
+                    allow_redirects=False,
+                    trace_request_ctx=trace,
+                ) as raw,
+            ):
                 outcome = str(raw.status)
                 payload = await self._read_body(raw, method, url)
                 resp_headers: CIMultiDictProxy[str] = raw.headers
@@ -540,22 +624,52 @@ class HttpTransport:
         return b"".join(chunks)
 
 
-async def _addresses(host: str) -> set[IPAddress]:
-    """The addresses ``host`` stands for: itself when it is an address literal, else what the system's resolver
-    answers (none when it cannot answer)."""
-    literal = literal_address(host)
-    if literal is not None:
-        return {literal}
-    try:
-        infos = await asyncio.get_running_loop().getaddrinfo(host, None, type=socket.SOCK_STREAM)
-    except (OSError, UnicodeError):
-        return set()
-    found: set[IPAddress] = set()
-    for *_, sockaddr in infos:
-        address = literal_address(str(sockaddr[0]).partition("%")[0])  # an IPv6 scope ID is not part of it
-        if address is not None:
-            found.add(address)
-    return found
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Pin:
+    """A redirect hop's host name and the addresses it was checked against (:meth:`HttpTransport._checked`)."""
+
+    host: str
+    addresses: tuple[ResolveResult, ...]
+
+
+class _PinnedResolver(AbstractResolver):
+    """The resolver of one pinned hop's connection: it answers the hop's host name with the addresses that were
+    checked, every one (so the connection may still fall back from one to the next, IPv6 or IPv4), and refuses
+    any other name. The URL keeps the name, so TLS still sends it (SNI) and verifies the certificate for it, and
+    the ``Host`` header still carries it."""
+
+    def __init__(self, pin: _Pin) -> None:
+        self._pin = pin
+
+    async def resolve(
+        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
+    ) -> list[ResolveResult]:
+        found = [
+            address
+            for address in self._pin.addresses
+            if family == socket.AF_UNSPEC or address["family"] == family  # the connector asks for any family
+        ]
+        if _same_name(host, self._pin.host) and found:
+            return found
+        raise socket.gaierror(socket.EAI_NONAME, f"{host}: the redirect's check found no address to connect to")
+
+    async def close(self) -> None:
+        return None
+
+
+def _same_name(one: str, other: str) -> bool:
+    return one.lower().rstrip(".") == other.lower().rstrip(".")
+
+
+def _ips(found: Collection[ResolveResult]) -> set[IPAddress]:
+    """The addresses of a resolver's answer."""
+    addresses = (_ip_of(result) for result in found)
+    return {address for address in addresses if address is not None}
+
+
+def _ip_of(result: ResolveResult) -> IPAddress | None:
+    """The address of one answer (an IPv6 scope ID, ``%eth0``, is not part of it); ``None``: not an address."""
+    return literal_address(result["host"].partition("%")[0])
 
 
 def _connection_trace() -> aiohttp.TraceConfig:
