@@ -29,7 +29,6 @@ memory.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -44,6 +43,7 @@ from arc_scaleset.kube.errors import Forbidden, NotFound, Unauthorized
 from arc_scaleset.kube.informer import Informer, Object, identity_only, resource_version
 from arc_scaleset.kube.resources import SECRETS
 from arc_scaleset.kube.views import ObjectView
+from arc_scaleset.tasks import cancel_and_wait
 
 
 @dataclass(frozen=True)
@@ -175,9 +175,7 @@ class GroupSecretWatch:
         self._enqueue = None
         task, self._task = self._task, None
         if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+            await cancel_and_wait(task)
 
     def _added(self, obj: Object) -> None:
         if self.informer.has_synced:  # the first list: nothing changed, the groups are reconciled anyway

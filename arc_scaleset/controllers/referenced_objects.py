@@ -32,7 +32,6 @@ forgets a listener with :meth:`forget`.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import logging
 from collections.abc import Callable, Iterable
@@ -53,6 +52,7 @@ from arc_scaleset.kube.informer import (
     resource_version,
 )
 from arc_scaleset.kube.resources import CONFIG_MAPS, SECRETS, Resource
+from arc_scaleset.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
 
@@ -282,9 +282,7 @@ class ReferencedObjectWatch:
             watch.retry = None
         task, watch.task = watch.task, None
         if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+            await cancel_and_wait(task)
 
     def _created(self, scope: Scope, obj: Object) -> None:
         watch = self._watches.get(scope)

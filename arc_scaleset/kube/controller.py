@@ -28,7 +28,6 @@ The contract (controller-runtime's, which every reconciler in this project relie
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, Sequence
@@ -44,6 +43,7 @@ from arc_scaleset.kube.resources import Resource
 from arc_scaleset.kube.runtime_metrics import RuntimeMetrics
 from arc_scaleset.kube.views import ObjectView
 from arc_scaleset.kube.workqueue import RateLimiter, ShutDown, WorkQueue
+from arc_scaleset.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
 
@@ -264,11 +264,7 @@ class Controller:
                 )
         else:
             await self._queue.shutdown(drain=False)
-        for worker in self._workers:
-            worker.cancel()
-        for worker in self._workers:
-            with contextlib.suppress(asyncio.CancelledError):
-                await worker
+        await cancel_and_wait(*self._workers)
         log.info("controller %s stopped", self.name)
 
     async def wait(self) -> None:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import builtins
-import contextlib
 import logging
 import random
 import sys
@@ -34,6 +33,7 @@ from arc_scaleset.kube.errors import Gone
 from arc_scaleset.kube.resources import Resource
 from arc_scaleset.kube.views import Object as Object
 from arc_scaleset.kube.views import mapping, metadata_of, sequence
+from arc_scaleset.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
 
@@ -410,9 +410,7 @@ class Informer:
     async def stop(self) -> None:
         """Cancel the task started by :meth:`start` and wait for it to end."""
         if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+            await cancel_and_wait(self._task)
             self._task = None
 
     def restart_watch(self, *, from_resource_version: str | None = None) -> None:
@@ -497,9 +495,7 @@ class Informer:
         finally:
             aborted.cancel()
             if not consume.done():
-                consume.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await consume
+                await cancel_and_wait(consume)
             self._watch_abort = None
         if consume.cancelled():
             return True  # aborted on purpose by restart_watch: not a failure

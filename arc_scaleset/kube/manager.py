@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import asyncio
 import builtins
-import contextlib
 import logging
 import signal
 from collections.abc import Collection, Mapping
@@ -45,6 +44,7 @@ from arc_scaleset.kube.leader_election import LeaderElectionConfig, LeaderElecto
 from arc_scaleset.kube.resources import Resource
 from arc_scaleset.kube.runtime_metrics import RuntimeMetrics
 from arc_scaleset.observability.metrics_server import MetricsServer, serve_metrics
+from arc_scaleset.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
 
@@ -255,11 +255,7 @@ class Manager:
         try:
             await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
         finally:
-            for waiter in waiters:
-                if not waiter.done():
-                    waiter.cancel()
-                    with contextlib.suppress(asyncio.CancelledError):
-                        await waiter
+            await cancel_and_wait(*(waiter for waiter in waiters if not waiter.done()))
         return hold is not None and hold.done() and not hold.cancelled() and not self._stop_requested.is_set()
 
     async def _until_stopped(self, work: Any) -> None:
@@ -269,11 +265,7 @@ class Manager:
         try:
             await asyncio.wait((task, stop), return_when=asyncio.FIRST_COMPLETED)
         finally:
-            for future in (task, stop):
-                if not future.done():
-                    future.cancel()
-                    with contextlib.suppress(asyncio.CancelledError):
-                        await future
+            await cancel_and_wait(*(future for future in (task, stop) if not future.done()))
         if task.done() and not task.cancelled():
             task.result()  # re-raise a failure (e.g. CacheSyncTimeoutError)
 

@@ -18,7 +18,6 @@ without the grant (written by an older controller) ends the watch at its first a
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Mapping
 from typing import Any
@@ -31,6 +30,7 @@ from arc_scaleset.kube.client import KubeClient
 from arc_scaleset.kube.errors import Forbidden, Gone
 from arc_scaleset.listener.capacity import STATUS_FIELD, cluster_capacity
 from arc_scaleset.listener.publish_plan import ABSENT, SetContent
+from arc_scaleset.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
 
@@ -101,9 +101,7 @@ class SetWatch:
 
     async def stop(self) -> None:
         if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+            await cancel_and_wait(self._task)
             self._task = None
 
     async def run(self) -> None:

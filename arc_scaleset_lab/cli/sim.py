@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import os
 import signal
 
 import orjson
 
+from arc_scaleset.tasks import cancel_and_wait
 from arc_scaleset_lab.sim.auth import DEFAULT_PAT_SCOPES
 from arc_scaleset_lab.sim.server import SimulatedGitHub
 from arc_scaleset_lab.sim.state import SimConfig
@@ -135,10 +135,7 @@ async def _serve(
 
             workload = asyncio.create_task(run_workload(spec, enqueue))
         await stop.wait()
-        if workload is not None:
-            workload.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await workload
+        await cancel_and_wait(workload)
     finally:
         await sim.stop()
     return 0

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 
 from rich.console import Console
 
+from arc_scaleset.tasks import cancel_and_wait
 from arc_scaleset_lab.demo.cold_nodes import ColdNodes
 from arc_scaleset_lab.demo.scenario import DemoError, DemoOptions, Scenario
 from arc_scaleset_lab.demo.summary import Summary
@@ -305,10 +306,7 @@ async def _with_network(
         except (DemoError, NetworkError) as exc:
             failure = str(exc)
         finally:
-            if display is not None:
-                display.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await display
+            await cancel_and_wait(display)
         written = await _write_report(scenario, summary, report) if report is not None else None
         if failure is not None:
             console.print(f"error: {failure}")

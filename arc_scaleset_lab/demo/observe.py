@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Final
 
+from arc_scaleset.tasks import cancel_and_wait
 from arc_scaleset_lab.cluster import prometheus_binary
 from arc_scaleset_lab.harness.prometheus import LabPrometheus, system_targets
 from arc_scaleset_lab.harness.system import System
@@ -32,9 +33,7 @@ async def observed(system: System, workdir: Path) -> AsyncIterator[LabPrometheus
     try:
         yield server
     finally:
-        following.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await following
+        await cancel_and_wait(following)
         server.stop()
 
 

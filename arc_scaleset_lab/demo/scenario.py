@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from arc_scaleset.api.autoscalingrunnerset import AUTOSCALING_RUNNER_SETS
+from arc_scaleset.tasks import cancel_and_wait
 from arc_scaleset_lab.cluster.provisioner import NodeProvisioner
 from arc_scaleset_lab.demo import api_writes
 from arc_scaleset_lab.demo.cold_nodes import ColdNodes
@@ -220,9 +221,7 @@ class Scenario:
                     settled = False
                     state.log(str(failure))
             finally:
-                workload.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await workload
+                await cancel_and_wait(workload)
             state.stage = "done" if settled else "did not settle"
             jobs = await system.sim.jobs()
             writes = api_writes.operator_writes(
@@ -253,11 +252,7 @@ class Scenario:
                 notes=notes,
             )
         finally:
-            for task in (tracker_task, recorder_task, nodes_task):
-                if task is not None:
-                    task.cancel()
-                    with contextlib.suppress(asyncio.CancelledError):
-                        await task
+            await cancel_and_wait(tracker_task, recorder_task, nodes_task)
 
     async def report(self, summary: Summary | None = None) -> ReportData:
         """The run's report (:mod:`arc_scaleset_lab.demo.report_html` draws it), also after a failed run: what was

@@ -52,6 +52,7 @@ from arc_scaleset.kube.errors import KubeError, NotFound
 from arc_scaleset.kube.informer import Informer, Object
 from arc_scaleset.kube.kubeconfig import load_kubeconfig
 from arc_scaleset.kube.resources import PODS
+from arc_scaleset.tasks import cancel_and_wait
 from arc_scaleset_lab.cluster.localcluster import LOOPBACK, free_port
 from arc_scaleset_lab.cluster.processes import die_with_parent
 from arc_scaleset_lab.node.arc_listener import (
@@ -334,10 +335,7 @@ class ListenerKubelet:
                     del self._workers[worker.key]
                 await self._report_exit(worker, pod, code)
         finally:
-            if refresher is not None:
-                refresher.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await refresher
+            await cancel_and_wait(refresher)
             if worker.sandbox is not None:
                 worker.sandbox.cleanup()
             worker.stopped.set()

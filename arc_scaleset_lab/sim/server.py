@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import contextlib
 import ssl
 from types import TracebackType
 
 from aiohttp import web
 
 from arc_scaleset.clock import REAL_CLOCK, Clock
+from arc_scaleset.tasks import cancel_and_wait
 from arc_scaleset_lab.sim.address import SimAddress
 from arc_scaleset_lab.sim.auth import Credentials
 from arc_scaleset_lab.sim.azure import SimAzure
@@ -98,9 +98,7 @@ class SimulatedGitHub:
 
     async def stop(self) -> None:
         if self._timer is not None:
-            self._timer.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._timer
+            await cancel_and_wait(self._timer)
             self._timer = None
         if self._runner is not None:
             await self._runner.cleanup()
