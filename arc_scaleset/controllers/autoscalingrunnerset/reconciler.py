@@ -72,6 +72,7 @@ from arc_scaleset.controllers.errors import (
     GitHubAuthenticationStepFailed,
     InvalidSpec,
     UnsupportedVersion,
+    first_spec_error,
 )
 from arc_scaleset.controllers.failure_report import ReconcileFailureReporter
 from arc_scaleset.controllers.reconcile_pass import ObjectMemory, Phase, gather, run_phases
@@ -192,7 +193,7 @@ class AutoscalingRunnerSetReconciler:
         try:
             ars = AutoscalingRunnerSet.from_object(obj)
         except pydantic.ValidationError as exc:
-            raise InvalidSpec(f"the AutoscalingRunnerSet cannot be read: {_first_error(exc)}") from None
+            raise InvalidSpec(f"the AutoscalingRunnerSet cannot be read: {first_spec_error(exc)}") from None
         listener = self.listeners.get(self.ctx.settings.controller_namespace, listener_name_of(ars))
         return ScaleSetPass(obj, view, ars, request, report, memory, listener)
 
@@ -277,14 +278,6 @@ def _github_reason(exc: ActionsError) -> str:
         return "GitHubUnavailable"
     return "GitHubRequestFailed"
 
-
-def _first_error(exc: pydantic.ValidationError) -> str:
-    errors = exc.errors()
-    if not errors:
-        return "invalid spec"
-    first = errors[0]
-    location = ".".join(str(part) for part in first.get("loc", ()))
-    return f"{location}: {first.get('msg', 'invalid')}"
 
 
 def setup_autoscaling_runner_set_controller(
