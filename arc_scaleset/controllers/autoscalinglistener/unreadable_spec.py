@@ -1,0 +1,52 @@
+"""An AutoscalingListener whose spec this controller cannot read (docs/controllers.md, "A listener whose spec cannot
+be read").
+
+The CRD schema lets through what the listener's model refuses: a ``minRunnersSchedule`` day or time zone no parser
+knows, a field an older or newer controller wrote in another shape, a hand edit. No phase can run on such a
+listener (each needs its parsed spec), so the pass reports it and ends: ``Ready`` names the field and what is
+wrong with it (reason ``InvalidSpec``), through the listener's usual conditions (:func:`.status.derive_conditions`:
+a listener pod that still runs serves on its previous config, and ``Ready`` says so). The shell writes them only
+when they change and records a Warning Event then, so a listener that stays unreadable costs no write and no
+Event on later passes.
+
+The message is :func:`~arc_scaleset.controllers.errors.first_spec_error`'s: the field's path and what is wrong,
+never the value pydantic was given.
+
+Not requeued: only an edit of the listener (or its replacement by its scale set's controller, which recreates a
+listener whose spec is not the one it wants) can make it readable, and that edit wakes it. A listener being
+deleted keeps its finalizer until then: its children are found from its spec.
+
+Pure: the view, the error and what the cache shows come in, the pass's report goes out.
+"""
+
+from __future__ import annotations
+
+import pydantic
+
+from arc_scaleset.api.views import AutoscalingListenerView
+from arc_scaleset.controllers.autoscalinglistener.restart import BackoffState
+from arc_scaleset.controllers.autoscalinglistener.status import ListenerReport
+from arc_scaleset.controllers.errors import InvalidSpec, first_spec_error
+
+
+def unreadable_spec_message(view: AutoscalingListenerView, exc: pydantic.ValidationError) -> str:
+    """What ``Ready`` and the Event say: the field, what is wrong, and what to do."""
+    then = (
+        "its children are deleted once it can be read"
+        if view.is_deleting
+        else "nothing is created or changed for it until then"
+    )
+    return (
+        f"the AutoscalingListener cannot be read: {first_spec_error(exc)}; fix or remove that field (the controller"
+        f" of the AutoscalingRunnerSet that made the listener replaces one whose spec is not its own); {then}"
+    )
+
+
+def unreadable_spec_report(
+    view: AutoscalingListenerView, message: str, *, pod_running: bool, restarts: BackoffState | None
+) -> ListenerReport:
+    """The report of a pass that found the listener's spec unreadable (``message``: :func:`unreadable_spec_message`;
+    ``pod_running``: its listener container runs, as last seen; ``restarts``: its restart backoff, as remembered)."""
+    return ListenerReport(
+        generation=view.generation, pod_running=pod_running, problem=(InvalidSpec.reason, message), restarts=restarts
+    )
