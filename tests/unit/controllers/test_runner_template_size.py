@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from arc_scaleset.controllers.autoscalingrunnerset.template_size import (
+from arc_scaleset.controllers.runner_template_size import (
     RunnerTemplateTooLarge,
     check_template_size,
     template_size,
