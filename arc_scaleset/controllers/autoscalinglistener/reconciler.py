@@ -70,7 +70,11 @@ from arc_scaleset.controllers.autoscalinglistener.standby_objects import Standby
 from arc_scaleset.controllers.autoscalinglistener.status import ListenerReport
 from arc_scaleset.controllers.autoscalinglistener.takeover import ScaleSetClaim
 from arc_scaleset.controllers.autoscalinglistener.tenancy import Tenancy
-from arc_scaleset.controllers.autoscalinglistener.unreadable_spec import unreadable_spec_message, unreadable_spec_report
+from arc_scaleset.controllers.autoscalinglistener.unreadable_spec import (
+    deletion_skeleton,
+    unreadable_spec_message,
+    unreadable_spec_report,
+)
 from arc_scaleset.controllers.context import ControllerContext
 from arc_scaleset.controllers.errors import ConfigurationError, InvalidSpec, first_spec_error
 from arc_scaleset.controllers.failure_report import ReconcileFailureReporter
@@ -217,12 +221,15 @@ class AutoscalingListenerReconciler:
                 await self.health.write_status(scope)
 
     async def _unreadable(self, request: Request, obj: Object, exc: pydantic.ValidationError) -> Result:
-        """A listener whose spec cannot be read (:mod:`.unreadable_spec`): ``Ready`` says why, and a Warning Event
-        when that is news; not requeued (its edit wakes it)."""
+        """A listener whose spec cannot be read (:mod:`.unreadable_spec`): deleted all the same when it is being
+        deleted; else ``Ready`` says why, and a Warning Event when that is news; not requeued (its edit wakes it)."""
         view = AutoscalingListenerView(obj)
         memory = self.memory.slot(request, view.uid)
+        if view.is_deleting:
+            scope = ListenerPass(request, obj, view, deletion_skeleton(view), memory)
+            return await run_phases(scope, (self.membership.leave, self._delete))
         pod = self.pods.get(view.namespace, listener_pod_name(view.name))
-        message = unreadable_spec_message(view, exc)
+        message = unreadable_spec_message(exc)
         restarts = memory.restart_state(now=self.ctx.clock.monotonic())
         report = unreadable_spec_report(view, message, pod_running=listener_running(pod or {}), restarts=restarts)
         if await self.health.write_report(obj, memory, report):

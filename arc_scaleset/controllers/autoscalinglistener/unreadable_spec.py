@@ -13,8 +13,11 @@ The message is :func:`~arc_scaleset.controllers.errors.first_spec_error`'s: the 
 never the value pydantic was given.
 
 Not requeued: only an edit of the listener (or its replacement by its scale set's controller, which recreates a
-listener whose spec is not the one it wants) can make it readable, and that edit wakes it. A listener being
-deleted keeps its finalizer until then: its children are found from its spec.
+listener whose spec is not the one it wants) can make it readable, and that edit wakes it.
+
+A listener being deleted is deleted all the same: its children are found from its name, its annotations and the
+one spec field that says where its Role and RoleBinding are (:func:`deletion_skeleton`), so an unreadable spec
+never holds its finalizer (nor the deletion of its scale set, which waits for it).
 
 Pure: the view, the error and what the cache shows come in, the pass's report goes out.
 """
@@ -23,22 +26,30 @@ from __future__ import annotations
 
 import pydantic
 
+from arc_scaleset.api.autoscalinglistener import AutoscalingListener
 from arc_scaleset.api.views import AutoscalingListenerView
 from arc_scaleset.controllers.autoscalinglistener.restart import BackoffState
 from arc_scaleset.controllers.autoscalinglistener.status import ListenerReport
 from arc_scaleset.controllers.errors import InvalidSpec, first_spec_error
 
 
-def unreadable_spec_message(view: AutoscalingListenerView, exc: pydantic.ValidationError) -> str:
+def unreadable_spec_message(exc: pydantic.ValidationError) -> str:
     """What ``Ready`` and the Event say: the field, what is wrong, and what to do."""
-    then = (
-        "its children are deleted once it can be read"
-        if view.is_deleting
-        else "nothing is created or changed for it until then"
-    )
     return (
         f"the AutoscalingListener cannot be read: {first_spec_error(exc)}; fix or remove that field (the controller"
-        f" of the AutoscalingRunnerSet that made the listener replaces one whose spec is not its own); {then}"
+        " of the AutoscalingRunnerSet that made the listener replaces one whose spec is not its own); nothing is"
+        " created or changed for it until then"
+    )
+
+
+def deletion_skeleton(view: AutoscalingListenerView) -> AutoscalingListener:
+    """The listener as far as its deletion reads it (:mod:`.deletion`, the deletion phases): its metadata and
+    ``spec.autoscalingRunnerSetNamespace`` (where its Role and RoleBinding are), the rest of its spec left out.
+
+    Raises ``pydantic.ValidationError`` only when its metadata cannot be read either (the API server checks it).
+    """
+    return AutoscalingListener.from_object(
+        {"metadata": view.metadata, "spec": {"autoscalingRunnerSetNamespace": view.scale_set_namespace}}
     )
 
 

@@ -1,6 +1,7 @@
 """An AutoscalingListener whose spec this controller cannot read (a hand edit, a field another version wrote in
 another shape) gets a clear answer on the real control plane: ``Ready`` and one Warning Event name the field, the
-listener pod keeps serving on its previous config, no retry runs, and fixing the field clears it."""
+listener pod keeps serving on its previous config, no retry runs, and fixing the field clears it; deleting it
+deletes it, unread."""
 
 from __future__ import annotations
 
@@ -90,3 +91,20 @@ async def _ready(
     if reason is not None and found.get("reason") != reason:
         return None
     return found if naming in found.get("message", "") else None
+
+
+async def test_a_listener_whose_spec_cannot_be_read_is_still_deleted_with_its_pod(start_env: EnvFactory) -> None:
+    async with start_env() as env:
+        name, _ = await running_listener(env)
+        await env.stop()
+        await env.start("AutoscalingListener")
+        await patch_spec(env, name, {"minRunnersSchedule": [UNREADABLE_WINDOW]})
+        await eventually(lambda: _ready(env, name, naming=FIELD), f"Ready naming {FIELD}")
+
+        # Its finalizer must not hold it (nor its scale set's deletion, which waits for it) until someone fixes it.
+        await env.kube.delete(AUTOSCALING_LISTENERS, name, namespace=env.controller_namespace)
+        await eventually(lambda: _gone(env, name), "the listener and its pod gone")
+
+
+async def _gone(env: ControllerHarness, name: str) -> bool:
+    return await env.listener(name) is None and await env.listener_pod(name) is None

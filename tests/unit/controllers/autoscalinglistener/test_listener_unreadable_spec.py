@@ -1,5 +1,6 @@
 """A listener whose spec cannot be read: ``Ready`` names the field and what is wrong, never the value it holds; a
-listener pod that still runs serves on its previous config and ``Ready`` says so."""
+listener pod that still runs serves on its previous config and ``Ready`` says so; a deleting one is deleted from
+what can be read."""
 
 from __future__ import annotations
 
@@ -9,9 +10,12 @@ import pydantic
 import pytest
 
 from arc_scaleset.api.autoscalinglistener import AutoscalingListener
+from arc_scaleset.api.listener_standby import ANNOTATION_STANDBY, STANDBY_VALUE
 from arc_scaleset.api.views import AutoscalingListenerView
+from arc_scaleset.controllers.autoscalinglistener.deletion import listener_children
 from arc_scaleset.controllers.autoscalinglistener.status import derive_conditions
 from arc_scaleset.controllers.autoscalinglistener.unreadable_spec import (
+    deletion_skeleton,
     unreadable_spec_message,
     unreadable_spec_report,
 )
@@ -32,7 +36,7 @@ def validation_error(obj: dict[str, object]) -> pydantic.ValidationError:
 
 def test_the_message_names_the_field_and_what_is_wrong_with_it() -> None:
     obj = listener_object(minRunnersSchedule=[WINDOW])
-    message = unreadable_spec_message(AutoscalingListenerView(obj), validation_error(obj))
+    message = unreadable_spec_message(validation_error(obj))
     assert message.startswith("the AutoscalingListener cannot be read: spec.minRunnersSchedule.0.timeZone: ")
     assert "'Europe/Berlim' is not an IANA time zone name" in message
     assert message.endswith("nothing is created or changed for it until then")
@@ -43,23 +47,27 @@ def test_the_value_a_field_holds_is_never_quoted() -> None:
     obj = listener_object(runnerScaleSetId=TOKEN, template={"spec": {"containers": [{"env": [{"value": TOKEN}]}]}})
     exc = validation_error(obj)
     assert TOKEN in str(exc.errors())  # what the message is made from holds it
-    message = unreadable_spec_message(AutoscalingListenerView(obj), exc)
+    message = unreadable_spec_message(exc)
     assert "spec.runnerScaleSetId: Input should be a valid integer" in message
     assert TOKEN not in message
     assert TOKEN not in first_spec_error(exc)
 
 
-def test_a_deleting_listener_is_told_its_children_go_once_it_can_be_read() -> None:
-    obj = listener_object(minRunnersSchedule=[WINDOW])
-    obj["metadata"]["deletionTimestamp"] = "2026-12-06T11:59:00Z"
-    message = unreadable_spec_message(AutoscalingListenerView(obj), validation_error(obj))
-    assert message.endswith("its children are deleted once it can be read")
+@pytest.mark.parametrize("standby", [False, True])
+def test_a_deleting_listener_finds_the_same_children_without_its_spec(standby: bool) -> None:
+    # The skeleton the deletion of an unreadable listener works from names every child the full listener does.
+    obj = listener_object(minRunnersSchedule=[{**WINDOW, "timeZone": "Europe/Berlin"}])
+    if standby:
+        obj["metadata"]["annotations"] = {ANNOTATION_STANDBY: STANDBY_VALUE}
+    skeleton = deletion_skeleton(AutoscalingListenerView(obj))
+    assert listener_children(skeleton) == listener_children(AutoscalingListener.from_object(obj))
+    assert "team" in {namespace for _, namespace, _ in listener_children(skeleton)}, "its Role and RoleBinding"
 
 
 def test_without_a_running_pod_the_listener_is_not_ready_for_the_field() -> None:
     obj = listener_object(minRunnersSchedule=[WINDOW])
     view = AutoscalingListenerView(obj)
-    message = unreadable_spec_message(view, validation_error(obj))
+    message = unreadable_spec_message(validation_error(obj))
     report = unreadable_spec_report(view, message, pod_running=False, restarts=None)
     ready = get_condition(derive_conditions([], report, now=NOW), "Ready") or {}
     assert (ready["status"], ready["reason"], ready["message"]) == ("False", "InvalidSpec", message)
@@ -68,7 +76,7 @@ def test_without_a_running_pod_the_listener_is_not_ready_for_the_field() -> None
 def test_a_running_pod_serves_on_its_previous_config_and_ready_names_the_field() -> None:
     obj = listener_object(minRunnersSchedule=[WINDOW])
     view = AutoscalingListenerView(obj)
-    message = unreadable_spec_message(view, validation_error(obj))
+    message = unreadable_spec_message(validation_error(obj))
     report = unreadable_spec_report(view, message, pod_running=True, restarts=None)
     ready = get_condition(derive_conditions([], report, now=NOW), "Ready") or {}
     assert ready["status"] == "True"
