@@ -234,7 +234,8 @@ class AutoscalingListenerReconciler:
         report = unreadable_spec_report(view, message, pod_running=listener_running(pod or {}), restarts=restarts)
         if await self.health.write_report(obj, memory, report):
             log.warning("AutoscalingListener %s: %s", request, message)
-            await self.events.warning(obj, InvalidSpec.reason, message, action="Read")
+            # On the listener alone: the scale set its unread spec names was never checked against it (tenancy).
+            await self.events.on_listener(obj, "Warning", InvalidSpec.reason, message, action="Read")
         return Result()
 
     async def _report_error(self, scope: ListenerPass, exc: Exception) -> None:

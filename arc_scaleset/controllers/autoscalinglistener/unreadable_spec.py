@@ -7,7 +7,8 @@ listener (each needs its parsed spec), so the pass reports it and ends: ``Ready`
 wrong with it (reason ``InvalidSpec``), through the listener's usual conditions (:func:`.status.derive_conditions`:
 a listener pod that still runs serves on its previous config, and ``Ready`` says so). The shell writes them only
 when they change and records a Warning Event then, so a listener that stays unreadable costs no write and no
-Event on later passes.
+Event on later passes. The Event is on the listener alone: the scale set its spec names has not been checked
+against it (docs/controllers.md, "Tenancy"); its own controller shows a listener that is not ``Ready``.
 
 The message is :func:`~arc_scaleset.controllers.errors.first_spec_error`'s: the field's path and what is wrong,
 never the value pydantic was given.
