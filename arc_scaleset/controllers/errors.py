@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+import pydantic
+
 
 class ConfigurationError(Exception):
     """Input the controller cannot use until a user changes it."""
@@ -77,6 +79,22 @@ class InvalidSpec(ConfigurationError):
     """The object's spec cannot be read (a field of the wrong type that the CRD schema let through)."""
 
     reason = "InvalidSpec"
+
+
+def first_spec_error(exc: pydantic.ValidationError) -> str:
+    """The first problem of an object that cannot be read, as ``field.path: what is wrong``
+    (``spec.minRunnersSchedule.1.timeZone: Value error, ...``).
+
+    Never pydantic's ``input`` (the value it was given, up to the whole object, templates and all): only the
+    field's path and pydantic's message, which quotes no value except where one of the models' own validators
+    names what it refuses (a day, a time, a time zone: never a secret field).
+    """
+    errors = exc.errors()
+    if not errors:
+        return "invalid spec"
+    first = errors[0]
+    location = ".".join(str(part) for part in first.get("loc", ()))
+    return f"{location}: {first.get('msg', 'invalid')}"
 
 
 class UnsupportedVersion(ConfigurationError):

@@ -114,8 +114,8 @@ class ControllerSettings:
       AutoscalingRunnerSet whose ``minRunners`` or ``maxRunners`` is above it is refused, and an
       EphemeralRunnerSet keeps at most this many runners whatever its ``replicas`` says.
     - ``max_runner_template_bytes``: the largest runner pod template (``spec.template`` as JSON) a scale set may
-      have (``--max-runner-template-bytes``): every runner stores a copy; above it the scale set is refused
-      (:mod:`arc_scaleset.controllers.autoscalingrunnerset.template_size`).
+      have (``--max-runner-template-bytes``): every runner stores a copy; above it the scale set is refused, and
+      an EphemeralRunnerSet creates no runner (:mod:`arc_scaleset.controllers.runner_template_size`).
     - ``unschedulable_runner_bound``: seconds a runner pod may stay unschedulable before the set advertises
       only the runners it has placed (``--unschedulable-runner-bound``; docs/capacity.md).
     - ``capped_node_room``: lower the advertised capacity by the room left on nodes labelled

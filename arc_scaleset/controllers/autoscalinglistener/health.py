@@ -10,14 +10,16 @@ from __future__ import annotations
 from typing import Any
 
 from arc_scaleset.api.autoscalinglistener import AUTOSCALING_LISTENERS
+from arc_scaleset.api.views import AutoscalingListenerView
 from arc_scaleset.controllers.autoscalinglistener.events import ListenerEvents
 from arc_scaleset.controllers.autoscalinglistener.listener_health import (
     listener_readiness,
     reported_state,
     state_annotation,
 )
-from arc_scaleset.controllers.autoscalinglistener.scope import ListenerPass
+from arc_scaleset.controllers.autoscalinglistener.scope import ListenerMemory, ListenerPass
 from arc_scaleset.controllers.autoscalinglistener.status import (
+    ListenerReport,
     PodReadiness,
     derive_conditions,
     outage_event,
@@ -59,34 +61,41 @@ class ListenerHealth:
         return listener_readiness(ObjectView(pod).name, where, state)
 
     async def write_status(self, scope: ListenerPass) -> None:
-        """Write the conditions the pass derived from ``scope.report``, when they differ from the stored ones.
+        """Write the conditions the pass derived from ``scope.report`` (:meth:`write_report`)."""
+        assert scope.report is not None
+        await self.write_report(scope.obj, scope.memory, scope.report)
+
+    async def write_report(self, obj: Object, memory: ListenerMemory, report: ListenerReport) -> bool:
+        """Write the conditions derived from ``report`` on the listener ``obj`` (as cached), when they differ from
+        the stored ones; True when they differed and were written.
 
         No resourceVersion precondition: only this controller writes the listener's status, and it is derived
         afresh from the live state on every pass, so a write from a stale read is corrected by the next pass.
-        The conditions are derived from what this process last wrote when the cache still shows the object it
-        was computed from (the write has not come back through the watch yet), so an outage's start or end is
-        announced once (:func:`.status.outage_event`), on the listener and on its AutoscalingRunnerSet.
+        The conditions are derived from what this process last wrote (``memory``) when the cache still shows the
+        object it was computed from (the write has not come back through the watch yet), so an outage's start or
+        end is announced once (:func:`.status.outage_event`), on the listener and on its AutoscalingRunnerSet.
         """
-        assert scope.report is not None
-        view, memory = scope.view, scope.memory
+        view = AutoscalingListenerView(obj)
         stored: list[dict[str, Any]] = [dict(condition) for condition in view.conditions]
         if memory.written_status is not None and memory.written_status[0] == view.resource_version:
             stored = memory.written_status[1]
         now = self.ctx.clock.now()
-        conditions = derive_conditions(stored, scope.report, now=now)
+        conditions = derive_conditions(stored, report, now=now)
         patch = status_patch({"conditions": stored}, conditions)
         if not patch:
-            return
+            return False
         try:
             await self.ctx.kube.patch(
                 AUTOSCALING_LISTENERS, view.name, {"status": patch}, namespace=view.namespace, subresource="status"
             )
         except NotFound:
-            return
+            return False
         memory.written_status = (view.resource_version, conditions)
         event = outage_event(stored, conditions, now=now)
         if event is not None:
             kind, reason, note = event
+            key = f"{view.namespace}/{view.name}"
             await self.events.on_both(
-                scope.obj, kind, reason, note, scale_set_note=f"listener {scope.key}: {note}", action="Listen"
+                obj, kind, reason, note, scale_set_note=f"listener {key}: {note}", action="Listen"
             )
+        return True

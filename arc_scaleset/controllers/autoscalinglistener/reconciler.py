@@ -28,13 +28,15 @@ and, at the end of every pass that served or refused the listener, whatever happ
 
 Bad input (credentials, TLS, a template the policy or the API server rejects, an object in the way) is a Warning
 Event on the listener and on its AutoscalingRunnerSet and a ``Ready`` condition saying what is wrong (after a
-refusal, ``Degraded`` too, and the listener pod is withdrawn), and the key is retried with backoff.
+refusal, ``Degraded`` too, and the listener pod is withdrawn), and the key is retried with backoff. A listener whose
+spec cannot be read runs no phase: ``Ready`` and an Event say which field, once (:mod:`.unreadable_spec`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import Iterable
 from typing import Final
 
@@ -68,8 +70,13 @@ from arc_scaleset.controllers.autoscalinglistener.standby_objects import Standby
 from arc_scaleset.controllers.autoscalinglistener.status import ListenerReport
 from arc_scaleset.controllers.autoscalinglistener.takeover import ScaleSetClaim
 from arc_scaleset.controllers.autoscalinglistener.tenancy import Tenancy
+from arc_scaleset.controllers.autoscalinglistener.unreadable_spec import (
+    deletion_skeleton,
+    unreadable_spec_message,
+    unreadable_spec_report,
+)
 from arc_scaleset.controllers.context import ControllerContext
-from arc_scaleset.controllers.errors import ConfigurationError, InvalidSpec
+from arc_scaleset.controllers.errors import ConfigurationError, InvalidSpec, first_spec_error
 from arc_scaleset.controllers.failure_report import ReconcileFailureReporter
 from arc_scaleset.controllers.metrics import scale_set_labels
 from arc_scaleset.controllers.reconcile_pass import ObjectMemory, Phase, gather, run_phases
@@ -82,6 +89,8 @@ from arc_scaleset.kube.informer import Object
 from arc_scaleset.kube.resources import PODS, ROLE_BINDINGS, ROLES, SERVICE_ACCOUNTS
 from arc_scaleset.kube.views import ObjectView
 from arc_scaleset.kube.workqueue import RateLimiter
+
+log = logging.getLogger(__name__)
 
 CONTROLLER_NAME: Final = "autoscalinglistener"
 
@@ -185,7 +194,12 @@ class AutoscalingListenerReconciler:
         if obj is None:
             self.references.forget(request)
             return Result()
-        scope = self._scope(request, obj)
+        view = AutoscalingListenerView(obj)
+        try:
+            listener = AutoscalingListener.from_object(obj)
+        except pydantic.ValidationError as exc:
+            return await self._unreadable(request, obj, exc)
+        scope = ListenerPass(request, obj, view, listener, self.memory.slot(request, view.uid))
         try:
             return await run_phases(scope, self.phases)
         except Conflict:
@@ -206,13 +220,23 @@ class AutoscalingListenerReconciler:
                 scope.report.restarts = scope.memory.restart_state(now=self.ctx.clock.monotonic())
                 await self.health.write_status(scope)
 
-    def _scope(self, request: Request, obj: Object) -> ListenerPass:
+    async def _unreadable(self, request: Request, obj: Object, exc: pydantic.ValidationError) -> Result:
+        """A listener whose spec cannot be read (:mod:`.unreadable_spec`): deleted all the same when it is being
+        deleted; else ``Ready`` says why, and a Warning Event when that is news; not requeued (its edit wakes it)."""
         view = AutoscalingListenerView(obj)
-        try:
-            listener = AutoscalingListener.from_object(obj)
-        except pydantic.ValidationError as exc:
-            raise InvalidSpec(f"AutoscalingListener {request} cannot be read: {exc.errors()[:1]}") from None
-        return ListenerPass(request, obj, view, listener, self.memory.slot(request, view.uid))
+        memory = self.memory.slot(request, view.uid)
+        if view.is_deleting:
+            scope = ListenerPass(request, obj, view, deletion_skeleton(view), memory)
+            return await run_phases(scope, (self.membership.leave, self._delete))
+        pod = self.pods.get(view.namespace, listener_pod_name(view.name))
+        message = unreadable_spec_message(exc)
+        restarts = memory.restart_state(now=self.ctx.clock.monotonic())
+        report = unreadable_spec_report(view, message, pod_running=listener_running(pod or {}), restarts=restarts)
+        if await self.health.write_report(obj, memory, report):
+            log.warning("AutoscalingListener %s: %s", request, message)
+            # On the listener alone: the scale set its unread spec names was never checked against it (tenancy).
+            await self.events.on_listener(obj, "Warning", InvalidSpec.reason, message, action="Read")
+        return Result()
 
     async def _report_error(self, scope: ListenerPass, exc: Exception) -> None:
         """Put the error that ends a reporting pass in its report; bad input is also an Event, and after a
@@ -280,7 +304,7 @@ def _parse_scale_set(obj: Object) -> AutoscalingRunnerSet:
     except pydantic.ValidationError as exc:
         view = ObjectView(obj)
         raise InvalidSpec(
-            f"AutoscalingRunnerSet {view.namespace}/{view.name} cannot be read: {exc.errors()[:1]}"
+            f"AutoscalingRunnerSet {view.namespace}/{view.name} cannot be read: {first_spec_error(exc)}"
         ) from None
 
 

@@ -7,7 +7,7 @@ brings the key back through a watch) and the status is written once at the end, 
 
 1. deleting → :mod:`.deletion` (a pass of its own: no status is written);
 2. validation: the version gate (a mismatched ``app.kubernetes.io/version`` is reported, never deleted), the
-   runner bounds (:mod:`.bounds`) and the runner template's size (:mod:`.template_size`);
+   runner bounds (:mod:`.bounds`) and the runner template's size (:mod:`arc_scaleset.controllers.runner_template_size`);
 3. the finalizer;
 4. registration: the config URL (its labels) and the scale set registered or reused by name in the runner
    group (:mod:`.scale_set_phase`);
@@ -64,7 +64,6 @@ from arc_scaleset.controllers.autoscalingrunnerset.status import (
     scale_set_runner_counts,
 )
 from arc_scaleset.controllers.autoscalingrunnerset.status_write import write_status
-from arc_scaleset.controllers.autoscalingrunnerset.template_size import check_template_size
 from arc_scaleset.controllers.autoscalingrunnerset.verification import seconds_until_verification
 from arc_scaleset.controllers.context import ControllerContext
 from arc_scaleset.controllers.errors import (
@@ -72,9 +71,11 @@ from arc_scaleset.controllers.errors import (
     GitHubAuthenticationStepFailed,
     InvalidSpec,
     UnsupportedVersion,
+    first_spec_error,
 )
 from arc_scaleset.controllers.failure_report import ReconcileFailureReporter
 from arc_scaleset.controllers.reconcile_pass import ObjectMemory, Phase, gather, run_phases
+from arc_scaleset.controllers.runner_template_size import check_template_size
 from arc_scaleset.github import (
     ActionsError,
     AuthenticationStepFailed,
@@ -194,7 +195,7 @@ class AutoscalingRunnerSetReconciler:
         try:
             ars = AutoscalingRunnerSet.from_object(obj)
         except pydantic.ValidationError as exc:
-            raise InvalidSpec(f"the AutoscalingRunnerSet cannot be read: {_first_error(exc)}") from None
+            raise InvalidSpec(f"the AutoscalingRunnerSet cannot be read: {first_spec_error(exc)}") from None
         listener = self.listeners.get(self.ctx.settings.controller_namespace, listener_name_of(ars))
         return ScaleSetPass(obj, view, ars, request, report, memory, listener)
 
@@ -278,15 +279,6 @@ def _github_reason(exc: ActionsError) -> str:
     if is_transient(exc):
         return "GitHubUnavailable"
     return "GitHubRequestFailed"
-
-
-def _first_error(exc: pydantic.ValidationError) -> str:
-    errors = exc.errors()
-    if not errors:
-        return "invalid spec"
-    first = errors[0]
-    location = ".".join(str(part) for part in first.get("loc", ()))
-    return f"{location}: {first.get('msg', 'invalid')}"
 
 
 def setup_autoscaling_runner_set_controller(

@@ -21,7 +21,8 @@ phases in order, and the status written at the end. The decisions are :mod:`.sca
 6. ``_scale``: carry out :func:`.scaling.plan_scaling`: outdated hold, stale-Outdated deletion, failed-runner
    reaping, the patch gate, finished-runner reaping (marker first, or riding the status write when the runners'
    own controller deletes them: :mod:`.finished_marker`), scale-up (concurrent creates, bounded by
-   ``runner_create_concurrency``) or scale-down. A set *superseded* by a newer set of its scale set
+   ``runner_create_concurrency``; none from a runner template above the size bound or one the API server
+   refuses: :mod:`.spec_problems`) or scale-down. A set *superseded* by a newer set of its scale set
    (:mod:`arc_scaleset.api.runner_sets`; only after a move from ARC) is planned as ``replicas`` 0 under
    patch ID 0: it creates nothing and removes its idle runners while the AutoscalingRunnerSet deletes it.
 
@@ -71,21 +72,19 @@ from arc_scaleset.controllers.ephemeralrunnerset.scaling import (
     revision_cleanup,
 )
 from arc_scaleset.controllers.ephemeralrunnerset.scope import SetMemory, SetPass, SetReport, set_memory_of
+from arc_scaleset.controllers.ephemeralrunnerset.spec_problems import spec_verdict
 from arc_scaleset.controllers.ephemeralrunnerset.status import (
     patch_applied_actionable_revision,
     patch_finished_cleanup_marker,
     read_finished_cleanup_patch_id,
 )
-from arc_scaleset.controllers.ephemeralrunnerset.template_check import (
-    REASON_INVALID_RUNNER_TEMPLATE,
-    dry_run_pod,
-    try_runner_pod,
-)
+from arc_scaleset.controllers.ephemeralrunnerset.template_check import dry_run_pod, try_runner_pod
 from arc_scaleset.controllers.errors import ConfigurationError
 from arc_scaleset.controllers.failure_report import ReconcileFailureReporter
 from arc_scaleset.controllers.metrics import DeletedReason, ScaleSetState, runner_set_labels, scale_set_states
 from arc_scaleset.controllers.reconcile_pass import ObjectMemory, Phase, gather, run_phases
 from arc_scaleset.controllers.runner_classification import RunnerStates, RunnerView
+from arc_scaleset.controllers.runner_template_size import runner_set_template_problem
 from arc_scaleset.kube.controller import Controller, Request, Result, Watch
 from arc_scaleset.kube.finalizers import add_finalizer, has_finalizer, remove_finalizer
 from arc_scaleset.kube.informer import Object
@@ -314,20 +313,21 @@ class EphemeralRunnerSetReconciler:
         return Result(requeue_after=EXPECTATION_RECHECK)
 
     async def _scale(self, scope: SetPass) -> Result | None:
-        """Carry out the scaling plan, unless the API server refuses the runner pod: then create nothing."""
+        """Carry out the scaling plan, unless the runner template is above the size bound or the API server refuses
+        the runner pod: then create nothing (:mod:`.spec_problems`)."""
         plan = self._plan(scope)
-        rejection, recheck = await self._check_template(scope, creating=plan.create > 0)
-        problem = replicas_above_ceiling(scope.ers, ceiling=self._ctx.settings.max_runners_ceiling)
-        if rejection is not None:
-            # No runner from a spec the API server refuses: none is registered on GitHub only to be refused.
+        settings = self._ctx.settings
+        oversized = runner_set_template_problem(scope.ers, limit=settings.max_runner_template_bytes)
+        rejection, recheck = await self._check_template(scope, creating=plan.create > 0 and oversized is None)
+        verdict = spec_verdict(
+            oversized=oversized,
+            rejection=rejection,
+            above_ceiling=replicas_above_ceiling(scope.ers, ceiling=settings.max_runners_ceiling),
+        )
+        if not verdict.may_create:
             plan = dataclasses.replace(plan, create=0)
-            problem = (
-                REASON_INVALID_RUNNER_TEMPLATE,
-                f"the API server refuses the runner pod: {rejection}; no runner is created (nor registered on"
-                " GitHub) until the runner template is fixed",
-            )
         await self._execute(scope, plan)
-        scope.report = SetReport(counts=True, phase=str(plan.phase), assessed=True, problem=problem)
+        scope.report = SetReport(counts=True, phase=str(plan.phase), assessed=True, problem=verdict.problem)
         return Result(requeue_after=sooner(plan.requeue_after, recheck))
 
     def _plan(self, scope: SetPass) -> ScalingPlan:

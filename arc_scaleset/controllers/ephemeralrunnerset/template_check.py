@@ -7,7 +7,8 @@ forever (issue 15). So before the EphemeralRunnerSet creates runners from a runn
 the first of them would get (:func:`dry_run_pod`, built by the runner controller's own builder) as a
 server-side dry run (``dryRun=All``: defaulting, admission and validation, nothing stored). A refusal is
 the set's ``Degraded`` condition with reason ``InvalidRunnerTemplate`` and a Warning Event quoting the API
-server, and no runner is created; nothing is registered on GitHub.
+server, and no runner is created; nothing is registered on GitHub (:mod:`.spec_problems`). A template above the
+controller's size bound is not tried at all.
 
 Verdicts are remembered per set (in its slot of the controller's memory), for the runner spec they were
 given for (:class:`TemplateChecks`): a refusal is tried again after ``recheck_rejected`` seconds (the cause
@@ -38,7 +39,6 @@ from arc_scaleset.kube.resources import PODS
 
 log = logging.getLogger(__name__)
 
-REASON_INVALID_RUNNER_TEMPLATE: Final = "InvalidRunnerTemplate"
 DEFAULT_RECHECK_REJECTED: Final = 60.0
 DEFAULT_RECHECK_ACCEPTED: Final = 600.0
 QUOTA_EXCEEDED_MARKER: Final = "exceeded quota:"

@@ -150,3 +150,32 @@ def _degraded_false(h: ControllerHarness) -> Callable[[], Awaitable[dict[str, An
 
 async def _at_least(value: float, minimum: float) -> bool:
     return value >= minimum
+
+
+async def test_a_set_made_by_hand_with_a_template_above_the_size_bound_creates_nothing_and_says_so_once(
+    h: ControllerHarness,
+) -> None:
+    # No scale set checked this template (issue 26, item 9): the set's own controller applies the same bound.
+    await h.start(max_runner_template_bytes=4096)
+    oversized = runner_template()
+    oversized["spec"]["containers"][0]["env"] = [{"name": "SETUP_SCRIPT", "value": "echo setup\n" * 800}]
+    await h.create_ers(replicas=2, patch_id=0, template=oversized)
+
+    condition = await eventually(degraded(h, "RunnerTemplateTooLarge"), what="Degraded RunnerTemplateTooLarge")
+    assert "the runner pod template (metadata and spec of spec.ephemeralRunnerSpec) is" in condition["message"]
+    assert "above the controller's bound of 4.0 KiB (4096 bytes) (--max-runner-template-bytes)" in condition["message"]
+    dry_runs = h.kube.request_counts[("create", "pods")]
+    await more_passes(h, 3)
+    assert await h.runners() == []
+    assert registrations(h) == 0, "nothing registered on GitHub for a template no runner may carry"
+    assert h.kube.request_counts[("create", "pods")] == dry_runs, "the template is not even tried on the API server"
+    items = (await h.kube.list(EVENTS, namespace=h.namespace)).items
+    warnings = [e for e in items if e.get("reason") == "RunnerTemplateTooLarge"]
+    assert len(warnings) == 1, warnings
+    assert not warnings[0].get("series"), "one Event for the problem, not one per pass"
+
+    # Within the bound (a new revision): the runners come, and Degraded clears.
+    spec = (await h.get_ers())["spec"]["ephemeralRunnerSpec"]
+    await h.patch_ers(ephemeralRunnerSpec={**spec, **runner_template()}, actionableRevision=1)
+    await h.wait_running(2)
+    assert (await eventually(_degraded_false(h), what="Degraded cleared"))["reason"] == "AsExpected"
