@@ -209,17 +209,17 @@ async def warm_up(app: ListenerApp) -> None:
 
 
 async def run_active(app: ListenerApp, elector: LeaderElector) -> int:
-    """Run ``app`` while ``elector`` holds the Lease: release it once ``app`` has stopped; when the Lease is lost
-    first, stop ``app`` without touching its session or state, and return 1."""
+    """Run ``app`` while ``elector`` holds the Lease: release it once ``app`` has stopped (after the renewal in
+    flight, if any: :meth:`~LeaderElector.step_down`); when the Lease is lost first, stop ``app`` without
+    touching its session or state, and return 1."""
     app.health.became_active()
     app.metrics.record_active(True)
     running = asyncio.create_task(app.run())
     holding = asyncio.create_task(elector.hold())
     await asyncio.wait({running, holding}, return_when=asyncio.FIRST_COMPLETED)
     if running.done():
-        holding.cancel()
-        await asyncio.gather(holding, return_exceptions=True)
-        await elector.release()
+        # After a renewal in flight, if any: released over an older version, the Lease would stay held.
+        await elector.step_down(holding)
         return running.result()
     app.metrics.record_active(False)
     app.superseded = True
