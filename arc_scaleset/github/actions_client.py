@@ -148,6 +148,11 @@ class ActionsClient:
         """The Actions-service URL and admin token (refreshed when missing or expiring within 60 s)."""
         return await self._auth.admin()
 
+    async def refresh_admin_connection(self) -> AdminConnection:
+        """A new admin token now, whatever the current one's expiry (a standby listener keeps its token fresh
+        ahead of use: docs/listener.md, "Standby listener")."""
+        return await self._auth.admin(force=True)
+
     async def _admin_request(
         self,
         method: str,

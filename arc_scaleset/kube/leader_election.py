@@ -13,7 +13,9 @@
   shows another holder -- leadership is lost and :meth:`LeaderElector.hold` returns; the caller must stop
   acting as leader at once (the manager cancels its controllers and exits; see ``manager.py``).
 * On a graceful stop the leader releases the Lease (empty holder, 1 s duration), so a waiting candidate
-  takes over at its next poll instead of after a full lease duration.
+  takes over at its next poll instead of after a full lease duration. The release is written over the newest
+  version that still names the leader: after a renewal in flight (:meth:`LeaderElector.step_down`), and read
+  again when a renewal whose answer was lost makes it conflict.
 
 The decisions are pure functions (:func:`observe`, :func:`may_acquire`, :func:`next_record`, tested without
 an API); :class:`LeaderElector` is the loop that applies them to the real Lease.
@@ -179,7 +181,7 @@ class LeaderElector:
     """Runs an election for one identity on one Lease (see the module docstring for the rules).
 
     Use :meth:`acquire` (returns once leading), then :meth:`hold` (returns when leadership is lost), and
-    :meth:`release` on a graceful stop.
+    :meth:`release` (or :meth:`step_down`, which first stops :meth:`hold`) on a graceful stop.
     """
 
     def __init__(
@@ -201,6 +203,7 @@ class LeaderElector:
         self._lease: dict[str, Any] | None = None  # the Lease as last read or written, for the next update
         self._leading = False
         self._last_renewed = 0.0
+        self._stop_holding = asyncio.Event()
 
     def __repr__(self) -> str:
         return f"LeaderElector({self.namespace}/{self.config.name}, identity={self.config.identity!r})"
@@ -247,9 +250,11 @@ class LeaderElector:
 
     async def hold(self) -> None:
         """Renew every ``retry_period`` until a renewal fails for ``renew_deadline`` (or another holder is
-        seen); then mark leadership lost and return."""
+        seen); then mark leadership lost and return. Returns too, still leading, once :meth:`step_down` asks it
+        to stop renewing (after the renewal in flight, if any)."""
         while True:
-            await self._clock.sleep(self.config.retry_period)
+            if await self._asked_to_stop(within=self.config.retry_period):
+                return
             deadline = self._last_renewed + self.config.renew_deadline
             remaining = deadline - self._clock.monotonic()
             renewed = False
@@ -274,17 +279,51 @@ class LeaderElector:
                 break
         self._set_leading(False)
 
+    async def step_down(self, holding: asyncio.Future[None]) -> None:
+        """Stop renewing and give the Lease up (a graceful stop of a leader whose :meth:`hold` runs as
+        ``holding``). A renewal in flight is let finish first, for up to ``retry_period``, so that the release is
+        written over the Lease it renewed; past that it is cancelled (its write may still land: :meth:`release`
+        then writes over what it finds)."""
+        self._stop_holding.set()
+        try:
+            await asyncio.wait_for(holding, timeout=self.config.retry_period)
+        except TimeoutError:
+            log.warning("%r: a lease renewal was still unanswered at the stop; releasing over it", self)
+        except Exception as exc:  # hold() itself does not raise; whatever it might, the release still goes
+            log.warning("%r: holding the lease failed: %s", self, _one_line(exc))
+        await self.release()
+
     async def release(self) -> None:
-        """Give the Lease up if this identity holds it (best effort: errors are logged)."""
+        """Give the Lease up if this identity holds it (best effort: errors are logged).
+
+        The write is an optimistic-concurrency update over the Lease as last read or written. When it conflicts
+        (a renewal whose answer never came, cancelled or timed out, landed first), the Lease is read again and
+        released over that version, as long as it still names this identity; a Lease another holder took is left
+        alone. All of it within ``renew_deadline``: the Lease expires on its own anyway.
+        """
         if not self._leading or self._lease is None or self._observation is None:
             return
         self._set_leading(False)
-        record = released_record(self._observation.record, now=self._clock.now())
         try:
-            await self.client.replace(LEASES, self._with_record(self._lease, record))
-            log.info("%r: released the lease", self)
+            async with asyncio.timeout(self.config.renew_deadline):
+                released = await self._release_over(self._lease)
         except Exception as exc:  # best effort: the lease expires on its own anyway
             log.warning("%r: could not release the lease: %s", self, _one_line(exc))
+            return
+        if released:
+            log.info("%r: released the lease", self)
+
+    async def _release_over(self, lease: Mapping[str, Any]) -> bool:
+        """Write the released record over ``lease``, then over each newer version that still names this
+        identity; False when another holder has it (nothing of this process's to give up)."""
+        while LeaseRecord.from_lease(lease).holder_identity == self.identity:
+            record = released_record(LeaseRecord.from_lease(lease), now=self._clock.now())
+            try:
+                self._lease = await self.client.replace(LEASES, self._with_record(lease, record))
+                return True
+            except Conflict:
+                lease = await self.client.get(LEASES, self.config.name, namespace=self.namespace)
+        return False
 
     async def try_acquire_or_renew(self, *, dead_holder: str = "") -> bool:
         """One election round: read the Lease and write this identity into it when the rules allow
@@ -336,6 +375,19 @@ class LeaderElector:
         except Exception as exc:  # any failure is a failed round; the renew deadline decides what it means
             log.warning("%r: lease %s/%s: %s", self, self.namespace, cfg.name, _one_line(exc))
             return False
+
+    async def _asked_to_stop(self, *, within: float) -> bool:
+        """Wait ``within`` seconds, or less when :meth:`step_down` asks :meth:`hold` to stop; whether it did."""
+        if self._stop_holding.is_set():
+            return True
+        asked = asyncio.ensure_future(self._stop_holding.wait())
+        pause = asyncio.ensure_future(self._clock.sleep(within))
+        try:
+            await asyncio.wait({asked, pause}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for waiter in (asked, pause):
+                waiter.cancel()
+        return self._stop_holding.is_set()
 
     def _with_record(self, lease: Mapping[str, Any], record: LeaseRecord) -> dict[str, Any]:
         # Keep the metadata (resourceVersion: optimistic lock) and any spec fields we do not manage.

@@ -7,9 +7,9 @@ its admin token, then:
 
 * **standing by**: it watches the Lease and its peer's pod (each by name: the only grants it has) and takes the
   Lease when :func:`~.standby_decision.next_step` says so -- at once when the holder is its dead peer or has
-  released it, after the lease duration when the holder merely stopped renewing. Nothing else: no session, no
-  poll, no write but that one Lease update. ``/readyz`` and ``/healthz`` say "standing by";
-  ``gha_listener_active`` is 0.
+  released it, after the lease duration when the holder merely stopped renewing. Nothing else but keeping its
+  admin token fresh (:mod:`.standby_token`): no session, no poll, no write but that one Lease update.
+  ``/readyz`` and ``/healthz`` say "standing by"; ``gha_listener_active`` is 0.
 * **active**: it runs the listener as a pod without a standby does (which resumes the session its predecessor
   recorded) and renews the Lease every ``retry_period``. When it loses the Lease (no renewal for
   ``renew_deadline``, or another holder) it stops acting at once, leaves session and state to its successor and
@@ -23,6 +23,7 @@ client-go's rules); this module only adds what the peer's pod tells.
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import logging
 import socket
 from collections.abc import Awaitable, Callable, Mapping
@@ -38,6 +39,7 @@ from arc_scaleset.kube.resources import LEASES, PODS, Resource
 from arc_scaleset.listener.app import ListenerApp
 from arc_scaleset.listener.errors import FatalListenerError, Stopping
 from arc_scaleset.listener.standby_decision import PeerSight, TakeReason, next_step
+from arc_scaleset.listener.standby_token import keep_admin_token_fresh
 from arc_scaleset.listener.stop import StopSignal
 
 log = logging.getLogger(__name__)
@@ -188,8 +190,14 @@ async def run_standby(app: ListenerApp, kube: KubeClient, settings: StandbySetti
     standby = Standby(kube, settings)
     log.info("standing by", extra={"lease": settings.lease, "peer": settings.peer, "identity": settings.identity})
     try:
-        await warm_up(app)
-        reason = await standby.take_lease(app.stop)
+        expires_at = await warm_up(app)
+        # Kept fresh while standing by, so the takeover never waits for a token (standby_token.py).
+        keeper = asyncio.create_task(keep_admin_token_fresh(app.actions, app.stop.clock, expires_at))
+        try:
+            reason = await standby.take_lease(app.stop)
+        finally:
+            keeper.cancel()
+            await asyncio.gather(keeper, return_exceptions=True)
     except Stopping:
         log.info("standby listener stopped")
         return 0
@@ -197,29 +205,33 @@ async def run_standby(app: ListenerApp, kube: KubeClient, settings: StandbySetti
     return await run_active(app, standby.elector)
 
 
-async def warm_up(app: ListenerApp) -> None:
+async def warm_up(app: ListenerApp) -> dt.datetime | None:
     """What the session will need and may be had without disturbing the active listener: the admin token (and
-    the connections that fetch it). A failure is only logged: the active listener's session fetches it again."""
+    the connections that fetch it); when it expires (``None``: it could not be fetched). A failure is only
+    logged: the keeper tries again, and the session fetches it anyway."""
     try:
-        await app.stop.race(app.actions.admin_connection())
+        connection = await app.stop.race(app.actions.admin_connection())
     except Stopping:
         raise
     except Exception as exc:
         log.warning("standby listener: could not fetch the admin token ahead", extra={"error": type(exc).__name__})
+        return None
+    log.info("standby listener: admin token fetched ahead", extra={"expires_at": connection.expires_at.isoformat()})
+    return connection.expires_at
 
 
 async def run_active(app: ListenerApp, elector: LeaderElector) -> int:
-    """Run ``app`` while ``elector`` holds the Lease: release it once ``app`` has stopped; when the Lease is lost
-    first, stop ``app`` without touching its session or state, and return 1."""
+    """Run ``app`` while ``elector`` holds the Lease: release it once ``app`` has stopped (after the renewal in
+    flight, if any: :meth:`~LeaderElector.step_down`); when the Lease is lost first, stop ``app`` without
+    touching its session or state, and return 1."""
     app.health.became_active()
     app.metrics.record_active(True)
     running = asyncio.create_task(app.run())
     holding = asyncio.create_task(elector.hold())
     await asyncio.wait({running, holding}, return_when=asyncio.FIRST_COMPLETED)
     if running.done():
-        holding.cancel()
-        await asyncio.gather(holding, return_exceptions=True)
-        await elector.release()
+        # After a renewal in flight, if any: released over an older version, the Lease would stay held.
+        await elector.step_down(holding)
         return running.result()
     app.metrics.record_active(False)
     app.superseded = True

@@ -66,6 +66,7 @@ from arc_scaleset.controllers.autoscalinglistener.pod_plan import DELETION_REQUE
 from arc_scaleset.controllers.autoscalinglistener.pod_steps import CONFLICT_REQUEUE_SECONDS, ListenerPod
 from arc_scaleset.controllers.autoscalinglistener.restart import RestartBackoff, listener_running
 from arc_scaleset.controllers.autoscalinglistener.scope import ListenerMemory, ListenerPass
+from arc_scaleset.controllers.autoscalinglistener.standby_leases import StandbyLeaseWatch
 from arc_scaleset.controllers.autoscalinglistener.standby_objects import StandbyObjects
 from arc_scaleset.controllers.autoscalinglistener.status import ListenerReport
 from arc_scaleset.controllers.autoscalinglistener.takeover import ScaleSetClaim
@@ -134,6 +135,13 @@ class AutoscalingListenerReconciler:
         self.tenancy = Tenancy(ctx, pods=self.pods, events=events)
         self.children = ChildObjects(ctx, self._child_caches, events)
         self.standby = StandbyObjects(ctx, self._child_caches, self.children)
+        # A takeover changes the Lease holder and no pod: this watch brings it to the status (standby_leases.py).
+        self.standby_leases = StandbyLeaseWatch(
+            ctx.kube,
+            namespace=settings.controller_namespace,
+            excluded_label_prefixes=settings.exclude_label_prefixes,
+            clock=ctx.clock,
+        )
         self.health = ListenerHealth(ctx, runner_sets=ctx.cache(EPHEMERAL_RUNNER_SETS), events=events)
         self.pod = ListenerPod(ctx, pods=self.pods, children=self.children, health=self.health, events=events)
         self.membership = Membership(ctx, pods=self.pods, children=self.children, health=self.health, events=events)
@@ -166,7 +174,7 @@ class AutoscalingListenerReconciler:
                 Watch(EPHEMERAL_RUNNER_SETS, self._runner_set_to_listeners, on_update_if=listener_state_changed),
                 (PODS, self._group_pod_to_members),
             ],
-            sources=[self.references],
+            sources=[self.references, self.standby_leases],
             concurrency=self.ctx.settings.scale_set_max_concurrent_reconciles,
             rate_limiter=rate_limiter,
             clock=self.ctx.clock,

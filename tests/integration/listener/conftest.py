@@ -64,8 +64,14 @@ class ListenerSim:
 
 
 @pytest.fixture
-async def listener_sim() -> AsyncIterator[ListenerSim]:
-    async with await SimulatedGitHub.start(config=SimConfig(long_poll_seconds=LONG_POLL)) as sim:
+def sim_config() -> SimConfig:
+    """The simulated service's knobs; a test overrides them by parametrizing ``sim_config``."""
+    return SimConfig(long_poll_seconds=LONG_POLL)
+
+
+@pytest.fixture
+async def listener_sim(sim_config: SimConfig) -> AsyncIterator[ListenerSim]:
+    async with await SimulatedGitHub.start(config=sim_config) as sim:
         sim.credentials.add_token(PAT)
         config_url = sim.config_url(ORG)
         async with admin_client(sim) as client:

@@ -37,9 +37,10 @@ from arc_scaleset.kube.views import ObjectView
 from arc_scaleset_lab.harness.cluster import TestCluster
 from arc_scaleset_lab.harness.waiting import eventually
 from arc_scaleset_lab.node.listener_kubelet import terminated_status_patch
-from arc_scaleset_lab.sim.state import JobState
+from arc_scaleset_lab.sim.state import JobState, SimConfig
 from tests.integration.listener.conftest import (
     GRACE_PERIOD,
+    LONG_POLL,
     SCALE_SET_NAME,
     ListenerProcess,
     ListenerSim,
@@ -49,6 +50,9 @@ from tests.integration.listener.conftest import (
 )
 
 pytestmark = pytest.mark.cluster
+
+TOKEN_TTL = 85.0
+"""Admin tokens of this life in the token test: the standby replaces its own 75 s before expiry (every 10 s)."""
 
 LISTENER_POD = "arc-runners-listener"
 PAIR = standby_pod_names(LISTENER_POD)
@@ -308,3 +312,49 @@ async def test_an_active_listener_that_sees_another_holder_stops_leaving_the_ses
         state = await recorded()
         assert state is not None
         assert state.state is ListenerPhase.POLLING
+
+
+@pytest.mark.parametrize("sim_config", [SimConfig(long_poll_seconds=LONG_POLL, admin_token_ttl=TOKEN_TTL)])
+async def test_a_standby_that_waited_past_its_admin_tokens_life_takes_over_and_polls_without_fetching_one(
+    pair: Start, kube: KubeClient, namespace: str, listener_sim: ListenerSim
+) -> None:
+    sim = listener_sim.sim
+    await create_lease(kube, namespace, {"holderIdentity": "", "leaseDurationSeconds": 15})
+    async with pair(PAIR[0]) as first, pair(PAIR[1]) as second:
+        active, standby = await active_of(kube, namespace, first, second)
+        session_id = active.logged("message session created")["session_id"]  # type: ignore[index]
+        fetched = await standby.wait_logged("standby listener: admin token fetched ahead")
+        first_expiry = dt.datetime.fromisoformat(fetched["expires_at"])
+
+        # The token the standby fetched while warming up has expired; the standby has just replaced its latest.
+        async def expired() -> bool:
+            return dt.datetime.now(dt.UTC) > first_expiry
+
+        await eventually(expired, timeout=TOKEN_TTL + 10, what="the standby's first admin token to expire")
+
+        def refreshes() -> list[dict[str, Any]]:
+            return [
+                line
+                for line in standby.handle.lines
+                if line.get("msg") == "standby listener: admin token refreshed ahead"
+            ]
+
+        seen = len(refreshes())
+
+        async def refreshed() -> bool:
+            return len(refreshes()) > seen
+
+        await eventually(refreshed, timeout=30, what="the standby to replace its admin token ahead")
+
+        killed_at = time.monotonic()
+        active.process.kill()
+        await active.process.wait()
+        await mark_killed(kube, namespace, owner_of(active))
+        await standby.wait_logged("took over the scale set")
+        assert (await standby.wait_logged("message session resumed"))["session_id"] == session_id
+        request_id = sim.state.enqueue_job(SCALE_SET_NAME, repository="octo-org/hello").request_id
+        await sim.changes.wait_until(lambda: sim.state.jobs[request_id].state is JobState.ACQUIRED, within=20)
+        # The takeover used the token kept fresh: none fetched on its way to polling and acquiring (the keeper
+        # had just replaced it, and stops at the takeover), none refused.
+        assert routes(sim, "runner_registration", after=killed_at) == []
+        assert [r.route for r in sim.requests if r.at > killed_at and r.status == 401] == []

@@ -130,6 +130,40 @@ async def test_a_standby_listener_runs_two_pods_with_its_lease_and_is_ready_from
         assert f"standby pod {name} is ready" in condition["message"]
 
 
+async def test_the_status_follows_a_takeover_and_a_release_of_the_lease_without_a_pod_event(
+    start_env: EnvFactory, kube: KubeClient, cluster: TestCluster, tmp_path: Path
+) -> None:
+    async with start_env() as env:
+        name = await create_standby_ars(env)
+        await running_pair(env, name)
+        client = await as_listener(kube, cluster, env, name, tmp_path)
+        try:
+            await hold_lease(client, env, name, name)
+            await env.report_listener_state(ListenerPhase.POLLING)
+
+            async def ready_with(standby: str) -> dict[str, Any] | None:
+                condition = await ready(env, name)
+                return condition if condition and f"standby pod {standby} is ready" in condition["message"] else None
+
+            await eventually(lambda: ready_with(f"{name}-standby"), f"Ready naming {name} active")
+            # The standby takes the Lease over: the pods, the listener and its state stay as they are.
+            await hold_lease(client, env, name, f"{name}-standby")
+            condition = await eventually(lambda: ready_with(name), f"Ready naming {name}-standby active")
+            assert condition is not None
+            assert f"listener pod {name}-standby" in condition["message"]
+            # Released (a SIGTERMed holder): nobody holds the session.
+            await hold_lease(client, env, name, "")
+
+            async def no_active() -> dict[str, Any] | None:
+                listener = await env.listener(name)
+                found = get_condition(((listener or {}).get("status") or {}).get("conditions"), "Ready") or {}
+                return found if found.get("reason") == "NoActiveListener" else None
+
+            await eventually(no_active, "Ready False: NoActiveListener")
+        finally:
+            await client.close()
+
+
 async def test_a_failed_active_pod_is_replaced_while_its_peer_keeps_running(
     start_env: EnvFactory, kube: KubeClient, cluster: TestCluster, tmp_path: Path
 ) -> None:
