@@ -18,7 +18,6 @@ nothing. The controller's Role already lists and watches Leases in its namespace
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -31,6 +30,7 @@ from arc_scaleset.kube.controller import Request, controller_owner_request
 from arc_scaleset.kube.errors import Forbidden, Unauthorized
 from arc_scaleset.kube.informer import Informer, Object
 from arc_scaleset.kube.resources import LEASES
+from arc_scaleset.tasks import cancel_and_wait
 
 
 def holder_only(obj: dict[str, Any]) -> dict[str, Any]:
@@ -101,10 +101,7 @@ class StandbyLeaseWatch:
         """Stop the watch."""
         self._enqueue = None
         task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_and_wait(task)
 
     def _added(self, obj: Object) -> None:
         if self.informer.has_synced:  # the first list: nothing changed, every listener is reconciled anyway
