@@ -124,10 +124,8 @@ class AutoscalingListenerReconciler:
                 RestartBackoff(base=settings.listener_restart_backoff_base, cap=settings.listener_restart_backoff_cap)
             )
         )
-        # The credentials Secret, CA ConfigMap and proxy Secrets each listener is built from, watched (metadata
-        # only) so that a rotation reaches the listener within seconds. Not memory of a pass: the index the
-        # watch's informers are filtered by, shared by every controller (the context's; it also tells which
-        # fetched data is still current, controllers/referenced_data.py).
+        # What each listener is built from (credentials, CA, proxy Secrets), watched so a rotation reaches it in
+        # seconds; the context's, shared by every controller (controllers/referenced_objects.py).
         self.references = ctx.references
         scale_sets = ctx.cache(AUTOSCALING_RUNNER_SETS)
         self.events = events = ListenerEvents(ctx.events, scale_sets)
@@ -136,11 +134,9 @@ class AutoscalingListenerReconciler:
         self.children = ChildObjects(ctx, self._child_caches, events)
         self.standby = StandbyObjects(ctx, self._child_caches, self.children)
         # A takeover changes the Lease holder and no pod: this watch brings it to the status (standby_leases.py).
+        excluded = settings.exclude_label_prefixes
         self.standby_leases = StandbyLeaseWatch(
-            ctx.kube,
-            namespace=settings.controller_namespace,
-            excluded_label_prefixes=settings.exclude_label_prefixes,
-            clock=ctx.clock,
+            ctx.kube, namespace=settings.controller_namespace, excluded_label_prefixes=excluded, clock=ctx.clock
         )
         self.health = ListenerHealth(ctx, runner_sets=ctx.cache(EPHEMERAL_RUNNER_SETS), events=events)
         self.pod = ListenerPod(ctx, pods=self.pods, children=self.children, health=self.health, events=events)
