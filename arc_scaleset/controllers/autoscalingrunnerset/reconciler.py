@@ -143,17 +143,16 @@ class AutoscalingRunnerSetReconciler:
 
     async def reconcile(self, request: Request) -> Result:
         """One pass: gather, the phases, the status written at the end (the module docstring)."""
-        obj = gather(self.scale_sets, self.memory, request)
-        if obj is None:
+        cached = gather(self.scale_sets, self.memory, request)
+        if cached is None:
             return Result()
-        view = AutoscalingRunnerSetView(obj)
-        if view.is_deleting:
+        if AutoscalingRunnerSetView(cached).is_deleting:
             self.memory.forget(request)
-            return await deletion.reconcile_deletion(self.ctx, obj)
-        memory = self.memory.slot(request, view.uid)
+            return await deletion.reconcile_deletion(self.ctx, cached)
+        memory = self.memory.slot(request, AutoscalingRunnerSetView(cached).uid)
         # A pass that carried on after its own writes (ScaleSetPass.carry_on) brings the key back with the first of
         # them: the cache may show it before the last one, whose answer the memory holds.
-        obj = memory.writes.freshest(obj)
+        obj = memory.writes.freshest(cached)
         view = AutoscalingRunnerSetView(obj)
         report = ReconcileReport(
             generation=view.generation,
@@ -181,7 +180,8 @@ class AutoscalingRunnerSetReconciler:
             report.failed, report.failure = True, pass_failure(exc)
             raise
         finally:
-            await write_status(self.ctx, obj, report, memory)
+            # Against the cache's copy: the memory answers with the freshest (and keeps every version it replaced).
+            await write_status(self.ctx, cached, report, memory)
 
     def _scope(
         self,

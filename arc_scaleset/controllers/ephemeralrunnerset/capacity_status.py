@@ -20,9 +20,8 @@ earlier in the same pass is kept). Both the assessment and the write are made ag
 controller's last status write returned it while the cache shows a version it replaced (``OwnWrites``), else as the
 cache shows it, and only after a refusal (the set changed meanwhile) against a fresh read: a new set's capacity is
 one request, not a read and a write, on the sets' one client bucket, and a pass that starts before the cache shows
-the write does not write it again (issue 30). The listener reads
-the figure from the set its own patches return, and sends ``min(maxRunners, advertisedCapacity)`` to the Actions
-service with its next poll (docs/listener.md).
+the write does not write it again (issue 30). The listener reads the figure from the set its own patches return,
+and sends ``min(maxRunners, advertisedCapacity)`` to the Actions service with its next poll (docs/listener.md).
 """
 
 from __future__ import annotations
