@@ -559,6 +559,12 @@ def report_size(r: SizeResult) -> None:
         f" {sum(server.values()) / jobs:.2f} in all): "
         + ", ".join(f"{what} {count / jobs:.2f}" for what, count in server.most_common())
     )
+    setup = r.server.get("setup", Counter())
+    # Which of the controller's client buckets (one per resource type) the set-up leans on (issue 30).
+    print(
+        f"  API server requests per set at set-up ({sum(setup.values()) / n:.2f} in all; the top 12): "
+        + ", ".join(f"{what} {count / n:.2f}" for what, count in setup.most_common(12))
+    )
     print("  node agent + listeners CPU seconds: " + ", ".join(f"{w} {s:.2f}" for w, s in r.agent_cpu.items()))
     for window in ("setup", "workload", "teardown"):
         for histogram, what in ((RECONCILE_HISTOGRAM, "reconcile time"), (QUEUE_HISTOGRAM, "queue wait")):

@@ -38,7 +38,10 @@ async def add_finalizer(
     """Ensure ``finalizer`` is on the object named by ``obj``; returns the object as stored.
 
     When ``obj`` (typically from a cache) already shows it, nothing is read or written and ``obj`` is
-    returned as a dict. Raises :class:`NotFound` if the object is gone, :class:`Conflict` after repeated
+    returned as a dict. Otherwise the write is first made against ``obj`` under its ``resourceVersion``: one
+    request when ``obj`` is current; when it is not, the server refuses it and the object is read and written
+    again (a setup of 1,000 scale sets spent a read per object on the one client bucket of its kind, issue 30).
+    Raises :class:`NotFound` if the object is gone, :class:`Conflict` after repeated
     concurrent writes. Adding a finalizer to an object already being deleted is refused by the server
     (:class:`Invalid` or :class:`Forbidden`); callers should check ``deletionTimestamp`` first.
     """
@@ -53,7 +56,7 @@ async def add_finalizer(
         meta["finalizers"] = [*(meta.get("finalizers") or []), finalizer]
         return current
 
-    updated = await update_with_retry(client, resource, name, namespace=namespace, mutate=add)
+    updated = await update_with_retry(client, resource, name, namespace=namespace, mutate=add, seen=obj)
     if updated is None:
         # Someone else added it between the cached read and ours: read the stored object to return it.
         return await client.get(resource, name, namespace=namespace)

@@ -10,7 +10,7 @@ why the lock is always sent: without it the retry would be dead code and a stale
 from __future__ import annotations
 
 import copy
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Literal, TypeVar
 
 from arc_scaleset.backoff import Backoff
@@ -68,13 +68,19 @@ async def update_with_retry(
     attempts: int = 4,
     backoff: Backoff | None = None,
     clock: Clock = REAL_CLOCK,
+    seen: Mapping[str, Any] | None = None,
 ) -> dict[str, Any] | None:
     """Read ``name`` from the API, let ``mutate`` change a deep copy, write it back under an optimistic lock.
 
     ``mutate`` receives the freshly read object (its own copy, safe to modify) and returns the desired
     object (usually the same dict, modified), or ``None`` when nothing needs to change -- then nothing is
-    written and the result is ``None``. ``mutate`` runs once per attempt, always on a fresh read, so it
-    must be a pure function of the object it receives.
+    written and the result is ``None``. ``mutate`` runs once per attempt, on that attempt's read (or on
+    ``seen``, below), so it must be a pure function of the object it receives.
+
+    ``seen``: the object as the caller already has it (a cache, a write's answer), with its
+    ``resourceVersion``. The first attempt is made against it without a read: when it is current, one request
+    instead of two; when it is not, the lock refuses the write and the next attempts read as above. (A
+    ``None`` from ``mutate`` on ``seen`` is taken as is: ``seen`` already shows the change.)
 
     ``method="patch"`` sends a JSON merge patch of the differences plus ``metadata.resourceVersion``
     (the lock); ``"replace"`` PUTs the whole object. Either way a concurrent write makes the server answer
@@ -82,8 +88,11 @@ async def update_with_retry(
     :class:`NotFound` propagates at once. Returns the object as the server stored it.
     """
 
+    unread = copy.deepcopy(dict(seen)) if seen is not None and ObjectView(seen).resource_version else None
+
     async def attempt() -> dict[str, Any] | None:
-        current = await client.get(resource, name, namespace=namespace)
+        nonlocal unread
+        current, unread = unread or await client.get(resource, name, namespace=namespace), None
         desired = mutate(copy.deepcopy(current))
         if desired is None:
             return None

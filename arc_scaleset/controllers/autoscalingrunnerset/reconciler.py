@@ -144,14 +144,17 @@ class AutoscalingRunnerSetReconciler:
 
     async def reconcile(self, request: Request) -> Result:
         """One pass: gather, the phases, the status written at the end (the module docstring)."""
-        obj = gather(self.scale_sets, self.memory, request)
-        if obj is None:
+        cached = gather(self.scale_sets, self.memory, request)
+        if cached is None:
             return Result()
-        view = AutoscalingRunnerSetView(obj)
-        if view.is_deleting:
+        if AutoscalingRunnerSetView(cached).is_deleting:
             self.memory.forget(request)
-            return await deletion.reconcile_deletion(self.ctx, obj)
-        memory = self.memory.slot(request, view.uid)
+            return await deletion.reconcile_deletion(self.ctx, cached)
+        memory = self.memory.slot(request, AutoscalingRunnerSetView(cached).uid)
+        # A pass that carried on after its own writes (ScaleSetPass.carry_on) brings the key back with the first of
+        # them: the cache may show it before the last one, whose answer the memory holds.
+        obj = memory.writes.freshest(cached)
+        view = AutoscalingRunnerSetView(obj)
         report = ReconcileReport(
             generation=view.generation,
             observed_generation=view.observed_generation,
@@ -180,7 +183,8 @@ class AutoscalingRunnerSetReconciler:
             report.failed, report.failure = True, pass_failure(exc)
             raise
         finally:
-            await write_status(self.ctx, obj, report, memory)
+            # Against the cache's copy: the memory answers with the freshest (and keeps every version it replaced).
+            await write_status(self.ctx, cached, report, memory)
 
     def _scope(
         self,
@@ -223,11 +227,10 @@ class AutoscalingRunnerSetReconciler:
     async def _finalizer(self, scope: ScaleSetPass) -> Result | None:
         if has_finalizer(scope.obj, AUTOSCALING_RUNNER_SET_FINALIZER):
             return None
-        scope.wrote(
-            await add_finalizer(self.ctx.kube, AUTOSCALING_RUNNER_SETS, scope.obj, AUTOSCALING_RUNNER_SET_FINALIZER)
-        )
+        kube = self.ctx.kube
+        stored = await add_finalizer(kube, AUTOSCALING_RUNNER_SETS, scope.obj, AUTOSCALING_RUNNER_SET_FINALIZER)
         scope.report.progress = ("AddingFinalizer", "adding the finalizer")
-        return Result()
+        return None if scope.carry_on(stored) else Result()
 
     async def _registration(self, scope: ScaleSetPass) -> Result | None:
         return await registration(self.ctx, scope)
@@ -239,11 +242,10 @@ class AutoscalingRunnerSetReconciler:
         patch = url_labels_patch(scope.obj, scope.url_labels)
         if not patch:
             return None
-        scope.wrote(
-            await self.ctx.kube.patch(AUTOSCALING_RUNNER_SETS, scope.ars.name, patch, namespace=scope.ars.namespace)
-        )
+        ars = scope.ars
+        stored = await self.ctx.kube.patch(AUTOSCALING_RUNNER_SETS, ars.name, patch, namespace=ars.namespace)
         scope.report.progress = ("UpdatingLabels", "recording the config URL labels")
-        return Result()
+        return None if scope.carry_on(stored) else Result()
 
     async def _runner_set(self, scope: ScaleSetPass) -> Result | None:
         return await converge_runner_set(self.ctx, scope)

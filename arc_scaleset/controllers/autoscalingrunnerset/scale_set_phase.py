@@ -34,20 +34,27 @@ async def registration(ctx: ControllerContext, scope: ScaleSetPass) -> Result | 
     scope.url_labels = github_url_labels(config.enterprise, config.organization, config.repository)
     scale_set_id = scale_set_id_of(scope.ars)
     if scale_set_id is None:
-        return await register(ctx, scope, replacing=None)
+        carried_on = await register(ctx, scope, replacing=None)
+        # A first registration's record is metadata: the pass goes on to the runner set (ScaleSetPass.carry_on).
+        return None if carried_on else Result()
     scope.scale_set_id = scale_set_id
     return None
 
 
-async def register(ctx: ControllerContext, scope: ScaleSetPass, *, replacing: int | None) -> Result:
-    """Register the scale set (or reuse the one of its name) and record it; ``replacing``: the ID GitHub lost."""
+async def register(ctx: ControllerContext, scope: ScaleSetPass, *, replacing: int | None) -> bool:
+    """Register the scale set (or reuse the one of its name) and record it; ``replacing``: the ID GitHub lost.
+    True when the pass may go on with the record (:meth:`.scope.ScaleSetPass.carry_on`; a write of
+    ``spec.runnerScaleSetName`` is a new generation: it may not)."""
     ars, obj = scope.ars, scope.obj
     client = await scale_set_client(ctx.github, ars)
     registered = await register_scale_set(client, ars)
     scale_set = registered.scale_set
     patch = registration_patch(obj, scale_set, url_labels=scope.url_labels)
+    carried_on = True
     if patch:
-        scope.wrote(await ctx.kube.patch(AUTOSCALING_RUNNER_SETS, ars.name, patch, namespace=ars.namespace))
+        stored = await ctx.kube.patch(AUTOSCALING_RUNNER_SETS, ars.name, patch, namespace=ars.namespace)
+        carried_on = scope.carry_on(stored)
+    scope.scale_set_id = scale_set.id
     scope.memory.verified(scale_set.id, at=ctx.clock.monotonic())
     verb = "registered" if registered.created else "reused the existing"
     note = f"{verb} scale set {scale_set.name!r} (id {scale_set.id}) in runner group {scale_set.runner_group_name!r}"
@@ -57,7 +64,7 @@ async def register(ctx: ControllerContext, scope: ScaleSetPass, *, replacing: in
     else:
         await event(ctx, obj, "ScaleSetRegistered", note, action="Register")
     scope.report.progress = ("RegisteringScaleSet", note)
-    return Result()
+    return carried_on
 
 
 async def verification(ctx: ControllerContext, scope: ScaleSetPass) -> Result | None:
@@ -87,10 +94,10 @@ async def _verify(ctx: ControllerContext, scope: ScaleSetPass) -> Result | None:
         scale_set = await client.get_runner_scale_set_by_id(scale_set_id)
     except NotFound:
         # Definitively gone (deleted on GitHub). Transient errors propagate and are retried: a 5xx must
-        # never make a second scale set.
-        result = await register(ctx, scope, replacing=scale_set_id)
+        # never make a second scale set. The pass ends: the new ID reaches the runner set on the next.
+        await register(ctx, scope, replacing=scale_set_id)
         _acted_on_gone_report(scope)
-        return result
+        return Result()
     _acted_on_gone_report(scope)
     changes = await sync_scale_set(client, ars, scale_set)
     if changes:

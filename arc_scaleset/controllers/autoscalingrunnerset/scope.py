@@ -74,6 +74,23 @@ class ScaleSetPass:
         the end of the pass is diffed against it (:mod:`.status_write`)."""
         self.memory.writes.wrote(self.obj, stored)
 
+    def carry_on(self, stored: Object) -> bool:
+        """Record this pass's write of the scale set's metadata (:meth:`wrote`) and go on with ``stored``, the
+        object the server returned, as the pass's object; ``False`` (nothing adopted) when the write changed the
+        spec (a new generation: the pass that change brings works on it).
+
+        A write of the scale set itself (its finalizer, its registration record, its URL labels) need not end the
+        pass: the server's answer is the object as stored, fresher than the cache, and what the next phases read
+        of it is its metadata. Ending the pass there cost a status write and a trip through the queue per write
+        (issue 30: a new scale set's first three passes wrote three statuses on its kind's one client bucket).
+        """
+        self.wrote(stored)
+        view = AutoscalingRunnerSetView(stored)
+        if view.generation != self.report.generation:
+            return False
+        self.obj, self.view, self.ars = stored, view, AutoscalingRunnerSet.from_object(stored)
+        return True
+
     @property
     def owner(self) -> Owner:
         return Owner.of(self.obj)

@@ -15,10 +15,13 @@ Where each input comes from (docs/capacity.md):
   (:mod:`.node_room_source`, a source of the controller: :meth:`CapacityPublisher.sources`).
 
 The answer goes to ``status.advertisedCapacity`` with the ``CapacityLimited`` condition, in one status write
-conflict-checked against a fresh read (the only such write is done when either changes, which is rare; the
-``Degraded`` condition written earlier in the same pass is kept). The listener reads the figure from the set
-its own patches return, and sends ``min(maxRunners, advertisedCapacity)`` to the Actions service with its next
-poll (docs/listener.md).
+conflict-checked (the write is done only when either changes, which is rare; the ``Degraded`` condition written
+earlier in the same pass is kept). Both the assessment and the write are made against the set as this
+controller's last status write returned it while the cache shows a version it replaced (``OwnWrites``), else as the
+cache shows it, and only after a refusal (the set changed meanwhile) against a fresh read: a new set's capacity is
+one request, not a read and a write, on the sets' one client bucket, and a pass that starts before the cache shows
+the write does not write it again (issue 30). The listener reads the figure from the set its own patches return,
+and sends ``min(maxRunners, advertisedCapacity)`` to the Actions service with its next poll (docs/listener.md).
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from arc_scaleset.controllers.context import ControllerContext
 from arc_scaleset.controllers.ephemeralrunnerset.capacity import Capacity, CapacityInputs, assess_capacity
 from arc_scaleset.controllers.ephemeralrunnerset.node_room_source import NodeRoomSource
 from arc_scaleset.controllers.ephemeralrunnerset.template_check import dry_run_pod
+from arc_scaleset.controllers.own_writes import OwnWrites
 from arc_scaleset.controllers.runner_classification import RunnerStates
 from arc_scaleset.kube.client import PatchType
 from arc_scaleset.kube.conditions import ConditionStatus, get_condition, set_condition
@@ -196,19 +200,24 @@ class CapacityPublisher:
         value = ((scale_set or {}).get("spec") or {}).get("maxRunners")
         return min(value, ceiling) if isinstance(value, int) else ceiling
 
-    async def publish(self, ers: Object, states: RunnerStates) -> float | None:
+    async def publish(self, cached: Object, states: RunnerStates, writes: OwnWrites) -> float | None:
         """Assess and write the set's capacity when it changed (a Warning Event when a limit starts or its
-        reason changes); returns the seconds until a pending runner pod passes the bound (``None``: none)."""
+        reason changes); returns the seconds until a pending runner pod passes the bound (``None``: none).
+        ``writes``: this controller's status writes of the set (module docstring; the write is recorded there)."""
+        ers = writes.freshest(cached)
         capacity, recheck = self.assess(ers, states)
         now = self._ctx.clock.now()
         if capacity_changes(ers, capacity, now=now) is None:
             return recheck
         view = ObjectView(ers)
         kube = self._ctx.kube
+        unread: Object | None = ers
 
         async def write() -> str | None:
-            """Write the change against a fresh read; the reason the set had before (``None``: nothing written)."""
-            fresh = await kube.get(EPHEMERAL_RUNNER_SETS, view.name, namespace=view.namespace)
+            """Write the change against ``ers``, after a conflict against a fresh read; the reason the set had
+            before (``None``: nothing written)."""
+            nonlocal unread
+            fresh, unread = unread or await kube.get(EPHEMERAL_RUNNER_SETS, view.name, namespace=view.namespace), None
             changes = capacity_changes(fresh, capacity, now=now)
             if changes is None:
                 return None
@@ -217,7 +226,7 @@ class CapacityPublisher:
                 "metadata": {"resourceVersion": ObjectView(fresh).resource_version},
                 "status": {STATUS_FIELD: advertised, "conditions": conditions},
             }
-            await kube.patch(
+            stored = await kube.patch(
                 EPHEMERAL_RUNNER_SETS,
                 view.name,
                 body,
@@ -225,6 +234,7 @@ class CapacityPublisher:
                 patch_type=PatchType.MERGE,
                 subresource="status",
             )
+            writes.wrote(fresh, stored)
             before = get_condition(sequence(ObjectView(fresh).status.get("conditions")), CONDITION_CAPACITY_LIMITED)
             return str((before or {}).get("reason", ""))
 

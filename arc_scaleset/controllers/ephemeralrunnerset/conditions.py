@@ -56,10 +56,12 @@ def degraded_conditions(
     return updated
 
 
-async def patch_conditions(kube: KubeClient, ers: Mapping[str, Any], conditions: list[dict[str, Any]]) -> None:
-    """Write the set's ``status.conditions`` (the whole list: a merge patch replaces lists)."""
+async def patch_conditions(
+    kube: KubeClient, ers: Mapping[str, Any], conditions: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """Write the set's ``status.conditions`` (the whole list: a merge patch replaces lists); the set as stored."""
     view = ObjectView(ers)
-    await kube.patch(
+    return await kube.patch(
         EPHEMERAL_RUNNER_SETS,
         view.name,
         {"status": {"conditions": conditions}},

@@ -21,6 +21,7 @@ from arc_scaleset.controllers.ephemeralrunnerset.scope import SetPass
 from arc_scaleset.controllers.ephemeralrunnerset.status import patch_status
 from arc_scaleset.controllers.errors import ConfigurationError
 from arc_scaleset.kube.errors import NotFound as KubeNotFound
+from arc_scaleset.kube.informer import Object
 
 
 class PassStatus:
@@ -42,7 +43,7 @@ class PassStatus:
         counts_due = await self._write_counts(scope) if report.counts else None
         if not report.assessed:
             return counts_due
-        return sooner(counts_due, await self.capacity.publish(scope.ers, scope.states))
+        return sooner(counts_due, await self.capacity.publish(scope.ers, scope.states, scope.memory.status_writes))
 
     async def bad_input(self, scope: SetPass, exc: ConfigurationError) -> None:
         """``Degraded=True`` naming the configuration error that stopped the pass, and a Warning Event; the
@@ -70,7 +71,7 @@ class PassStatus:
             wait = scope.memory.counts.wait()
             if wait > 0:
                 return wait
-        await patch_status(self._kube, scope.ers, changes)
+        _wrote(scope, await patch_status(self._kube, scope.ers, changes))
         scope.memory.counts.settled()
         scope.memory.jobs.written(changes)
         scope.memory.marker.written(changes)
@@ -81,10 +82,18 @@ class PassStatus:
         conditions = degraded_conditions(scope.ers, problem, now=self._ctx.clock.now())
         if conditions is None:
             return
-        await patch_conditions(self._kube, scope.ers, conditions)
+        _wrote(scope, await patch_conditions(self._kube, scope.ers, conditions))
         if problem is not None:
             reason, message = problem
             await self._ctx.events.event(scope.ers, type="Warning", reason=reason, note=message, action="Scale")
+
+
+def _wrote(scope: SetPass, stored: Object | None) -> None:
+    """Remember a status write's answer (:attr:`.scope.SetMemory.status_writes`): the capacity written later in
+    the pass, or in a pass that starts before the cache shows it, is written against it."""
+    if stored is not None:
+        writes = scope.memory.status_writes
+        writes.wrote(writes.freshest(scope.ers), stored)
 
 
 def sooner(first: float | None, second: float | None) -> float | None:

@@ -16,6 +16,7 @@ from arc_scaleset.controllers.ephemeralrunnerset.finished_marker import Finished
 from arc_scaleset.controllers.ephemeralrunnerset.kept_jobs import KeptJobs
 from arc_scaleset.controllers.ephemeralrunnerset.runner_index import SetRunners, controller_uid
 from arc_scaleset.controllers.ephemeralrunnerset.template_check import TemplateChecks
+from arc_scaleset.controllers.own_writes import OwnWrites
 from arc_scaleset.controllers.reconcile_pass import ObjectMemory
 from arc_scaleset.controllers.runner_classification import RunnerStates
 from arc_scaleset.kube.controller import Request, controller_owner_request
@@ -41,6 +42,9 @@ class SetMemory:
     """Finished jobs on their way into ``status.recentJobs`` (:mod:`.kept_jobs`)."""
     marker: FinishedMarker = field(default_factory=FinishedMarker)
     """``status.finishedRunnerCleanupPatchID`` as this process stored or recorded it (:mod:`.finished_marker`)."""
+    status_writes: OwnWrites = field(default_factory=OwnWrites)
+    """The set as this controller's last status write returned it, while the cache shows a version it replaced:
+    the advertised capacity is assessed and written against it (:mod:`.capacity_status`)."""
     runners: SetRunners | None = None
     """The set's classified runners (:mod:`.runner_index`); ``None`` until a pass builds them from the cache, and
     again when a new controller starts (its event handlers start afresh)."""

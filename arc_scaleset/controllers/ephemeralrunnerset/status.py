@@ -156,20 +156,20 @@ async def patch_phase(kube: KubeClient, ers: Mapping[str, Any], *, phase: str) -
     read is corrected by the next pass, and sending only this one field never overwrites another writer's
     fields.
     """
-    return await patch_status(kube, ers, phase_changes(ers, phase=phase))
+    return await patch_status(kube, ers, phase_changes(ers, phase=phase)) is not None
 
 
-async def patch_status(kube: KubeClient, ers: Mapping[str, Any], changes: Mapping[str, Any]) -> bool:
-    """Write ``changes`` (derived fields: the phase, the runner counts) to the status of ``ers``; True when
-    something was written.
+async def patch_status(kube: KubeClient, ers: Mapping[str, Any], changes: Mapping[str, Any]) -> dict[str, Any] | None:
+    """Write ``changes`` (derived fields: the phase, the runner counts) to the status of ``ers``; the set as
+    stored, ``None`` when nothing was written.
 
     No resourceVersion, for the reason :func:`patch_phase` gives: the fields are derived from the runners on
     every pass, and only the changed fields are sent.
     """
     if not changes:
-        return False
+        return None
     view = EphemeralRunnerSetView(ers)
-    await kube.patch(
+    return await kube.patch(
         EPHEMERAL_RUNNER_SETS,
         view.name,
         {"status": dict(changes)},
@@ -177,4 +177,3 @@ async def patch_status(kube: KubeClient, ers: Mapping[str, Any], changes: Mappin
         patch_type=PatchType.MERGE,
         subresource=STATUS,
     )
-    return True

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 from typing import Any
 
 import pytest
@@ -104,6 +105,16 @@ async def test_finalizers_are_added_and_removed_without_losing_a_concurrent_one(
     assert removed is not None
     assert removed["metadata"]["finalizers"] == ["other.example.com/f"]
     assert not has_finalizer(removed, "arc-scaleset.dev/test")
+
+
+async def test_a_finalizer_added_to_a_current_copy_costs_one_request(kube: KubeClient, namespace: str) -> None:
+    current = await kube.create(CM, {"metadata": {"name": "fin-current"}}, namespace=namespace)
+    before = collections.Counter(kube.request_counts)
+    added = await add_finalizer(kube, CM, current, "arc-scaleset.dev/test")
+    spent = collections.Counter(kube.request_counts)
+    spent.subtract(before)
+    assert +spent == {("patch", "configmaps"): 1}, "the write is made against the copy: no read"
+    assert added["metadata"]["finalizers"] == ["arc-scaleset.dev/test"]
 
 
 async def test_removing_the_last_finalizer_lets_a_deleting_object_go(kube: KubeClient, namespace: str) -> None:

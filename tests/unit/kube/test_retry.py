@@ -1,8 +1,9 @@
-"""retry_on_conflict timing and outcome on a fake clock; merge-patch computation."""
+"""retry_on_conflict timing and outcome on a fake clock; merge-patch computation; update_with_retry's requests."""
 
 from __future__ import annotations
 
 import asyncio
+import copy
 import random
 from typing import Any
 
@@ -14,7 +15,8 @@ from arc_scaleset.backoff import Backoff
 from arc_scaleset.clock import FakeClock
 from arc_scaleset.kube.errors import Conflict, NotFound
 from arc_scaleset.kube.merge_patch import merge_patch
-from arc_scaleset.kube.retry import default_backoff, retry_on_conflict
+from arc_scaleset.kube.resources import CONFIG_MAPS as CM
+from arc_scaleset.kube.retry import default_backoff, retry_on_conflict, update_with_retry
 
 
 def _conflict() -> Conflict:
@@ -141,3 +143,69 @@ def test_merge_patch_deletes_removed_keys_and_replaces_lists() -> None:
     original = {"metadata": {"finalizers": ["a", "b"], "labels": {"x": "1", "y": "2"}}}
     desired = {"metadata": {"finalizers": ["a"], "labels": {"x": "1"}}}
     assert merge_patch(original, desired) == {"metadata": {"finalizers": ["a"], "labels": {"y": None}}}
+
+
+# -- update_with_retry against an object the caller has -----------------------------------------------------
+
+
+class Store:
+    """The API's side of one object for :func:`update_with_retry`: GETs and merge patches under the
+    ``resourceVersion`` lock, each request recorded (a collaborator of the function under test)."""
+
+    def __init__(self, obj: dict[str, Any]) -> None:
+        self.obj = obj
+        self.requests: list[str] = []
+
+    async def get(self, resource: Any, name: str, *, namespace: str | None = None) -> dict[str, Any]:
+        self.requests.append("get")
+        return copy.deepcopy(self.obj)
+
+    async def patch(self, resource: Any, name: str, patch: dict[str, Any], **_: Any) -> dict[str, Any]:
+        self.requests.append("patch")
+        if patch["metadata"].pop("resourceVersion") != self.obj["metadata"]["resourceVersion"]:
+            raise _conflict()
+        self.obj = _apply_merge_patch(self.obj, patch)
+        self.obj["metadata"]["resourceVersion"] = str(int(self.obj["metadata"]["resourceVersion"]) + 1)
+        return copy.deepcopy(self.obj)
+
+    def edit(self, **labels: str) -> None:
+        """Somebody else's write."""
+        self.obj["metadata"].setdefault("labels", {}).update(labels)
+        self.obj["metadata"]["resourceVersion"] = str(int(self.obj["metadata"]["resourceVersion"]) + 1)
+
+
+def _label(obj: dict[str, Any]) -> dict[str, Any]:
+    obj["metadata"].setdefault("labels", {})["mine"] = "yes"
+    return obj
+
+
+async def _update(store: Store, seen: dict[str, Any] | None) -> dict[str, Any] | None:
+    return await update_with_retry(
+        store,  # type: ignore[arg-type]
+        CM, "cm", namespace="ns", mutate=_label, seen=seen, backoff=Backoff(base=0.0, jitter=0.0),
+    )  # fmt: skip
+
+
+async def test_an_update_against_the_object_the_caller_has_sends_one_request_when_it_is_current() -> None:
+    store = Store({"metadata": {"name": "cm", "resourceVersion": "1"}})
+    stored = await _update(store, seen=copy.deepcopy(store.obj))
+    assert store.requests == ["patch"]
+    assert stored is not None
+    assert stored["metadata"]["labels"] == {"mine": "yes"}
+
+
+async def test_an_update_against_a_stale_object_reads_and_keeps_the_concurrent_write() -> None:
+    store = Store({"metadata": {"name": "cm", "resourceVersion": "1"}})
+    seen = copy.deepcopy(store.obj)
+    store.edit(theirs="yes")
+    stored = await _update(store, seen=seen)
+    assert store.requests == ["patch", "get", "patch"]  # refused by the lock, then read and written again
+    assert stored is not None
+    assert stored["metadata"]["labels"] == {"theirs": "yes", "mine": "yes"}
+
+
+async def test_an_update_without_an_object_or_its_version_reads_first() -> None:
+    for seen in (None, {"metadata": {"name": "cm"}}):
+        store = Store({"metadata": {"name": "cm", "resourceVersion": "1"}})
+        await _update(store, seen=seen)
+        assert store.requests == ["get", "patch"]

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from arc_scaleset.api.ephemeralrunnerset import EPHEMERAL_RUNNER_SETS
 from arc_scaleset.api.keys import CONDITION_CAPACITY_LIMITED
 from arc_scaleset.controllers.ephemeralrunnerset.capacity import REASON_NODES, REASON_QUOTA, REASON_UNSCHEDULABLE
 from arc_scaleset.controllers.ephemeralrunnerset.node_room import LABEL_NODE_POOL_CAPPED
@@ -142,3 +143,22 @@ async def _delete_nodes_and_their_pods(h: ControllerHarness, names: list[str]) -
 
 async def _none(pending: Awaitable[list[str]]) -> bool:
     return not await pending
+
+
+async def test_a_new_sets_capacity_is_written_without_reading_the_set(h: ControllerHarness) -> None:
+    # Issue 30: the capacity is written under the set's resourceVersion, as the pass's earlier status write
+    # returned it or the cache shows it: no read of the set (its kind's one client bucket is shared by every set
+    # at set-up).
+    await h.start(max_runners_ceiling=7)
+    reads = h.kube.namespace_request_counts
+    before = reads[("get", "ephemeralrunnersets", h.namespace)]
+    await h.create_ers(replicas=0, patch_id=0)
+
+    def advertised() -> bool:  # read from the controllers' cache: no request of the test's own
+        assert h.ctx is not None
+        ers = h.ctx.cache(EPHEMERAL_RUNNER_SETS).get(h.namespace, "arc") or {}
+        status = ers.get("status") or {}
+        return status.get("phase") == "Running" and status.get("advertisedCapacity") == 7
+
+    await eventually(advertised, what="the set Running, advertising 7")
+    assert reads[("get", "ephemeralrunnersets", h.namespace)] == before
