@@ -272,15 +272,15 @@ async def test_setting_up_a_scale_set_never_has_its_own_status_write_refused(
 
 
 async def test_a_new_scale_set_is_finalized_registered_and_given_its_runner_set_in_one_pass(
-    kube: KubeClient, alone: tuple[ControllerHarness, KubeClient]
+    kube: KubeClient, alone: AloneFactory
 ) -> None:
     # Issue 30: the scale set's writes share its kind's one client bucket, the busiest at set-up. The pass that
     # adds the finalizer goes on with the stored object to register the scale set and create its runner set, so
     # its status is written three times (creating the runner set, creating the listener, Running): it was four, and
     # the finalizer cost a read.
-    env, controllers = alone
-    await running_scale_set(env, kube)
-    counts = controllers.request_counts
+    async with alone() as (env, controllers):
+        await running_scale_set(env, kube)
+        counts = collections.Counter(controllers.request_counts)
     breakdown = ", ".join(
         f"{verb} {what} {n}" for (verb, what), n in sorted(counts.items()) if "autoscalingrunnersets" in what
     )
