@@ -20,9 +20,9 @@ from image import tools
 from image.build import BuiltImage, build
 from image.oci import ArchivedImage, unpack
 from tests.integration.conftest import crds_installed, kube, namespace
-from tests.integration.listener.conftest import ers, listener_sim
+from tests.integration.listener.conftest import ers, listener_sim, sim_config
 
-__all__ = ["crds_installed", "ers", "kube", "listener_sim", "namespace"]
+__all__ = ["crds_installed", "ers", "kube", "listener_sim", "namespace", "sim_config"]
 
 
 @dataclass(frozen=True)
