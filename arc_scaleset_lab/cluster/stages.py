@@ -6,7 +6,11 @@
 - ``pod-finish``: a Running pod annotated ``FINISH_ANNOTATION`` (``succeeded`` or ``failed``) terminates,
   its containers exiting with the code in ``EXIT_CODE_ANNOTATION`` (default 0 / 1): how tests end a
   runner's job the way a real runner process would.
-- ``pod-delete``: a pod with a deletionTimestamp is removed (the kubelet's part of graceful deletion).
+- ``pod-delete``: a pod with a deletionTimestamp is removed (the kubelet's part of graceful deletion), unless
+  it is annotated ``KUBELET_ANNOTATION``: a lab kubelet runs that pod's process (the listener kubelet,
+  ``node/listener_kubelet.py``) and removes the pod itself once the process has stopped within the pod's grace
+  period, as a kubelet does. Without the exception kwok removed such a pod at once, and a kubelet that saw the
+  deletion late read a grace period of 0 and killed the process before it could clean up.
 
 A pod whose status someone else set to Succeeded/Failed matches no stage, so kwok never fights it.
 """
@@ -15,6 +19,7 @@ from __future__ import annotations
 
 FINISH_ANNOTATION = "kwok.arc-scaleset.dev/finish"
 EXIT_CODE_ANNOTATION = "kwok.arc-scaleset.dev/exit-code"
+KUBELET_ANNOTATION = "kwok.arc-scaleset.dev/kubelet"
 
 _NODE_READY = """\
 apiVersion: kwok.x-k8s.io/v1alpha1
@@ -155,10 +160,11 @@ kind: Stage
 metadata:
   name: pod-delete
 spec:
-  resourceRef: {apiGroup: v1, kind: Pod}
+  resourceRef: {{apiGroup: v1, kind: Pod}}
   selector:
     matchExpressions:
-    - {key: .metadata.deletionTimestamp, operator: Exists}
+    - {{key: .metadata.deletionTimestamp, operator: Exists}}
+    - {{key: '.metadata.annotations["{kubelet}"]', operator: DoesNotExist}}
   next:
     delete: true
 """
@@ -180,4 +186,4 @@ def stages_yaml() -> str:
             ("failed", 1, "Error", "Failed"),
         )
     ]
-    return "---\n".join([_NODE_READY, _POD_RUNNING, *finish, _POD_DELETE])
+    return "---\n".join([_NODE_READY, _POD_RUNNING, *finish, _POD_DELETE.format(kubelet=KUBELET_ANNOTATION)])

@@ -18,6 +18,10 @@ creates would never listen. :class:`ListenerKubelet` watches the pods labelled
 - **Stop.** When the pod is deleted or gets a deletionTimestamp (or is replaced by a pod of the same name
   and another UID): SIGTERM, then SIGKILL after the pod's grace period (``deletionGracePeriodSeconds``,
   else ``terminationGracePeriodSeconds``, else 30 s).
+- **Removal.** Before it starts a process the kubelet annotates the pod ``KUBELET_ANNOTATION``, so kwok's
+  ``pod-delete`` stage leaves the pod's removal to it: a deleted pod stays (Terminating) until its process has
+  stopped, then the kubelet removes it (grace 0), as a kubelet does. When :meth:`ListenerKubelet.run` returns it
+  takes the annotation off the pods still there, handing their removal back to kwok.
 - **Exit.** When the process ends by itself, the pod's status is written as the kubelet would write it
   for ``restartPolicy: Never``: phase ``Succeeded`` (exit 0) or ``Failed``, the ``listener`` container
   ``terminated`` with its exit code (128+N after signal N). The process is never restarted in the same
@@ -47,14 +51,15 @@ import orjson
 
 from arc_scaleset.api.keys import COMPONENT_LISTENER, LABEL_COMPONENT, LISTENER_CONTAINER_NAME
 from arc_scaleset.api.listener_config import CONFIG_PATH_ENV, PROBE_ADDR_ENV
-from arc_scaleset.kube.client import KubeClient, PatchType
-from arc_scaleset.kube.errors import KubeError, NotFound
+from arc_scaleset.kube.client import KubeClient, PatchType, Preconditions
+from arc_scaleset.kube.errors import Conflict, KubeError, NotFound
 from arc_scaleset.kube.informer import Informer, Object
 from arc_scaleset.kube.kubeconfig import load_kubeconfig
 from arc_scaleset.kube.resources import PODS
 from arc_scaleset.tasks import cancel_and_wait
 from arc_scaleset_lab.cluster.localcluster import LOOPBACK, free_port
 from arc_scaleset_lab.cluster.processes import die_with_parent
+from arc_scaleset_lab.cluster.stages import KUBELET_ANNOTATION
 from arc_scaleset_lab.node.arc_listener import (
     ARC_METRICS_ADDR_KEY,
     arc_listener_argv,
@@ -113,6 +118,10 @@ class _PodWorker:
     arc_container: str | None = None
     """ARC's own listener pod: the container that runs ARC's listener, run with
     :attr:`ListenerKubelet.arc_listener_binary` (see :mod:`.arc_listener`)."""
+    claimed: bool = False
+    """The pod carries ``KUBELET_ANNOTATION``: its removal is this kubelet's to do."""
+    remove_pod: bool = False
+    """The pod is being deleted: remove it once the process has stopped."""
     stop_requested: asyncio.Event = field(default_factory=asyncio.Event)
     stopped: asyncio.Event = field(default_factory=asyncio.Event)
 
@@ -187,6 +196,7 @@ class ListenerKubelet:
         self._wake = asyncio.Event()
         self._stop_requested = False
         self._retry_handles: set[asyncio.TimerHandle] = set()
+        self._removals: set[asyncio.Task[None]] = set()
 
     # -- public -----------------------------------------------------------------------------------------
 
@@ -239,6 +249,7 @@ class ListenerKubelet:
             for handle in self._retry_handles:
                 handle.cancel()
             await self._stop_all()
+            await self._hand_back_removals()
             await self.kube.close()
             if self._own_work_dir:
                 shutil.rmtree(self.work_dir, ignore_errors=True)
@@ -264,12 +275,16 @@ class ListenerKubelet:
         gone = pod is None or bool(meta.get("deletionTimestamp"))
         worker = self._workers.get(key)
         if worker is not None and (gone or worker.uid != uid):
+            worker.remove_pod = pod is not None and worker.uid == uid
             self._stop(worker, grace=grace_seconds(pod) if pod is not None else worker.grace)
             worker = None
-        if gone or pod is None:
-            if pod is None:
-                self._exited.pop(key, None)
-                self._failures.pop(key, None)
+        if pod is None:
+            self._exited.pop(key, None)
+            self._failures.pop(key, None)
+            return
+        if gone:
+            if is_claimed(pod) and not self._runs(uid):
+                self._remove_pod_soon(key, uid)  # its process ended (or never ran under this kubelet)
             return
         if worker is not None or self._exited.get(key) == uid or not ready_to_start(pod):
             return
@@ -313,6 +328,9 @@ class ListenerKubelet:
                 )
                 if worker.stop_requested.is_set():
                     return
+                worker.claimed = await self._claim(worker, pod)
+                if worker.stop_requested.is_set() or not worker.claimed:
+                    return
                 worker.process = await self._spawn(worker, self._process_env(worker))
             except (SandboxError, KubeError, OSError) as exc:
                 self._retry_later(worker, str(exc))
@@ -338,6 +356,8 @@ class ListenerKubelet:
             await cancel_and_wait(refresher)
             if worker.sandbox is not None:
                 worker.sandbox.cleanup()
+            if worker.remove_pod and worker.claimed:
+                await self._remove_pod(worker.namespace, worker.name, worker.uid)
             worker.stopped.set()
 
     async def _wait_for_exit_or_stop(self, worker: _PodWorker, process: asyncio.subprocess.Process) -> int | None:
@@ -454,6 +474,64 @@ class ListenerKubelet:
         except KubeError as exc:
             log.warning("pod %s/%s: cannot write the terminated status: %s", worker.namespace, worker.name, exc)
 
+    # -- the pod's removal -------------------------------------------------------------------------------
+
+    async def _claim(self, worker: _PodWorker, pod: Object) -> bool:
+        """Annotate the pod ``KUBELET_ANNOTATION`` (kwok then leaves its removal to this kubelet); ``False``
+        when the pod is gone or has another UID."""
+        if is_claimed(pod):
+            return True
+        patch = {"metadata": {"uid": worker.uid, "annotations": {KUBELET_ANNOTATION: "listener"}}}
+        try:
+            await self.kube.patch(PODS, worker.name, patch, namespace=worker.namespace)
+        except (NotFound, Conflict):
+            return False
+        return True
+
+    def _runs(self, uid: str) -> bool:
+        """A process of pod ``uid`` is starting, running or stopping."""
+        workers = [*self._workers.values(), *self._stopping_workers]
+        return any(w.uid == uid and not w.stopped.is_set() for w in workers)
+
+    def _remove_pod_soon(self, key: tuple[str, str], uid: str) -> None:
+        task = asyncio.get_running_loop().create_task(self._remove_pod(key[0], key[1], uid))
+        self._removals.add(task)
+        task.add_done_callback(self._removals.discard)
+
+    async def _remove_pod(self, namespace: str, name: str, uid: str) -> None:
+        """Remove a deleted pod whose process has stopped: the kubelet's last step of graceful deletion."""
+        try:
+            await self.kube.delete(
+                PODS,
+                name,
+                namespace=namespace,
+                grace_period_seconds=0,
+                preconditions=Preconditions(uid=uid),
+                missing_ok=True,
+            )
+        except Conflict:
+            return  # already replaced by a pod of the same name
+        except KubeError as exc:
+            log.warning("pod %s/%s: cannot remove the stopped pod: %s", namespace, name, exc)
+
+    async def _hand_back_removals(self) -> None:
+        """On the way out: finish the removals under way and take the annotation off the pods still here, so
+        kwok removes them when they are deleted after this kubelet has gone."""
+        if self._removals:
+            await asyncio.wait(set(self._removals), timeout=self.shutdown_timeout)
+        claimed = [pod for pod in self._informer.store.list() if is_claimed(pod)]
+        await asyncio.gather(*(self._unclaim(pod) for pod in claimed))
+
+    async def _unclaim(self, pod: Object) -> None:
+        meta = pod.get("metadata") or {}
+        patch = {"metadata": {"annotations": {KUBELET_ANNOTATION: None}}}
+        try:
+            await self.kube.patch(PODS, str(meta.get("name")), patch, namespace=str(meta.get("namespace")))
+        except NotFound:
+            return
+        except KubeError as exc:
+            log.warning("pod %s: cannot hand its removal back to kwok: %s", meta.get("name"), exc)
+
     # -- stopping ---------------------------------------------------------------------------------------
 
     def _stop(self, worker: _PodWorker, *, grace: float) -> None:
@@ -487,6 +565,11 @@ class ListenerKubelet:
 def ready_to_start(pod: Mapping[str, Any]) -> bool:
     """Bound to a node and marked Running (by kwok): the moment a kubelet would start its containers."""
     return bool((pod.get("spec") or {}).get("nodeName")) and (pod.get("status") or {}).get("phase") == "Running"
+
+
+def is_claimed(pod: Mapping[str, Any]) -> bool:
+    """The pod carries ``KUBELET_ANNOTATION``: a lab kubelet, not kwok, removes it once it is deleted."""
+    return KUBELET_ANNOTATION in ((pod.get("metadata") or {}).get("annotations") or {})
 
 
 def grace_seconds(pod: Mapping[str, Any]) -> float:
