@@ -9,9 +9,11 @@
   decide at once, one wins and the other gets a Conflict and keeps waiting.
 * ``leaseTransitions`` is incremented whenever the holder changes (a takeover, or an acquire after a
   release); ``acquireTime`` is when the current holder took it.
-* The leader renews every ``retry_period``. If no renewal succeeds for ``renew_deadline`` -- or the Lease
-  shows another holder -- leadership is lost and :meth:`LeaderElector.hold` returns; the caller must stop
-  acting as leader at once (the manager cancels its controllers and exits; see ``manager.py``).
+* The leader renews every ``retry_period``, as client-go does since its optimistic renewal: straight over the
+  Lease as it last wrote it (one PUT) while its own lease is still valid by its clock; only when that write
+  fails does it read the Lease and decide again (GET, then PUT). If no renewal succeeds for ``renew_deadline``
+  -- or the Lease shows another holder -- leadership is lost and :meth:`LeaderElector.hold` returns; the caller
+  must stop acting as leader at once (the manager cancels its controllers and exits; see ``manager.py``).
 * On a graceful stop the leader releases the Lease (empty holder, 1 s duration), so a waiting candidate
   takes over at its next poll instead of after a full lease duration. The release is written over the newest
   version that still names the leader: after a renewal in flight (:meth:`LeaderElector.step_down`), and read
@@ -153,6 +155,18 @@ def may_acquire(
         return True
     duration = record.lease_duration_seconds or default_lease_duration
     return now >= observation.observed_at + duration
+
+
+def may_renew_unread(
+    observation: Observation, *, identity: str, now: float, default_lease_duration: float = LEASE_DURATION
+) -> bool:
+    """Whether a leader may renew over the record it last wrote without reading the Lease first (client-go's
+    optimistic renewal): only while that record names ``identity`` and is still valid by the leader's own clock.
+    The write is still conditional on the Lease's resourceVersion, so a Lease anyone wrote since is never
+    overwritten: the write conflicts, and the leader reads the Lease and decides again."""
+    record = observation.record
+    duration = record.lease_duration_seconds or default_lease_duration
+    return record.holder_identity == identity and now < observation.observed_at + duration
 
 
 def next_record(
@@ -328,9 +342,11 @@ class LeaderElector:
     async def try_acquire_or_renew(self, *, dead_holder: str = "") -> bool:
         """One election round: read the Lease and write this identity into it when the rules allow
         (``dead_holder``: as in :func:`may_acquire`, and only if the Lease read is the record last seen, by
-        :meth:`saw` or an earlier round)."""
+        :meth:`saw` or an earlier round). A leader first tries :meth:`_renew_unread`."""
         now = self._clock.monotonic()
         cfg = self.config
+        if await self._renew_unread(now):
+            return True
         try:
             try:
                 lease = await self.client.get(LEASES, cfg.name, namespace=self.namespace)
@@ -375,6 +391,25 @@ class LeaderElector:
         except Exception as exc:  # any failure is a failed round; the renew deadline decides what it means
             log.warning("%r: lease %s/%s: %s", self, self.namespace, cfg.name, _one_line(exc))
             return False
+
+    async def _renew_unread(self, now: float) -> bool:
+        """The leader's renewal without a read (:func:`may_renew_unread`): the renewed record written over the
+        Lease as this identity last wrote it. Any failure (a Conflict: someone wrote the Lease since; an error)
+        answers ``False``, and the round reads the Lease."""
+        observation, lease, cfg = self._observation, self._lease, self.config
+        if not self._leading or lease is None or observation is None:
+            return False
+        if not may_renew_unread(observation, identity=cfg.identity, now=now, default_lease_duration=cfg.lease_duration):
+            return False
+        now_utc, duration = self._clock.now(), cfg.lease_duration_seconds
+        renewed = next_record(observation.record, identity=cfg.identity, now=now_utc, lease_duration_seconds=duration)
+        try:
+            self._lease = await self.client.replace(LEASES, self._with_record(lease, renewed))
+        except Exception as exc:
+            log.debug("%r: renewing without a read failed (%s); reading the lease", self, _one_line(exc))
+            return False
+        self._observation = Observation(renewed, now)
+        return True
 
     async def _asked_to_stop(self, *, within: float) -> bool:
         """Wait ``within`` seconds, or less when :meth:`step_down` asks :meth:`hold` to stop; whether it did."""

@@ -12,6 +12,7 @@ from arc_scaleset.kube.leader_election import (
     Observation,
     default_identity,
     may_acquire,
+    may_renew_unread,
     next_record,
     observe,
     released_record,
@@ -123,3 +124,14 @@ def test_identities_are_unique_per_process_and_name_the_host() -> None:
     first, second = default_identity(), default_identity()
     assert first != second
     assert first.startswith(socket.gethostname() + "_")
+
+
+def test_a_leader_renews_without_reading_only_its_own_record_while_it_is_valid_on_its_clock() -> None:
+    mine = Observation(held_by("me", duration=15), observed_at=100.0)
+    assert may_renew_unread(mine, identity="me", now=114.9)
+    assert not may_renew_unread(mine, identity="me", now=115.0), "past its duration it reads the Lease first"
+    assert not may_renew_unread(Observation(held_by("other"), 100.0), identity="me", now=100.0)
+    assert not may_renew_unread(Observation(LeaseRecord(), 100.0), identity="me", now=100.0)
+    no_duration = Observation(held_by("me", duration=None), observed_at=100.0)
+    assert may_renew_unread(no_duration, identity="me", now=109.0, default_lease_duration=10.0)
+    assert not may_renew_unread(no_duration, identity="me", now=110.0, default_lease_duration=10.0)
