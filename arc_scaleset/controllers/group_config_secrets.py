@@ -28,7 +28,6 @@ memory.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -43,7 +42,6 @@ from arc_scaleset.kube.errors import Forbidden, NotFound, Unauthorized
 from arc_scaleset.kube.informer import Informer, Object, identity_only, resource_version
 from arc_scaleset.kube.resources import SECRETS
 from arc_scaleset.kube.views import ObjectView
-from arc_scaleset.tasks import cancel_and_wait
 
 
 @dataclass(frozen=True)
@@ -151,7 +149,6 @@ class GroupSecretWatch:
             transform=identity_only,
             give_up_on=(Forbidden, Unauthorized),
         )
-        self._task: asyncio.Task[None] | None = None
         self._enqueue: Callable[[Request], None] | None = None
         self.informer.add_handler(on_add=self._added, on_update=self._changed, on_delete=self._deleted)
 
@@ -159,7 +156,7 @@ class GroupSecretWatch:
         """The Secret's ``resourceVersion`` as watched now (``None``: not shown, or the watch is not running or
         has not listed yet)."""
         informer = self.informer
-        if self._task is None or self._task.done() or not informer.has_synced or informer.gave_up is not None:
+        if not informer.running or not informer.has_synced:  # a watch that gave up is not running
             return None
         obj = informer.store.get(self.namespace, name)
         return None if obj is None else (resource_version(obj) or None)
@@ -167,15 +164,12 @@ class GroupSecretWatch:
     def start(self, enqueue: Callable[[Request], None]) -> None:
         """Start the watch (inside the running loop); ``enqueue`` queues a group (``namespace/<group ID>``)."""
         self._enqueue = enqueue
-        if self._task is None or self._task.done():
-            self._task = asyncio.get_running_loop().create_task(self.informer.run(), name=repr(self.informer))
+        self.informer.start()
 
     async def stop(self) -> None:
         """Stop the watch: until it runs again, every read is a GET."""
         self._enqueue = None
-        task, self._task = self._task, None
-        if task is not None:
-            await cancel_and_wait(task)
+        await self.informer.stop()
 
     def _added(self, obj: Object) -> None:
         if self.informer.has_synced:  # the first list: nothing changed, the groups are reconciled anyway

@@ -378,6 +378,11 @@ class Informer:
         await self._synced.wait()
 
     @property
+    def running(self) -> bool:
+        """Started with :meth:`start` and neither stopped nor ended (given up or failed)."""
+        return self._task is not None and not self._task.done()
+
+    @property
     def last_resource_version(self) -> str:
         """The resourceVersion the informer would resume watching from."""
         return self._resource_version

@@ -41,6 +41,7 @@ from arc_scaleset.listener.errors import FatalListenerError, Stopping
 from arc_scaleset.listener.standby_decision import PeerSight, TakeReason, next_step
 from arc_scaleset.listener.standby_token import keep_admin_token_fresh
 from arc_scaleset.listener.stop import StopSignal
+from arc_scaleset.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
 
@@ -196,8 +197,7 @@ async def run_standby(app: ListenerApp, kube: KubeClient, settings: StandbySetti
         try:
             reason = await standby.take_lease(app.stop)
         finally:
-            keeper.cancel()
-            await asyncio.gather(keeper, return_exceptions=True)
+            await cancel_and_wait(keeper)
     except Stopping:
         log.info("standby listener stopped")
         return 0

@@ -17,7 +17,6 @@ nothing. The controller's Role already lists and watches Leases in its namespace
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -30,7 +29,6 @@ from arc_scaleset.kube.controller import Request, controller_owner_request
 from arc_scaleset.kube.errors import Forbidden, Unauthorized
 from arc_scaleset.kube.informer import Informer, Object
 from arc_scaleset.kube.resources import LEASES
-from arc_scaleset.tasks import cancel_and_wait
 
 
 def holder_only(obj: dict[str, Any]) -> dict[str, Any]:
@@ -87,21 +85,18 @@ class StandbyLeaseWatch:
             transform=holder_only,
             give_up_on=(Forbidden, Unauthorized),
         )
-        self._task: asyncio.Task[None] | None = None
         self._enqueue: Callable[[Request], None] | None = None
         self.informer.add_handler(on_add=self._added, on_update=self._updated, on_delete=self._queue)
 
     def start(self, enqueue: Callable[[Request], None]) -> None:
         """Start the watch (inside the running loop); ``enqueue`` queues a listener."""
         self._enqueue = enqueue
-        if self._task is None or self._task.done():
-            self._task = asyncio.get_running_loop().create_task(self.informer.run(), name=repr(self.informer))
+        self.informer.start()
 
     async def stop(self) -> None:
         """Stop the watch."""
         self._enqueue = None
-        task, self._task = self._task, None
-        await cancel_and_wait(task)
+        await self.informer.stop()
 
     def _added(self, obj: Object) -> None:
         if self.informer.has_synced:  # the first list: nothing changed, every listener is reconciled anyway
