@@ -536,10 +536,12 @@ class HttpTransport:
         return _Pin(host=host, addresses=tuple(found))
 
     async def _look_up(self, host: str, port: int) -> list[ResolveResult]:
-        """What the transport's resolver answers for ``host`` (nothing when it cannot answer)."""
+        """What the transport's resolver answers for ``host`` within the request timeout (nothing when it cannot
+        answer, or does not in time: a resolver that hangs must not hold the request past its own deadline)."""
         try:
-            return await self._resolver().resolve(host, port, family=socket.AF_UNSPEC)
-        except (OSError, UnicodeError):
+            async with asyncio.timeout(self.options.request_timeout):
+                return await self._resolver().resolve(host, port, family=socket.AF_UNSPEC)
+        except (OSError, UnicodeError, TimeoutError):
             return []
 
     async def _send_once(

@@ -8,6 +8,7 @@ are real, on loopback addresses of the same port, so where a request lands says 
 
 from __future__ import annotations
 
+import asyncio
 import ipaddress
 import socket
 import ssl
@@ -125,14 +126,19 @@ async def two_servers(
 
 
 def client(
-    config_url: str, shared: SharedSessions, ca_pem: str | None = None, proxy: ProxySettings | None = None
+    config_url: str,
+    shared: SharedSessions,
+    ca_pem: str | None = None,
+    proxy: ProxySettings | None = None,
+    *,
+    request_timeout: float = 10.0,
 ) -> ActionsClient:
     """A PAT client on ``shared`` sessions (whose resolver plays DNS), making one attempt per request."""
     return ActionsClient(
         parse_config_url(config_url),
         PersonalAccessToken(PAT),
         system_info=SystemInfo(subsystem="contract-test"),
-        transport=TransportOptions(request_timeout=10.0, retry_max=0, root_ca_pem=ca_pem, proxy=proxy),
+        transport=TransportOptions(request_timeout=request_timeout, retry_max=0, root_ca_pem=ca_pem, proxy=proxy),
         clock=InstantClock(),
         shared_sessions=shared,
     )
@@ -242,6 +248,34 @@ async def test_sent_directly_a_hop_to_a_subdomain_that_cannot_be_looked_up_fails
         with pytest.raises(TransientError, match="the redirect's check found no address to connect to"):
             await github.get_runner_group_by_name("Default")
     assert servers.checked.requests == [(f"ghes.test:{servers.port}", REGISTRATION_TOKEN)]
+    assert servers.rebound.requests == []
+
+
+class HangingResolver(RebindingResolver):
+    """DNS that never answers for the names in ``hangs`` (a resolver stuck on an unreachable name server)."""
+
+    def __init__(self, answers: dict[str, tuple[str, str]], *, hangs: set[str]) -> None:
+        super().__init__(answers)
+        self._hangs = hangs
+
+    async def resolve(
+        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
+    ) -> list[ResolveResult]:
+        if host.lower().rstrip(".") in self._hangs:
+            await asyncio.Event().wait()
+        return await super().resolve(host, port, family)
+
+
+async def test_a_hop_whose_name_never_resolves_fails_within_the_request_timeout_instead_of_hanging() -> None:
+    resolver = HangingResolver({"ghes.test": ("127.0.0.1",) * 2}, hangs={"api.ghes.test"})
+    async with (
+        sessions(resolver) as shared,
+        two_servers("127.0.0.1", "127.0.0.2", redirect_to="http://api.ghes.test:{port}/moved") as servers,
+        client(f"http://ghes.test:{servers.port}/org", shared, request_timeout=0.5) as github,
+    ):
+        with pytest.raises(TransientError, match="the redirect's check found no address to connect to"):
+            # The bound only keeps a regression from hanging the suite; the client gives up after 0.5 s.
+            await asyncio.wait_for(github.get_runner_group_by_name("Default"), timeout=60)
     assert servers.rebound.requests == []
 
 
