@@ -10,8 +10,10 @@ Lifecycle of :meth:`Manager.run`:
    with a full cache);
 4. start the controllers;
 5. run until :meth:`Manager.request_stop` (SIGTERM/SIGINT when ``handle_signals``) -- then drain the
-   controllers' in-flight reconciles (for at most ``graceful_shutdown_timeout``), release the Lease,
-   stop the informers and servers, and return -- or until leadership is lost.
+   controllers' in-flight reconciles (for at most ``graceful_shutdown_timeout``) while still renewing the
+   Lease, so that no other replica can take it while this one still writes; then stop renewing and release it
+   (:meth:`~arc_scaleset.kube.leader_election.LeaderElector.step_down`), stop the informers and servers, and
+   return -- or until leadership is lost.
 
 **Losing the lease ends the process**, as in controller-runtime: the controllers' workers are cancelled
 at once (another replica may already be acting), everything is stopped, and :meth:`Manager.run` raises
@@ -226,6 +228,7 @@ class Manager:
                 loop.add_signal_handler(sig, self.request_stop)
                 installed.append(sig)
         lost = False
+        holding: asyncio.Future[None] | None = None
         try:
             await self._start_servers()
             for per_namespace in self._informers.values():
@@ -236,27 +239,26 @@ class Manager:
                 await self._until_stopped(self.elector.acquire())
             if not self._stop_requested.is_set():
                 self._start_controllers()
-                lost = await self._serve()
+                holding = asyncio.ensure_future(self.elector.hold()) if self.elector is not None else None
+                lost = await self._serve(holding)
         finally:
-            await self._shutdown(lost=lost)
+            await self._shutdown(lost=lost, holding=holding)
             for sig in installed:
                 loop.remove_signal_handler(sig)
         if lost:
             raise LeadershipLostError(f"lost the lease {self.elector.config.name if self.elector else ''}")
 
-    async def _serve(self) -> bool:
-        """Wait for a stop request or the loss of the lease; True when the lease was lost."""
+    async def _serve(self, holding: asyncio.Future[None] | None) -> bool:
+        """Wait for a stop request or the loss of the lease (``holding``, the elector's :meth:`hold`, which
+        returns only when the lease is lost until someone steps down); True when the lease was lost. ``holding``
+        keeps renewing after a stop request: the drain still writes."""
         stop = asyncio.ensure_future(self._stop_requested.wait())
-        waiters: set[asyncio.Future[Any]] = {stop}
-        hold: asyncio.Future[None] | None = None
-        if self.elector is not None:
-            hold = asyncio.ensure_future(self.elector.hold())
-            waiters.add(hold)
+        waiters: set[asyncio.Future[Any]] = {stop} if holding is None else {stop, holding}
         try:
             await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
         finally:
-            await cancel_and_wait(*(waiter for waiter in waiters if not waiter.done()))
-        return hold is not None and hold.done() and not hold.cancelled() and not self._stop_requested.is_set()
+            await cancel_and_wait(stop)
+        return holding is not None and holding.done()
 
     async def _until_stopped(self, work: Any) -> None:
         """Await ``work`` unless a stop is requested first (then cancel it)."""
@@ -286,7 +288,7 @@ class Manager:
         for controller in self._controllers:
             controller.start(self._informer_list, metrics=self.metrics)
 
-    async def _shutdown(self, *, lost: bool) -> None:
+    async def _shutdown(self, *, lost: bool, holding: asyncio.Future[None] | None) -> None:
         if self._controllers_started:
             # After losing the lease nothing may be written any more: cancel instead of draining.
             drain = not lost and not self._force_stop
@@ -297,7 +299,12 @@ class Manager:
                 )
             )
         if self.elector is not None and not lost:
-            await self.elector.release()
+            if holding is not None:
+                if holding.done():
+                    log.warning("the lease was lost while the controllers drained")
+                await self.elector.step_down(holding)  # stops renewing; releases the lease if still held
+            else:
+                await self.elector.release()
         for per_namespace in self._informers.values():
             for informer in per_namespace.values():
                 await informer.stop()

@@ -48,10 +48,11 @@ class Candidate:
 
 
 @pytest.fixture
-async def candidates(cluster: testing_cluster.TestCluster, namespace: str) -> AsyncIterator[Callable[[str], Candidate]]:
+async def candidates(cluster: testing_cluster.TestCluster, namespace: str) -> AsyncIterator[Callable[..., Candidate]]:
     made: list[Candidate] = []
 
-    def make(name: str) -> Candidate:
+    def make(name: str, *, reconcile_gate: asyncio.Event | None = None) -> Candidate:
+        """``reconcile_gate``: each reconcile, once recorded, waits for it (a slow reconcile to drain)."""
         client = KubeClient.from_kubeconfig(cluster.kubeconfig)
         manager = Manager(
             client,
@@ -70,6 +71,8 @@ async def candidates(cluster: testing_cluster.TestCluster, namespace: str) -> As
 
         async def reconcile(request: Request) -> Result:
             candidate.reconciled.append(request)
+            if reconcile_gate is not None:
+                await reconcile_gate.wait()
             return Result()
 
         manager.add(Controller(f"{name}-configmaps", CONFIG_MAPS, reconcile))
@@ -113,7 +116,7 @@ async def lease_record(kube: KubeClient, namespace: str) -> LeaseRecord:
 
 
 async def test_one_leads_and_a_dead_leaders_lease_is_taken_over_after_it_expires(
-    kube: KubeClient, namespace: str, candidates: Callable[[str], Candidate]
+    kube: KubeClient, namespace: str, candidates: Callable[..., Candidate]
 ) -> None:
     await kube.create(CONFIG_MAPS, {"metadata": {"name": "work"}}, namespace=namespace)
     first, second = candidates("first"), candidates("second")
@@ -148,7 +151,7 @@ async def test_one_leads_and_a_dead_leaders_lease_is_taken_over_after_it_expires
 
 
 async def test_a_leader_that_stops_releases_the_lease_for_the_next_candidate(
-    kube: KubeClient, namespace: str, candidates: Callable[[str], Candidate]
+    kube: KubeClient, namespace: str, candidates: Callable[..., Candidate]
 ) -> None:
     first = candidates("first")
     await eventually(lambda: first.leading and first.controller_running, "the first candidate to lead")
@@ -174,3 +177,35 @@ async def test_a_leader_that_stops_releases_the_lease_for_the_next_candidate(
     assert record.lease_transitions == 1
     await watch.stop()
     assert watch.violations == []
+
+
+async def test_a_leader_draining_a_slow_reconcile_keeps_renewing_so_no_one_takes_over_before_it_released(
+    kube: KubeClient, namespace: str, candidates: Callable[..., Candidate]
+) -> None:
+    gate = asyncio.Event()
+    first = candidates("first", reconcile_gate=gate)
+    # Any ConfigMap will do (every namespace has kube-root-ca.crt): the first reconcile blocks the drain.
+    await eventually(lambda: bool(first.reconciled), "the leader's reconcile to start")
+    second = candidates("second")
+    await eventually(
+        lambda: second.manager.elector is not None and second.manager.elector.observed_holder == first.identity,
+        "the second candidate to see the lease held",
+    )
+    watch = TwoLeadersWatch([first, second])
+    first.manager.request_stop()  # the drain waits for the reconcile, which waits for the gate
+    renewals: set[object] = set()
+
+    async def renewed_past_a_lease_duration() -> bool:
+        renewals.add((await lease_record(kube, namespace)).renew_time)
+        return len(renewals) > 2 * LEASE_DURATION / RETRY_PERIOD
+
+    await eventually(renewed_past_a_lease_duration, "the draining leader to keep renewing", timeout=60)
+    assert first.task is not None
+    assert not first.task.done(), "still draining"
+    assert first.leading
+    assert not second.leading
+    gate.set()
+    await asyncio.wait_for(first.task, 30)
+    await eventually(lambda: second.leading, "the second candidate to take over after the release")
+    await watch.stop()
+    assert watch.violations == [], "the next candidate led while the old leader still drained"
