@@ -3,7 +3,7 @@
     .venv/bin/python bench/bench_many_sets.py [--sets 10,100] [--jobs 2 | --total-jobs N] [--rate 0.008]
                                               [--idle 30] [--duration-min 2] [--duration-max 6] [--seed 1]
                                               [--shared-secret] [--shared-listener [--max-members M]]
-                                              [--qps Q] [--long-poll 5] [--no-counts-in-status]
+                                              [--qps Q] [--long-poll 5] [--counts-in-status]
                                               [--saturate N] [--saturate-duration 0.5] [--max-runners 5]
                                               [--timeout SECONDS] [--reuse DIR]
 
@@ -485,8 +485,8 @@ def controller_args(args: argparse.Namespace) -> tuple[str, ...]:
     found = [f"--k8s-client-rate-limiter-qps={args.qps}"] if args.qps else []
     if args.max_members is not None:
         found.append(f"--shared-listener-max-members={args.max_members}")
-    if args.no_counts_in_status:
-        found.append("--runner-counts-in-status=false")
+    if args.counts_in_status:
+        found.append("--runner-counts-in-status=true")
     return tuple(found)
 
 
@@ -650,7 +650,7 @@ async def main(args: argparse.Namespace) -> int:
     members = DEFAULT_SHARED_LISTENER_MAX_MEMBERS if args.max_members is None else args.max_members
     groups = f"shared listeners of at most {members} sets" if members else "one shared listener"
     mode = groups if args.shared_listener else "a listener per set"
-    counts = "; runner counts in the metrics only" if args.no_counts_in_status else ""
+    counts = "; runner counts in the status too" if args.counts_in_status else ""
     print(f"mode: {mode}; " + ("one credentials Secret" if args.shared_secret or args.shared_listener else
                                "a credentials Secret per set") + counts)  # fmt: skip
     results = []
@@ -692,8 +692,9 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
                         f"{DEFAULT_SHARED_LISTENER_MAX_MEMBERS})")  # fmt: skip
     parser.add_argument("--total-jobs", type=int, default=0,
                         help="N jobs in all at every size, one per set while sets last (default: --jobs)")  # fmt: skip
-    parser.add_argument("--no-counts-in-status", action="store_true",
-                        help="the controller's --runner-counts-in-status=false (ARC's current code)")  # fmt: skip
+    parser.add_argument("--counts-in-status", action="store_true",
+                        help="the controller's --runner-counts-in-status=true (default: off, as ARC's current "
+                        "code: the counts in the metrics only)")  # fmt: skip
     parser.add_argument("--qps", type=float, default=0.0,
                         help="the controller's --k8s-client-rate-limiter-qps (default: its own, ARC's 20)")  # fmt: skip
     parser.add_argument("--timeout", type=float, default=0.0,

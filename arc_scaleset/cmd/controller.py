@@ -366,11 +366,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
         parser,
         "runner-counts-in-status",
         action=GoBoolAction,
-        default=True,
+        default=False,
         help="write the runner counts (current, pending, running, failed, finished, deleting) into the status of "
-        "every EphemeralRunnerSet and AutoscalingRunnerSet, for kubectl get's columns; false does as ARC's current "
-        "code (#4557): the counts are in the gha_controller_*_ephemeral_runners metrics only, those in status are "
-        "removed, and a job costs up to 4 API writes fewer; not an ARC flag (default: true)",
+        "every EphemeralRunnerSet and AutoscalingRunnerSet too, for kubectl get's columns, at up to 4 API writes "
+        "more per job; false does as ARC's current code (#4557): the counts are in the "
+        "gha_controller_*_ephemeral_runners metrics only and those in status are removed; not an ARC flag "
+        "(default: false)",
     )
     add_go_flag(
         parser,

@@ -170,8 +170,8 @@ class ControllerSettings:
       key go to another group (``--shared-listener-max-members``, :data:`DEFAULT_SHARED_LISTENER_MAX_MEMBERS`; 0:
       bounded by its config Secret's size only, :mod:`arc_scaleset.api.group_shards`).
     - ``runner_counts_in_status``: write the runner counts into the EphemeralRunnerSets' and AutoscalingRunnerSets'
-      status (``--runner-counts-in-status``); off, they are in the metrics only and removed from status, as in
-      ARC's current code (#4557; :mod:`arc_scaleset.controllers.ephemeralrunnerset.counts`).
+      status too (``--runner-counts-in-status``, off by default); off, they are in the metrics only and removed
+      from status, as in ARC's current code (#4557; :mod:`arc_scaleset.controllers.ephemeralrunnerset.counts`).
     """
 
     controller_namespace: str
@@ -216,7 +216,7 @@ class ControllerSettings:
     runner_cost_labels: bool = True
     otlp_traces_endpoint: str | None = None
     shared_listener_max_members: int = DEFAULT_SHARED_LISTENER_MAX_MEMBERS
-    runner_counts_in_status: bool = True
+    runner_counts_in_status: bool = False
 
     def __post_init__(self) -> None:
         if not self.controller_namespace:

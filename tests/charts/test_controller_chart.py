@@ -127,13 +127,16 @@ async def test_cost_labels_are_on_by_default_and_the_value_turns_them_off(
     assert settings.runner_cost_labels is expected
 
 
-@pytest.mark.parametrize(("value", "expected"), [(None, True), (True, True), (False, False)])
-async def test_runner_counts_are_in_status_by_default_and_the_value_leaves_them_to_the_metrics(
+@pytest.mark.parametrize(("value", "expected"), [(None, False), (True, True), (False, False)])
+async def test_runner_counts_are_left_to_the_metrics_by_default_and_the_value_puts_them_in_status(
     helm: Helm, value: bool | None, expected: bool
 ) -> None:
     values = {} if value is None else {"flags": {"runnerCountsInStatus": value}}
-    _, settings = controller_settings(manager(only(await render(helm, values), "Deployment")))
+    container = manager(only(await render(helm, values), "Deployment"))
+    _, settings = controller_settings(container)
     assert settings.runner_counts_in_status is expected
+    flags = [arg for arg in container["args"] if arg.startswith("--runner-counts-in-status")]
+    assert flags == (["--runner-counts-in-status=true"] if expected else []), "the controller's default needs no flag"
 
 
 @pytest.mark.parametrize(

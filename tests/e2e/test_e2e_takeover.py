@@ -5,8 +5,9 @@ running scale set (:mod:`arc_scaleset_lab.harness.arc_install`: the chart's Auto
 EphemeralRunnerSets and EphemeralRunners as ARC's resource builder writes them, ARC's listener with its pod
 holding the message session), lets ARC's listener give some runners a job, then starts this controller and
 watches it take over: busy runners finish undisturbed, idle ones are kept (or rolled once when the template
-changed), the listener is replaced exactly once, every job runs exactly once, and the status counts are
-current. The last test reads ``kubectl get``'s columns after a scale-up."""
+changed), the listener is replaced exactly once, every job runs exactly once, and the runner counts are current
+in the metrics, those ARC wrote into the status removed (the default, as ARC's current code, #4557). The last test
+reads ``kubectl get``'s columns after a scale-up."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from arc_scaleset.api import keys
 from arc_scaleset.api.autoscalinglistener import AUTOSCALING_LISTENERS
@@ -26,6 +28,8 @@ from arc_scaleset.api.autoscalingrunnerset import AUTOSCALING_RUNNER_SETS
 from arc_scaleset.api.ephemeralrunner import EPHEMERAL_RUNNERS
 from arc_scaleset.api.ephemeralrunnerset import EPHEMERAL_RUNNER_SETS
 from arc_scaleset.backoff import Backoff
+from arc_scaleset.controllers.autoscalingrunnerset.status import RUNNER_COUNTS
+from arc_scaleset.controllers.ephemeralrunnerset.counts import COUNT_FIELDS
 from arc_scaleset.kube import resources
 from arc_scaleset.kube.errors import Gone, KubeError
 from arc_scaleset.kube.resources import Resource
@@ -229,29 +233,35 @@ def assert_finished_undisturbed(runners: Watch, pods: Watch, busy: set[str]) -> 
         assert pod.deleted_in_phase in (None, "Succeeded"), (name, pod)
 
 
+async def gauged(system: System, handle: ScaleSetHandle) -> dict[str, float]:
+    """The scale set's runners by phase as the controller's ``gha_controller_<phase>_ephemeral_runners`` gauges
+    count them now (pending, running, failed)."""
+    scale_set = {"name": handle.name, "namespace": handle.namespace}
+    found = dict.fromkeys(("pending", "running", "failed"), 0.0)
+    for family in text_string_to_metric_families(await system.controller_metrics()):
+        for sample in family.samples:
+            phase = sample.name.removeprefix("gha_controller_").removesuffix("_ephemeral_runners")
+            if phase in found and scale_set.items() <= sample.labels.items():
+                found[phase] += sample.value
+    return found
+
+
 async def wait_counts(
     handle: ScaleSetHandle, system: System, runner_set: str, *, running: int, timeout: float = 60
 ) -> None:
-    """Until the set's and the scale set's status counts say ``running`` runners, all Running."""
-    expected_set = {
-        "currentReplicas": running,
-        "pendingEphemeralRunners": 0,
-        "runningEphemeralRunners": running,
-        "failedEphemeralRunners": 0,
-        "finishedEphemeralRunners": 0,
-        "deletingEphemeralRunners": 0,
-    }
-    expected_ars = {**expected_set, "currentRunners": running, "phase": "Running"}
-    del expected_ars["currentReplicas"]
+    """Until the controller's gauges count ``running`` runners of the scale set, all Running, and neither the set's
+    nor the scale set's status holds a count (ARC's are removed: by default the counts are metrics only), the
+    scale set Running."""
+    uncounted = {name for name, _ in RUNNER_COUNTS} | set(COUNT_FIELDS)
 
     async def current() -> bool:
         ers = await counts_of(system, EPHEMERAL_RUNNER_SETS, runner_set, handle.namespace)
         ars = await counts_of(system, AUTOSCALING_RUNNER_SETS, handle.name, handle.namespace)
-        return {k: ers.get(k) for k in expected_set} == expected_set and {
-            k: ars.get(k) for k in expected_ars
-        } == expected_ars
+        if uncounted & (ers.keys() | ars.keys()) or ars.get("phase") != "Running":
+            return False
+        return await gauged(system, handle) == {"pending": 0, "running": running, "failed": 0}
 
-    await handle.wait_until(current, timeout=timeout, what=f"status counts of {running} running runners")
+    await handle.wait_until(current, timeout=timeout, what=f"metrics counting {running} running runners")
 
 
 # -- the tests ------------------------------------------------------------------------------------------------
@@ -451,9 +461,12 @@ ARC_COLUMNS = {
 }  # fmt: skip
 
 
-async def test_kubectl_get_shows_arcs_columns_with_current_values_after_a_scale_up(
+async def test_kubectl_get_shows_arcs_columns_after_a_scale_up_the_runner_counts_empty_as_with_arcs_current_code(
     system: System, scale_set: ScaleSetFactory
 ) -> None:
+    # By default the counts are metrics (ARC #4557). With --runner-counts-in-status the controller writes them
+    # (tests/integration/controllers/ephemeralrunnerset/test_adoption.py) and their columns show them (every
+    # column's path: tests/integration/api/test_api_crds_on_cluster.py).
     handle = await scale_set.create(min_runners=1, max_runners=5)
     await handle.wait_ready()
     await handle.enqueue(3, duration=40.0)
@@ -468,20 +481,17 @@ async def test_kubectl_get_shows_arcs_columns_with_current_values_after_a_scale_
 
     async def current() -> dict[str, tuple[list[str], list[dict[str, Any]]]] | None:
         found = await tables()
-        ars = [row for row in found["autoscalingrunnersets"][1] if row["Current Runners"] is not None]
-        ers = found["ephemeralrunnersets"][1]
-        ers_rows = [row for row in ers if row["DesiredReplicas"] == 4]
-        want_set = {"CurrentReplicas": 4, "Pending Runners": 0, "Running Runners": 4, "Finished Runners": 0,
-                    "Deleting Runners": 0}  # fmt: skip
-        want_ars = {"Minimum Runners": 1, "Maximum Runners": 5, "Current Runners": 4, "State": "Running",
-                    "Pending Runners": 0, "Running Runners": 4, "Finished Runners": 0,
-                    "Deleting Runners": 0}  # fmt: skip
+        ars = [row for row in found["autoscalingrunnersets"][1] if row["Name"] == handle.name]
+        ers_rows = [row for row in found["ephemeralrunnersets"][1] if row["DesiredReplicas"] == 4]
+        empty = dict.fromkeys(("Pending Runners", "Running Runners", "Finished Runners", "Deleting Runners"))
+        want_set = {"CurrentReplicas": None, **empty}
+        want_ars = {"Minimum Runners": 1, "Maximum Runners": 5, "Current Runners": None, "State": "Running", **empty}
         ok = any(all(row[k] == v for k, v in want_ars.items()) for row in ars) and any(
             all(row[k] == v for k, v in want_set.items()) for row in ers_rows
         )
         return found if ok else None
 
-    found = await handle.wait_until(current, timeout=60, what="the printer columns to show the scale-up")
+    found = await handle.wait_until(current, timeout=60, what="the printer columns to show the scale-up, no counts")
     for plural, columns in ARC_COLUMNS.items():
         assert found[plural][0] == ["Name", *columns], plural
     runners = found["ephemeralrunners"][1]

@@ -159,20 +159,8 @@ async def test_runner_pods_preempt_placeholders_at_once_and_the_pool_refills_in_
         assert not placeholder_names & {r["name"] for r in await system.sim.runners()}
         assert await handle.registered_runner_names() <= runner_names
 
-        async def one_runner_counted() -> bool:
-            # Status follows the runners a reconcile later: the set's counts, then the scale set's copy of them.
-            latest = await handle.snapshot()
-            ars_status = (latest.ars or {}).get("status") or {}
-            ers_status = (latest.ers or {}).get("status") or {}
-            return (
-                ars_status.get("currentRunners") == 1
-                and ers_status.get("currentReplicas") == 1
-                and ers_status.get("pendingEphemeralRunners", 0) + ers_status.get("runningEphemeralRunners", 0) == 1
-            )
-
-        await eventually(one_runner_counted, timeout=30, what="one runner (and no placeholder) in the status counts")
-
         async def counted() -> str | None:
+            # The runner counts are metrics (by default not in the status, as in ARC #4557): a placeholder is none.
             text = await system.controller_metrics()
             runners = sum(
                 _series(text, f"gha_controller_{phase}_ephemeral_runners", name=name)

@@ -30,8 +30,8 @@ The runner counts (``currentRunners``, ``pendingEphemeralRunners``, ``runningEph
 ``failedEphemeralRunners``, ``finishedEphemeralRunners``, ``deletingEphemeralRunners``) are ARC's fields, summed
 over the scale set's EphemeralRunnerSets as their controller last wrote them (:func:`scale_set_runner_counts`;
 ARC copies them from its newest set only, which hides the busy runners of a set being drained). Every pass
-writes them where they differ, so no value ARC left survives the first pass. With
-``--runner-counts-in-status=false`` (ARC's current code, #4557) they are removed instead.
+writes them where they differ, so no value ARC left survives the first pass. Without
+``--runner-counts-in-status`` (the default, as ARC's current code, #4557) they are removed instead.
 """
 
 from __future__ import annotations
@@ -63,7 +63,8 @@ RUNNER_COUNTS: Final = (
 
 def scale_set_runner_counts(runner_sets: Iterable[Mapping[str, Any]], *, in_status: bool) -> dict[str, int | None]:
     """The scale set's runner counts: each EphemeralRunnerSet count summed over its sets (missing = 0); with
-    ``in_status`` false (``--runner-counts-in-status=false``) every field ``None``, so those in status are removed."""
+    ``in_status`` false (``--runner-counts-in-status`` off, the default) every field ``None``, so those in status are
+    removed."""
     if not in_status:
         return {name: None for name, _ in RUNNER_COUNTS}
     statuses = [ObjectView(runner_set).status for runner_set in runner_sets]

@@ -13,9 +13,9 @@ meanwhile is not written at all. A runner's start (pending, then running a momen
 one per runner (issue 30: the set's and its scale set's status were four writes per job each). The phase is
 never held back.
 
-With ``--runner-counts-in-status=false`` (ARC's current code, #4557: the counts are metrics, not status) the
-counts to store are none: :func:`status_counts` gives every field as ``None``, so the first pass removes those
-a status still holds (a merge patch's null) and a runner's start and end write nothing to the set.
+Without ``--runner-counts-in-status`` (the default, as ARC's current code, #4557: the counts are metrics, not
+status) the counts to store are none: :func:`status_counts` gives every field as ``None``, so the first pass
+removes those a status still holds (a merge patch's null) and a runner's start and end write nothing to the set.
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
 """The EphemeralRunnerSet controller with sets made by ARC (docs/migration.md) and the status counts
-``kubectl get`` shows, against the real control plane, the simulated GitHub and kwok pods."""
+``kubectl get`` shows with ``--runner-counts-in-status``, against the real control plane, the simulated GitHub and
+kwok pods."""
 
 from __future__ import annotations
 
@@ -10,11 +11,16 @@ import pytest
 from arc_scaleset.api.autoscalingrunnerset import AUTOSCALING_RUNNER_SETS
 from arc_scaleset.api.ephemeralrunnerset import EPHEMERAL_RUNNER_SETS
 from arc_scaleset.api.keys import ARC_EPHEMERAL_RUNNER_SET_FINALIZER, EPHEMERAL_RUNNER_SET_FINALIZER
+from arc_scaleset.kube.client import KubeClient
 from arc_scaleset.kube.errors import NotFound
 from arc_scaleset.kube.views import ObjectView
 from arc_scaleset_lab.harness.waiting import eventually
 from tests.integration.controllers.harness import ControllerHarness
-from tests.integration.controllers.runner_harness import runner_template, started_harness_fixture  # noqa: F401 - fixture
+from tests.integration.controllers.runner_harness import (  # noqa: F401 - fixture
+    harness,
+    runner_template,
+    started_harness_fixture,
+)
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(180)]
 
@@ -56,19 +62,23 @@ def owned(body: dict[str, Any], owner: dict[str, Any]) -> dict[str, Any]:
     return body
 
 
-async def test_the_sets_status_counts_follow_its_runners(h: ControllerHarness) -> None:
-    await h.create_ers(replicas=3, patch_id=0)
-    runners = await h.wait_running(3)
+async def test_with_counts_in_status_the_sets_status_counts_follow_its_runners(
+    kube: KubeClient, namespace: str, crds_installed: list[str]
+) -> None:
+    async with harness(kube, namespace) as h:
+        await h.start(runner_counts_in_status=True)
+        await h.create_ers(replicas=3, patch_id=0)
+        runners = await h.wait_running(3)
 
-    async def counted(expected: tuple[int | None, ...]) -> bool:
-        return await counts(h, "arc") == expected
+        async def counted(expected: tuple[int | None, ...]) -> bool:
+            return await counts(h, "arc") == expected
 
-    await eventually(lambda: counted((3, 0, 3, 0, 0, 0)), what="3 running runners counted", timeout=30)
-    busy = runners[0]["metadata"]["name"]
-    await h.make_busy(busy)
-    await h.patch_ers(replicas=1, patchID=0)
-    await h.wait_runners(lambda rs: names(rs) == {busy} and len(rs) == 1, what="only the busy runner left")
-    await eventually(lambda: counted((1, 0, 1, 0, 0, 0)), what="1 running runner counted", timeout=30)
+        await eventually(lambda: counted((3, 0, 3, 0, 0, 0)), what="3 running runners counted", timeout=30)
+        busy = runners[0]["metadata"]["name"]
+        await h.make_busy(busy)
+        await h.patch_ers(replicas=1, patchID=0)
+        await h.wait_runners(lambda rs: names(rs) == {busy} and len(rs) == 1, what="only the busy runner left")
+        await eventually(lambda: counted((1, 0, 1, 0, 0, 0)), what="1 running runner counted", timeout=30)
 
 
 async def test_a_set_holding_arcs_finalizer_is_adopted_and_drains_its_runners_before_it_goes(
