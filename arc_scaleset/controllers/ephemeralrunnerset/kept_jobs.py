@@ -6,8 +6,9 @@ set's memory slot) holds the records seen until a status write carried them: tho
 the cache (:func:`finished_jobs`; after a restart, before any event). So a write the counts' pacer held back
 (:mod:`.counts`) still carries a job whose runner is gone by then.
 
-No write of its own: :meth:`KeptJobs.changes` adds ``recentJobs`` to a status write only when a record is new,
-and a runner's finish changes the set's runner counts anyway, so the record rides the write those cause. The
+No write of its own: :meth:`KeptJobs.changes` adds ``recentJobs`` to the pass's status write only when a record
+is new. With the runner counts in status a runner's finish changes them anyway, and the record rides that write;
+without them (the default) the new record is that write's one reason, and the finished-runner marker rides it. The
 window the new records are merged into is the one this process wrote last, or, before its first write, the one
 the set's status shows (the controller is the window's only writer, and the cache may not show its last write
 yet: a window merged from a stale copy would drop its newest records).
