@@ -119,9 +119,10 @@ class RunnerDeletions(Handoff[str, bool]):
     A succeeded runner is marked ``Succeeded`` and then deleted by its own controller (ARC's success path), and
     the EphemeralRunnerSet reaps the finished runners it sees: it records its finished-runner marker and then
     deleted the same runner, its pod and its JIT Secret again (three ``deletecollection`` requests per job,
-    issue 30). The runner controller records the runner here before it sends the delete (so before the set can
-    see the runner's ``Succeeded`` without it), and forgets it if the delete fails; the set still records its
-    marker for such a runner, and leaves its deletion to the runner controller.
+    issue 30). The runner controller records the runner here before it writes the runner's ``Succeeded`` (so
+    before the set can see it: that write's event may arrive before the write's answer) and again before it sends
+    the delete, and forgets it if the delete fails; the set still records its marker for such a runner, and
+    leaves its deletion to the runner controller.
     """
 
     def record(self, runner_uid: str) -> None:

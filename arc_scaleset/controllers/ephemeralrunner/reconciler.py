@@ -283,6 +283,10 @@ class EphemeralRunnerReconciler:
                     scope.changes.update(runner_online(pod))  # when it went online: a finished pod no longer says
                 return Result(requeue_after=outcome.recheck_after)
             case Verdict.SUCCEEDED:
+                # Told to the set before the Succeeded is written, not only before the delete: the write's event
+                # can reach the set before this pass has its answer, and the set would reap the runner itself
+                # (its marker written first, then a second DELETE; controllers/handoff.py).
+                self._ctx.runner_deletions.record(runner.uid)
                 scope.changes.update(
                     phase=EphemeralRunnerPhase.SUCCEEDED, ready=False, reason=outcome.reason, message=outcome.message
                 )
