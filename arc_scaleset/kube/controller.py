@@ -10,7 +10,8 @@ The contract (controller-runtime's, which every reconciler in this project relie
   before the objects nothing has changed since (controller-runtime's priority queue; :mod:`.workqueue`).
 * **One key, one worker.** Up to ``concurrency`` keys are reconciled at once, never the same key twice at
   once (the workqueue guarantees it).
-* **What triggers a key.** Any add, change (new resourceVersion) or delete of a *primary* object; any
+* **What triggers a key.** Any add, change (new resourceVersion) or delete of a *primary* object (a controller
+  whose keys are groups of primary objects may pass only the updates its ``primary_update_if`` accepts); any
   event on an object of an *owned* resource whose controller owner reference points to a primary kind
   (the owner's key is queued, for the object before and after an update); any event on a *watched*
   resource, mapped to keys by its :data:`MapFunc` (a :class:`Watch` may pass only the updates its
@@ -144,6 +145,7 @@ class Controller:
         reconcile: Reconcile,
         *,
         primary_keys: MapFunc | None = None,
+        primary_update_if: UpdatePredicate | None = None,
         owns: Sequence[Resource] = (),
         watches: Sequence[tuple[Resource, MapFunc] | Watch] = (),
         sources: Sequence[Source] = (),
@@ -157,12 +159,15 @@ class Controller:
         """``failure_reporter``: told about keys whose reconcile keeps failing (``failure_policy`` says when),
         except for errors of the ``self_reported`` classes, which the reconcile reports itself (see
         :mod:`arc_scaleset.kube.failures`). ``primary_keys`` maps a primary object to the keys it concerns
-        (default: its own key), for a controller whose keys are groups of primary objects."""
+        (default: its own key), for a controller whose keys are groups of primary objects; ``primary_update_if``
+        filters the primary object's updates as a :class:`Watch`'s ``on_update_if`` does (default: every update
+        is mapped; adds and deletes always are)."""
         if concurrency < 1:
             raise ValueError(f"controller {name}: concurrency must be at least 1, got {concurrency}")
         self.name = name
         self.primary = primary
         self._primary_keys: MapFunc = primary_keys or (lambda obj: (Request.for_object(obj),))
+        self._primary_update_if = primary_update_if
         self.owns = tuple(owns)
         self.watches = tuple(w if isinstance(w, Watch) else Watch(w[0], w[1]) for w in watches)
         self.sources = tuple(sources)
@@ -277,7 +282,7 @@ class Controller:
     def _mappers_for(self, resource: Resource) -> list[tuple[MapFunc, UpdatePredicate | None]]:
         mappers: list[tuple[MapFunc, UpdatePredicate | None]] = []
         if resource == self.primary:
-            mappers.append((self._primary_keys, None))
+            mappers.append((self._primary_keys, self._primary_update_if))
         if resource in self.owns:
             mappers.append((self._controller_owner_of, None))
         mappers.extend((watch.map_func, watch.on_update_if) for watch in self.watches if watch.resource == resource)

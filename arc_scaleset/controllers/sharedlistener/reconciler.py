@@ -1,11 +1,12 @@
 """The shared-listener reconciler: a group's pod, ServiceAccount, Roles, RoleBindings and config Secret
 (docs/controllers.md, "Shared listeners").
 
-Keyed by group ID (``<controller namespace>/<group>``): every event of a member AutoscalingListener, or of an object
-carrying the group label, queues its group. A pass has the shape of every controller's
-(:mod:`arc_scaleset.controllers.reconcile_pass`); its scope is :class:`GroupPass`. The phases:
+Keyed by group ID (``<controller namespace>/<group>``): every event of a member AutoscalingListener (but an update of
+its status alone: :func:`.members.concerns_group`), or of an object carrying the group label, queues its group. A
+pass has the shape of every controller's (:mod:`arc_scaleset.controllers.reconcile_pass`); its scope is
+:class:`GroupPass`. The phases:
 
-1. :meth:`~SharedListenerReconciler._plan`: the members from the cache (:func:`.members.select_members`), the
+1. :meth:`~SharedListenerReconciler._plan`: the members from the cache (:class:`.members.MemberVerdicts`), the
    config Secret's keys (read once per change: :mod:`arc_scaleset.controllers.group_config_secrets`), and the
    plan (:func:`.plan.plan_group`);
 2. :meth:`~SharedListenerReconciler._delete_all`: with no member left, every group object deleted (the Roles in
@@ -39,7 +40,7 @@ from arc_scaleset.controllers.autoscalinglistener.restart import RestartBackoff,
 from arc_scaleset.controllers.context import ControllerContext
 from arc_scaleset.controllers.drift import merge_metadata
 from arc_scaleset.controllers.reconcile_pass import ObjectMemory, Phase, run_phases
-from arc_scaleset.controllers.sharedlistener.members import Member, select_members
+from arc_scaleset.controllers.sharedlistener.members import Member, MemberVerdicts, concerns_group
 from arc_scaleset.controllers.sharedlistener.plan import (
     Desired,
     GroupPlan,
@@ -93,6 +94,7 @@ class SharedListenerReconciler:
         self.listeners = ctx.cache(AUTOSCALING_LISTENERS)
         self.scale_sets = ctx.cache(AUTOSCALING_RUNNER_SETS)
         self.caches = {resource: ctx.cache(resource) for resource in _CACHED}
+        self.verdicts = MemberVerdicts()
         settings = ctx.settings
         self.memory: ObjectMemory[RestartBackoff] = ObjectMemory(
             lambda: RestartBackoff(
@@ -108,6 +110,7 @@ class SharedListenerReconciler:
             AUTOSCALING_LISTENERS,
             self.reconcile,
             primary_keys=self._group_of,
+            primary_update_if=concerns_group,
             watches=[(resource, self._group_of) for resource in _CACHED],
             sources=[self.ctx.group_secret_watch],
             rate_limiter=rate_limiter,
@@ -147,7 +150,7 @@ class SharedListenerReconciler:
         secret = await self.ctx.group_secrets.get(group_object_name(group))
         scope.secret = secret if secret is not None and is_group_object(secret, group) else None
         candidates = self.listeners.by_label(LABEL_GROUP, group)
-        scope.members = select_members(
+        scope.members = self.verdicts.select(
             candidates, group=group, controller_namespace=self.namespace, scale_set_of=self._scale_set_of
         )
         published = list((scope.secret or {}).get("data") or {})

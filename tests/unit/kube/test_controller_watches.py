@@ -56,6 +56,38 @@ async def test_a_watched_resources_updates_are_mapped_only_when_the_predicate_ac
     await controller.stop()
 
 
+async def test_a_primary_objects_updates_are_mapped_only_when_the_primary_predicate_accepts_them() -> None:
+    informer = Informer(KubeClient(ConnectionConfig(server="http://127.0.0.1:1")), RUNNER_SETS)
+    reconciled: list[Request] = []
+
+    async def reconcile(request: Request) -> Result:
+        reconciled.append(request)
+        return Result()
+
+    controller = Controller(
+        "groups",
+        RUNNER_SETS,
+        reconcile,
+        primary_keys=lambda obj: [Request("ctl", "group")],
+        primary_update_if=note_changed,
+        clock=FakeClock(),
+    )
+    controller.start(lambda resource: [informer] if resource == RUNNER_SETS else [])
+    informer._apply(WatchEvent("ADDED", runner_set("1", note="a", replicas=1)))
+    await eventually(lambda: len(reconciled) == 1 and controller.queue.processing == 0)
+    for version, replicas in (("2", 2), ("3", 3)):  # the predicate says no
+        informer._apply(WatchEvent("MODIFIED", runner_set(version, note="a", replicas=replicas)))
+    assert len(controller.queue) == 0, "an update the predicate refuses queues nothing (handlers run synchronously)"
+    informer._apply(WatchEvent("MODIFIED", runner_set("4", note="b", replicas=3)))
+    assert len(controller.queue) == 1
+    await eventually(lambda: len(reconciled) == 2)
+    informer._apply(WatchEvent("DELETED", runner_set("5", note="b", replicas=3)))  # a delete always is
+    await eventually(lambda: len(reconciled) == 3)
+    await eventually(lambda: controller.queue.processing == 0 and len(controller.queue) == 0)
+    assert reconciled == [Request("ctl", "group")] * 3
+    await controller.stop()
+
+
 class RecordingSource:
     def __init__(self) -> None:
         self.enqueue: Callable[[Request], None] | None = None
