@@ -5,7 +5,7 @@ Events are fed to a real, unstarted informer as its watch would deliver them; no
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from arc_scaleset.clock import FakeClock
 from arc_scaleset.kube.client import KubeClient, WatchEvent
@@ -29,14 +29,20 @@ def note_changed(old: Object, new: Object) -> bool:
     return bool(old["metadata"]["annotations"]["note"] != new["metadata"]["annotations"]["note"])
 
 
-async def test_a_watched_resources_updates_are_mapped_only_when_the_predicate_accepts_them() -> None:
-    informer = Informer(KubeClient(ConnectionConfig(server="http://127.0.0.1:1")), RUNNER_SETS)
+def recording() -> tuple[list[Request], Callable[[Request], Awaitable[Result]]]:
+    """A reconcile that records the keys it is called with, and the list it records them in."""
     reconciled: list[Request] = []
 
     async def reconcile(request: Request) -> Result:
         reconciled.append(request)
         return Result()
 
+    return reconciled, reconcile
+
+
+async def test_a_watched_resources_updates_are_mapped_only_when_the_predicate_accepts_them() -> None:
+    informer = Informer(KubeClient(ConnectionConfig(server="http://127.0.0.1:1")), RUNNER_SETS)
+    reconciled, reconcile = recording()
     controller = Controller(
         "listeners",
         CONFIG_MAPS,
@@ -58,12 +64,7 @@ async def test_a_watched_resources_updates_are_mapped_only_when_the_predicate_ac
 
 async def test_a_primary_objects_updates_are_mapped_only_when_the_primary_predicate_accepts_them() -> None:
     informer = Informer(KubeClient(ConnectionConfig(server="http://127.0.0.1:1")), RUNNER_SETS)
-    reconciled: list[Request] = []
-
-    async def reconcile(request: Request) -> Result:
-        reconciled.append(request)
-        return Result()
-
+    reconciled, reconcile = recording()
     controller = Controller(
         "groups",
         RUNNER_SETS,
@@ -101,12 +102,7 @@ class RecordingSource:
 
 
 async def test_a_source_is_started_with_the_controller_queues_keys_and_is_stopped_with_it() -> None:
-    reconciled: list[Request] = []
-
-    async def reconcile(request: Request) -> Result:
-        reconciled.append(request)
-        return Result()
-
+    reconciled, reconcile = recording()
     source = RecordingSource()
     controller = Controller("demo", CONFIG_MAPS, reconcile, sources=[source], clock=FakeClock())
     controller.start(lambda _: [])
@@ -119,12 +115,7 @@ async def test_a_source_is_started_with_the_controller_queues_keys_and_is_stoppe
 
 async def test_primary_keys_map_primary_objects_to_group_keys_the_old_and_the_new_on_an_update() -> None:
     informer = Informer(KubeClient(ConnectionConfig(server="http://127.0.0.1:1")), RUNNER_SETS)
-    reconciled: list[Request] = []
-
-    async def reconcile(request: Request) -> Result:
-        reconciled.append(request)
-        return Result()
-
+    reconciled, reconcile = recording()
     controller = Controller(
         "pools",
         RUNNER_SETS,
