@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import collections
 import contextlib
-from collections.abc import AsyncIterator, Callable
+import datetime as dt
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
@@ -15,6 +16,7 @@ import pytest
 from arc_scaleset.api.autoscalingrunnerset import AUTOSCALING_RUNNER_SETS
 from arc_scaleset.api.ephemeralrunner import EPHEMERAL_RUNNERS
 from arc_scaleset.api.ephemeralrunnerset import EPHEMERAL_RUNNER_SETS
+from arc_scaleset.api.job_timeline import listener_milestones
 from arc_scaleset.api.keys import EphemeralRunnerPhase
 from arc_scaleset.api.listener_state import ListenerPhase
 from arc_scaleset.controllers.autoscalingrunnerset.status import RUNNER_COUNTS
@@ -24,6 +26,7 @@ from arc_scaleset.controllers.referenced_objects import Reference
 from arc_scaleset.kube import resources
 from arc_scaleset.kube.client import KubeClient
 from arc_scaleset.kube.errors import NotFound
+from arc_scaleset.kube.resources import Resource
 from arc_scaleset_lab.cluster.stages import EXIT_CODE_ANNOTATION, FINISH_ANNOTATION
 from arc_scaleset_lab.harness.cluster import TestCluster
 from arc_scaleset_lab.harness.waiting import eventually
@@ -147,9 +150,12 @@ async def set_settled(kube: KubeClient, namespace: str, ers: str, *, runners: in
     return ers_status.get("currentReplicas", 0) == runners and ars_status.get("currentRunners", 0) == runners
 
 
-async def run_job(kube: KubeClient, namespace: str, ers: str, patch_id: int, *, gauged: Gauged | None) -> None:
+async def run_job(
+    kube: KubeClient, namespace: str, ers: str, patch_id: int, *, gauged: Gauged | None, timeline: bool = False
+) -> None:
     """One job as the listener and the runner make it: the listener asks for a runner, the runner starts and
-    takes the job (the listener's JobStarted patch), exits 0, and the listener asks for none again. ``gauged``:
+    takes the job (the listener's JobStarted patch; with ``timeline``, the job's timeline as the listener records
+    it, which the set keeps in ``status.recentJobs``), exits 0, and the listener asks for none again. ``gauged``:
     the runner is counted by these gauges, not in the status (``None``: in the status)."""
     await kube.patch(EPHEMERAL_RUNNER_SETS, ers, {"spec": {"replicas": 1, "patchID": patch_id}}, namespace=namespace)
 
@@ -162,7 +168,10 @@ async def run_job(kube: KubeClient, namespace: str, ers: str, patch_id: int, *, 
     name = runner["metadata"]["name"]
     # A job lasts longer than the counts' 2 s: its runner shows in the set's and the scale set's counts.
     await eventually(lambda: set_settled(kube, namespace, ers, runners=1, gauged=gauged), "the runner in the counts")
-    job = {"jobId": f"job-{patch_id}", "jobRequestId": patch_id, "jobRepositoryName": f"{ORG}/repo"}
+    job: dict[str, Any] = {"jobId": f"job-{patch_id}", "jobRequestId": patch_id, "jobRepositoryName": f"{ORG}/repo"}
+    if timeline:
+        now = dt.datetime.now(dt.UTC)
+        job["jobTimeline"] = listener_milestones(queued=now, acquired=now, assigned=now, started=now)
     await kube.patch(EPHEMERAL_RUNNERS, name, {"status": job}, namespace=namespace, subresource="status")
     await kube.patch(
         resources.PODS, name,
@@ -196,13 +205,15 @@ def controllers_alone(
     sim: SimulatedGitHub,
     crds_installed: list[str],
 ) -> AloneFactory:
-    """``async with alone(**settings) as (env, client)``: the four controllers on a client of their own, so that
-    its counts are theirs alone (the test acts as the listener and reads through the shared one); the scale set
-    is cleaned up after the block."""
+    """``async with alone(**settings) as (env, client)``: the four controllers on a client of their own (of class
+    ``client=``, default :class:`KubeClient`), so that its counts are theirs alone (the test acts as the listener
+    and reads through the shared one); the scale set is cleaned up after the block."""
 
     @asynccontextmanager
-    async def start(**settings: Any) -> AsyncIterator[tuple[ControllerHarness, KubeClient]]:
-        async with _controllers(cluster, namespace, controller_namespace, sim, **settings) as started:
+    async def start(
+        *, client: type[KubeClient] = KubeClient, **settings: Any
+    ) -> AsyncIterator[tuple[ControllerHarness, KubeClient]]:
+        async with _controllers(cluster, namespace, controller_namespace, sim, client, **settings) as started:
             yield started
 
     return start
@@ -210,9 +221,14 @@ def controllers_alone(
 
 @asynccontextmanager
 async def _controllers(
-    cluster: TestCluster, namespace: str, controller_namespace: str, sim: SimulatedGitHub, **settings: Any
+    cluster: TestCluster,
+    namespace: str,
+    controller_namespace: str,
+    sim: SimulatedGitHub,
+    client: type[KubeClient],
+    **settings: Any,
 ) -> AsyncIterator[tuple[ControllerHarness, KubeClient]]:
-    async with KubeClient.from_kubeconfig(cluster.kubeconfig) as controllers:
+    async with client.from_kubeconfig(cluster.kubeconfig) as controllers:
         env = ControllerHarness(
             kube=controllers, namespace=namespace, controller_namespace=controller_namespace, sim=sim,
             config_url=sim.config_url(ORG), github_secret=SECRET_NAME, token=PAT, template=RUNNER_TEMPLATE,
@@ -305,3 +321,48 @@ async def running_through(kube: KubeClient, namespace: str) -> bool:
     obj = await kube.get(AUTOSCALING_RUNNER_SETS, "arc-runners", namespace=namespace)
     status = obj.get("status") or {}
     return status.get("phase") == "Running" and status.get("observedGeneration") == obj["metadata"]["generation"]
+
+
+class SucceededAnswerHeld(KubeClient):
+    """A client whose answer to a runner's ``Succeeded`` status write is held back (the write is applied) until
+    :attr:`release_when` holds: the watch event of that write then reaches the set's pass before the runner's own
+    pass has the answer, as under load."""
+
+    release_when: Callable[[], Awaitable[bool]] | None = None
+
+    async def patch(self, resource: Resource, name: str, body: Any, **options: Any) -> dict[str, Any]:
+        stored = await super().patch(resource, name, body, **options)
+        status = body.get("status") if isinstance(body, dict) else None  # a JSON patch is a list
+        succeeded = isinstance(status, dict) and status.get("phase") == EphemeralRunnerPhase.SUCCEEDED
+        if resource == EPHEMERAL_RUNNERS and options.get("subresource") == "status" and succeeded:
+            release_when = self.release_when
+            if release_when is not None:
+                await eventually(release_when, "the set's pass after the runner's Succeeded", timeout=60)
+        return stored
+
+
+async def test_a_succeeded_runner_is_deleted_once_when_the_set_sees_its_succeeded_before_its_controller_deletes_it(
+    kube: KubeClient, alone: AloneFactory
+) -> None:
+    async with alone(client=SucceededAnswerHeld) as (env, controllers):
+        assert isinstance(controllers, SucceededAnswerHeld)
+        ers = await running_scale_set(env, kube)
+        name = ers["metadata"]["name"]
+        gauged = gauged_runners(env)
+        await run_job(kube, env.namespace, name, patch_id=1, gauged=gauged)  # the set's first job: its dry run
+
+        async def set_acted_on_it() -> bool:
+            # Either the set deleted the runner itself, or its pass carried the finished job into its status.
+            runners = (await kube.list(EPHEMERAL_RUNNERS, namespace=env.namespace)).items
+            if any(r["metadata"].get("deletionTimestamp") for r in runners):
+                return True
+            status = (await kube.get(EPHEMERAL_RUNNER_SETS, name, namespace=env.namespace)).get("status") or {}
+            return any(job.get("jobId") == "job-3" for job in status.get("recentJobs") or ())
+
+        controllers.release_when = set_acted_on_it
+        before = collections.Counter(controllers.request_counts)
+        await run_job(kube, env.namespace, name, patch_id=3, gauged=gauged, timeline=True)
+        spent = collections.Counter(controllers.request_counts)
+        spent.subtract(before)
+    deletes = {what: n for (verb, what), n in spent.items() if verb.startswith("delete") and n}
+    assert deletes == {"ephemeralrunners": 1}, f"the succeeded runner cost more than its own DELETE: {deletes}"
