@@ -4,7 +4,9 @@ when it is written (docs/revisions.md, "Finished runners").
 The marker records the patch ID under which the set saw finished runners, so that no runner is created in their
 place under that patch (the listener's lower ``replicas`` for their jobs is on its way). This controller is its
 only writer (one worker per set, one leader), so once it has written or read a set's marker it knows it
-(:attr:`FinishedMarker.stored`), and its decisions go by what it recorded (:attr:`FinishedMarker.known`).
+(:attr:`FinishedMarker.stored`), and its decisions go by what it recorded (:attr:`FinishedMarker.known`). The
+answer to any write of the set is as fresh as a read: a new set's finalizer write tells the marker, so the set's
+first job reads nothing (:meth:`FinishedMarker.answered`; a read per set and process, issue 30).
 
 When the set deletes finished runners itself, the marker is written first, on its own: a crash between the
 deletions and a later write would leave a restarted controller replacing them (:meth:`FinishedMarker.record`
@@ -72,6 +74,14 @@ class FinishedMarker:
         """A status write of ``changes`` succeeded: the marker it carried (if any) is stored."""
         if MARKER_FIELD in changes:
             self.stored = int(changes[MARKER_FIELD])
+            if self.pending == self.stored:
+                self.pending = None
+
+    def answered(self, stored: Mapping[str, Any]) -> None:
+        """A write of the set was answered with ``stored``, the set as stored after it: when this process does not
+        know the marker yet, it knows it from that answer (no read needed later)."""
+        if self.stored is None:
+            self.stored = EphemeralRunnerSetView(stored).finished_runner_cleanup_patch_id
             if self.pending == self.stored:
                 self.pending = None
 

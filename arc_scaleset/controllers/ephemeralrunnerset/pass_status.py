@@ -90,10 +90,12 @@ class PassStatus:
 
 def _wrote(scope: SetPass, stored: Object | None) -> None:
     """Remember a status write's answer (:attr:`.scope.SetMemory.status_writes`): the capacity written later in
-    the pass, or in a pass that starts before the cache shows it, is written against it."""
+    the pass, or in a pass that starts before the cache shows it, is written against it; and the finished-runner
+    marker it shows, if this process did not know it yet."""
     if stored is not None:
         writes = scope.memory.status_writes
         writes.wrote(writes.freshest(scope.ers), stored)
+        scope.memory.marker.answered(stored)
 
 
 def sooner(first: float | None, second: float | None) -> float | None:

@@ -274,7 +274,8 @@ class EphemeralRunnerSetReconciler:
         """Add this controller's finalizer unless the set holds one (ours or ARC's); its write ends the pass."""
         if any(has_finalizer(scope.ers, finalizer) for finalizer in EPHEMERAL_RUNNER_SET_FINALIZERS):
             return None
-        await add_finalizer(self._kube, EPHEMERAL_RUNNER_SETS, scope.ers, EPHEMERAL_RUNNER_SET_FINALIZER)
+        stored = await add_finalizer(self._kube, EPHEMERAL_RUNNER_SETS, scope.ers, EPHEMERAL_RUNNER_SET_FINALIZER)
+        scope.memory.marker.answered(stored)
         return Result()
 
     async def _apply_revision(self, scope: SetPass) -> Result | None:

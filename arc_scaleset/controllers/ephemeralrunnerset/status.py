@@ -14,7 +14,8 @@
   controller is the marker's only writer (one worker per set, one leader), so once it has written or read a
   set's marker it knows the stored value (:mod:`.finished_marker`): then neither needs a read, and the
   write of that one field needs no ``resourceVersion`` (its value depends on nothing else in the object).
-  A new process (a restart, a new leader) reads it once (issue 30: two GETs per job otherwise). A marker that
+  A new process (a restart, a new leader) reads it once, unless the answer to one of its writes of the set
+  told it first (issue 30: two GETs per job otherwise, one per set after that). A marker that
   need not go before a deletion of the set's own rides :func:`patch_status` instead (:mod:`.finished_marker`).
 - :func:`patch_phase`: the phase alone, diffed against the object as read (the revision fields are never
   re-sent from a possibly stale copy); :func:`patch_status`: the same for the phase and the runner counts

@@ -316,6 +316,20 @@ async def test_setting_up_a_scale_set_never_has_its_own_status_write_refused(
     assert counts[("patch", "autoscalingrunnersets")] == 2, breakdown
 
 
+async def test_a_new_scale_sets_first_job_reads_nothing_of_its_runner_set(
+    kube: KubeClient, alone: AloneFactory
+) -> None:
+    # The first job asks whether finished runners were reaped under its patch (the finished-runner marker): the
+    # set's finalizer write answered that at set-up, so no read is spent per set (issue 30).
+    async with alone() as (env, controllers):
+        ers = await running_scale_set(env, kube)  # (the harness reads the set through the controllers' client)
+        before = collections.Counter(controllers.request_counts)
+        await run_job(kube, env.namespace, ers["metadata"]["name"], patch_id=1, gauged=gauged_runners(env))
+        spent = collections.Counter(controllers.request_counts)
+    spent.subtract(before)
+    assert spent[("get", "ephemeralrunnersets")] == 0, "the first job read its runner set"
+
+
 async def running_through(kube: KubeClient, namespace: str) -> bool:
     """Whether the scale set is Running at its generation, read through ``kube`` (not the controllers' client)."""
     obj = await kube.get(AUTOSCALING_RUNNER_SETS, "arc-runners", namespace=namespace)

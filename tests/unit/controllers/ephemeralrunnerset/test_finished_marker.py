@@ -58,3 +58,27 @@ def test_the_revisions_reset_supersedes_a_pending_marker() -> None:
     marker.stored_as(0)
     assert (marker.stored, marker.pending, marker.known) == (0, None, 0)
     assert marker.changes({MARKER_FIELD: 0}) == {}
+
+
+def test_a_writes_answer_tells_a_process_that_did_not_know_the_marker() -> None:
+    marker = FinishedMarker()
+    marker.answered({"metadata": {"name": "set"}, "status": {MARKER_FIELD: 6}})
+    assert marker.known == 6, "no read of the set is needed to judge a scale-up under patch 6"
+
+    new_set = FinishedMarker()
+    new_set.answered({"metadata": {"name": "set"}})
+    assert new_set.known == 0
+
+
+def test_a_writes_answer_never_overrides_what_this_process_knows_or_recorded() -> None:
+    marker = FinishedMarker(stored=3)
+    marker.answered({"status": {MARKER_FIELD: 1}})  # what this process knows moves by its own writes and reads
+    assert marker.stored == 3
+
+    pending = FinishedMarker()
+    pending.record(7, set_deletes=False)
+    pending.answered({"status": {MARKER_FIELD: 5}})
+    assert (pending.stored, pending.known) == (5, 7)
+    assert pending.changes({MARKER_FIELD: 5}) == {MARKER_FIELD: 7}
+    pending.answered({"status": {MARKER_FIELD: 7}})
+    assert pending.changes({MARKER_FIELD: 5}) == {MARKER_FIELD: 7}
