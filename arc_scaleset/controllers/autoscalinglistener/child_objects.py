@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from arc_scaleset.api.listener_config import ListenerConfig
+from arc_scaleset.controllers.autoscalinglistener.child_secrets import ListenerSecrets, fingerprint
 from arc_scaleset.controllers.autoscalinglistener.children import (
     desired_proxy_secret,
     desired_role,
@@ -36,12 +37,16 @@ from arc_scaleset.kube.views import ObjectView
 
 
 class ChildObjects:
-    """Writes a listener's children; ``caches``: those of the kinds the controller caches (not Secrets)."""
+    """Writes a listener's children; ``caches``: those of the kinds the controller caches (not Secrets: their
+    checks are ``secrets``', :mod:`.child_secrets`)."""
 
     def __init__(self, ctx: ControllerContext, caches: Mapping[Resource, Cache], events: ListenerEvents) -> None:
         self.ctx = ctx
         self.caches = caches
         self.events = events
+        # Not cached: what each pass last found them holding is checked against a metadata-only watch (a Source
+        # of the listener controller) instead of read again.
+        self.secrets = ListenerSecrets(ctx.kube, namespace=ctx.settings.controller_namespace, clock=ctx.clock)
 
     async def apply(self, scope: ListenerPass) -> None:
         """The phase: every child in line; ``scope.stamp`` set to the versions the pod must be made from."""
@@ -110,12 +115,8 @@ class ChildObjects:
             self.ctx.kube, listener.spec.autoscaling_runner_set_namespace, listener.spec.proxy
         )
         desired = desired_proxy_secret(obj, listener, data, excluded=self.ctx.settings.exclude_label_prefixes)
-        live = await get_or_none(self.ctx.kube, SECRETS, listener.namespace, ObjectView(desired).name)
-        if live is not None and data_differs(live, desired):
-            stored = await self.ensure(SECRETS, desired, live, owner=obj, replace=("data",))
-        else:
-            stored = await self.ensure(SECRETS, desired, live, owner=obj)
-        return ObjectView(stored).resource_version
+        version, _ = await self._own_secret(obj, desired)
+        return version
 
     async def config(self, scope: ListenerPass) -> ListenerConfig:
         """The listener's ``config.json``, with the credentials and CA of its scale set (read through the
@@ -140,12 +141,25 @@ class ChildObjects:
         ctx, obj, listener = self.ctx, scope.obj, scope.listener
         config = await self.config(scope)
         desired = desired_config_secret(obj, listener, config, excluded_prefixes=ctx.settings.exclude_label_prefixes)
-        live = await get_or_none(ctx.kube, SECRETS, listener.namespace, ObjectView(desired).name)
-        changed = live is not None and data_differs(live, desired)
-        stored = await self.ensure(SECRETS, desired, live, owner=obj, replace=("data",) if changed else ())
+        version, changed = await self._own_secret(obj, desired)
         if changed:
             name = ObjectView(desired).name
             await self.events.normal(
                 obj, "ListenerConfigUpdated", f"listener config Secret {name} updated", action="Update"
             )
-        return ObjectView(stored).resource_version
+        return version
+
+    async def _own_secret(self, obj: Object, desired: Mapping[str, Any]) -> tuple[str, bool]:
+        """Bring one of the listener's own Secrets in line with ``desired``, read from the API server only when
+        the kept check cannot vouch for it (:mod:`.child_secrets`); returns its resourceVersion and whether its
+        data was replaced."""
+        wanted = fingerprint(desired)
+        version = self.secrets.version_holding(desired, wanted)
+        if version is not None:
+            return version, False
+        want = ObjectView(desired)
+        live = await get_or_none(self.ctx.kube, SECRETS, want.namespace, want.name)
+        changed = live is not None and data_differs(live, desired)
+        stored = await self.ensure(SECRETS, desired, live, owner=obj, replace=("data",) if changed else ())
+        self.secrets.seen(stored, wanted)
+        return ObjectView(stored).resource_version, changed

@@ -170,7 +170,7 @@ class AutoscalingListenerReconciler:
                 Watch(EPHEMERAL_RUNNER_SETS, self._runner_set_to_listeners, on_update_if=listener_state_changed),
                 (PODS, self._group_pod_to_members),
             ],
-            sources=[self.references, self.standby_leases],
+            sources=[self.references, self.standby_leases, self.children.secrets],
             concurrency=self.ctx.settings.scale_set_max_concurrent_reconciles,
             rate_limiter=rate_limiter,
             clock=self.ctx.clock,
@@ -266,6 +266,7 @@ class AutoscalingListenerReconciler:
         if not has_finalizer(scope.obj, AUTOSCALING_LISTENER_FINALIZER):
             return Result()
         listener = scope.listener
+        self.children.secrets.forget(listener.name)
         remaining = await delete_children(self.ctx.kube, self._child_caches, scope.obj, listener)
         self.ctx.metrics.set_listener_running(
             scale_set_labels(listener.name, listener.namespace, listener.metadata.labels), False

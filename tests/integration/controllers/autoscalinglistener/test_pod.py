@@ -1,5 +1,6 @@
 """The listener pod on the real control plane (ARC #4635 and beyond): server defaults never recreate it,
-a changed config Secret and a removed port do, and a failing listener is recreated with growing backoff."""
+a changed config Secret and a removed port do, and a failing listener is recreated with growing backoff. Its config
+Secret is read once per change, and put back at once when someone else changes or deletes it (child_secrets.py)."""
 
 from __future__ import annotations
 
@@ -97,6 +98,57 @@ async def test_a_changed_github_secret_updates_the_config_and_restarts_the_liste
             == (config["metadata"]["resourceVersion"])
         )
         await env.wait_for_event("ListenerPodRecreating", regarding=name, namespace=env.controller_namespace)
+
+
+def config_secret_gets(env: ControllerHarness) -> int:
+    """GETs of Secrets in the controller namespace (where the listener's config Secret is)."""
+    return env.kube.namespace_request_counts[("get", resources.SECRETS.plural, env.controller_namespace)]
+
+
+async def test_passes_of_a_listener_read_its_config_secret_once_per_change(start_env: EnvFactory) -> None:
+    async with start_env() as env:
+        name, pod = await started(env)
+        assert env.al_reconciler is not None
+        secrets = env.al_reconciler.children.secrets
+        await eventually(lambda: secrets.reuses > 0, "a pass that finds its config Secret as it left it")
+
+        gets, reuses = config_secret_gets(env), secrets.reuses
+        await poke_listener(env, name, 5)
+        assert secrets.reuses >= reuses + 5
+        assert config_secret_gets(env) == gets, "a pass of an unchanged listener read its config Secret"
+        current = await env.listener_pod(name)
+        assert current is not None
+        assert current["metadata"]["uid"] == pod["metadata"]["uid"]
+
+
+async def test_a_config_secret_changed_or_deleted_by_hand_is_put_back_at_once(start_env: EnvFactory) -> None:
+    # The listener's periodic pass is an hour away: only the watch of its Secret can bring it back in time.
+    async with start_env(scale_set_verify_interval=3600) as env:
+        name, pod = await started(env)
+        secret_name, namespace = f"{name}-config", env.controller_namespace
+        original = await env.get(resources.SECRETS, secret_name, namespace)
+        assert original is not None
+        assert env.al_reconciler is not None
+        secrets = env.al_reconciler.children.secrets
+        queued = secrets.changes_queued
+        await env.kube.patch(resources.SECRETS, secret_name, {"data": {"config.json": "e30="}}, namespace=namespace)
+
+        async def put_back() -> dict[str, Any] | None:
+            secret = await env.get(resources.SECRETS, secret_name, namespace)
+            return secret if secret is not None and secret["data"] == original["data"] else None
+
+        # The change queued the listener (a pass of the listener's own settling may have got there first).
+        await eventually(lambda: secrets.changes_queued > queued, "the change to queue the listener")
+        await eventually(put_back, "the config Secret's data put back")
+        # The config the old pod was started with is not what it reads now: the listener restarts.
+        new_pod = await eventually(lambda: replaced(env, name, pod["metadata"]["uid"]), "a new listener pod")
+
+        queued = secrets.changes_queued
+        await env.kube.delete(resources.SECRETS, secret_name, namespace=namespace)
+        await eventually(lambda: secrets.changes_queued > queued, "the deletion to queue the listener")
+        recreated = await eventually(put_back, "the deleted config Secret made again")
+        assert recreated["metadata"]["uid"] != original["metadata"]["uid"]
+        await eventually(lambda: replaced(env, name, new_pod["metadata"]["uid"]), "the listener restarted again")
 
 
 async def test_a_removed_metrics_port_recreates_the_listener_pod(start_env: EnvFactory) -> None:
