@@ -28,18 +28,18 @@ memory.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from arc_scaleset.api.listener_group import GROUP_NAME_PREFIX, LABEL_GROUP
 from arc_scaleset.clock import REAL_CLOCK, Clock
-from arc_scaleset.controllers.referenced_objects import WATCH_BURST, WATCH_QPS
+from arc_scaleset.controllers.namespace_watch import NamespaceWatch
 from arc_scaleset.controllers.secrets import ObjectGetter
 from arc_scaleset.kube.client import KubeClient
 from arc_scaleset.kube.controller import Request
-from arc_scaleset.kube.errors import Forbidden, NotFound, Unauthorized
-from arc_scaleset.kube.informer import Informer, Object, identity_only, resource_version
+from arc_scaleset.kube.errors import NotFound
+from arc_scaleset.kube.informer import Object, identity_only, resource_version
 from arc_scaleset.kube.resources import SECRETS
 from arc_scaleset.kube.views import ObjectView
 
@@ -131,45 +131,22 @@ class GroupConfigSecrets:
         return len(self._kept)
 
 
-class GroupSecretWatch:
+class GroupSecretWatch(NamespaceWatch):
     """The metadata-only watch of the group Secrets of ``namespace`` (the controller namespace): a controller
-    Source that queues a group when its Secret changes. It sends its list and watch requests on a budget of its
-    own, as the referenced objects' (:data:`~.referenced_objects.WATCH_QPS`), so that a relist never queues
-    ahead of the reconcilers."""
+    Source that queues a group when its Secret changes (:class:`~.namespace_watch.NamespaceWatch`: on the
+    watches' own request budget)."""
 
     def __init__(self, kube: KubeClient, *, namespace: str, clock: Clock = REAL_CLOCK) -> None:
-        self.namespace = namespace
-        self.informer = Informer(
-            kube.with_rate_limit(WATCH_QPS, WATCH_BURST),
+        super().__init__(
+            kube,
             SECRETS,
             namespace=namespace,
-            label_selector=LABEL_GROUP,
             clock=clock,
+            label_selector=LABEL_GROUP,
             metadata_only=True,
             transform=identity_only,
-            give_up_on=(Forbidden, Unauthorized),
         )
-        self._enqueue: Callable[[Request], None] | None = None
         self.informer.add_handler(on_add=self._added, on_update=self._changed, on_delete=self._deleted)
-
-    def resource_version(self, name: str) -> str | None:
-        """The Secret's ``resourceVersion`` as watched now (``None``: not shown, or the watch is not running or
-        has not listed yet)."""
-        informer = self.informer
-        if not informer.running or not informer.has_synced:  # a watch that gave up is not running
-            return None
-        obj = informer.store.get(self.namespace, name)
-        return None if obj is None else (resource_version(obj) or None)
-
-    def start(self, enqueue: Callable[[Request], None]) -> None:
-        """Start the watch (inside the running loop); ``enqueue`` queues a group (``namespace/<group ID>``)."""
-        self._enqueue = enqueue
-        self.informer.start()
-
-    async def stop(self) -> None:
-        """Stop the watch: until it runs again, every read is a GET."""
-        self._enqueue = None
-        await self.informer.stop()
 
     def _added(self, obj: Object) -> None:
         if self.informer.has_synced:  # the first list: nothing changed, the groups are reconciled anyway
@@ -184,6 +161,6 @@ class GroupSecretWatch:
 
     def _queue(self, obj: Object) -> None:
         # identity_only keeps no label: the group is the name's suffix (the reconciler checks the label).
-        enqueue, name = self._enqueue, ObjectView(obj).name
-        if enqueue is not None and name.startswith(GROUP_NAME_PREFIX):
-            enqueue(Request(self.namespace, name.removeprefix(GROUP_NAME_PREFIX)))
+        name = ObjectView(obj).name
+        if name.startswith(GROUP_NAME_PREFIX):
+            self.enqueue(Request(self.namespace, name.removeprefix(GROUP_NAME_PREFIX)))

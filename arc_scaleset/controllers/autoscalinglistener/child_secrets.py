@@ -1,9 +1,9 @@
 """A listener's own Secrets (its config and proxy Secrets), checked once per change, not read once per pass
-(docs/controllers.md, "Request budget"; issue 30).
+(docs/controllers.md, "The objects a listener is built from"; issue 30).
 
 Each AutoscalingListener pass brought its ``<listener>-config`` Secret (and ``<listener>-proxy``, with a proxy) in
-line by reading it from the API server: about four GETs per scale set while it was set up, all on the Secrets'
-client bucket, which with one listener per set was the bucket that bound a 100-set set-up (bench/README.md).
+line by reading it from the API server: about two GETs per scale set while it was set up, and one at every later
+pass (a listener's state report on its runner set queues one), on the Secrets' client bucket (bench/README.md).
 :class:`ListenerSecrets` remembers, for each such Secret, the ``resourceVersion`` at which it was last seen to
 hold what a pass wanted, and a metadata-only watch of the controller namespace's Secrets says whether that is
 still its version:
@@ -14,8 +14,8 @@ still its version:
   caught up, and has seen nothing after it), writes nothing and reads nothing (:func:`still_holds`, pure). Any
   other case is a GET, as before, and the answer (read or written) is kept.
 - **What is watched**: the identity and ``resourceVersion`` of every Secret of the controller namespace, where the
-  listeners and their Secrets live (:func:`~arc_scaleset.kube.informer.identity_only`), on a request budget of its
-  own (:data:`~arc_scaleset.controllers.referenced_objects.WATCH_QPS`). The controller's Role there already lists
+  listeners and their Secrets live (:func:`~arc_scaleset.kube.informer.identity_only`), on the watches' own
+  request budget (:mod:`~arc_scaleset.controllers.namespace_watch`). The controller's Role there already lists
   and watches Secrets (the shared listeners' config Secrets).
 - **It is a controller Source**: a change by anyone else of a Secret a pass left in line, or its deletion, queues
   that listener, so a hand edit is put back in seconds instead of at the next periodic pass; the echo of this
@@ -28,7 +28,7 @@ still its version:
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,11 +36,10 @@ import orjson
 
 from arc_scaleset.api.naming import listener_config_secret_name, listener_proxy_secret_name
 from arc_scaleset.clock import REAL_CLOCK, Clock
-from arc_scaleset.controllers.referenced_objects import WATCH_BURST, WATCH_QPS
+from arc_scaleset.controllers.namespace_watch import NamespaceWatch
 from arc_scaleset.kube.client import KubeClient
 from arc_scaleset.kube.controller import Request
-from arc_scaleset.kube.errors import Forbidden, Unauthorized
-from arc_scaleset.kube.informer import Informer, Object, identity_only, resource_version
+from arc_scaleset.kube.informer import Object, identity_only, resource_version
 from arc_scaleset.kube.resources import SECRETS
 from arc_scaleset.kube.views import ObjectView
 
@@ -79,27 +78,17 @@ def still_holds(checked: Checked | None, wanted: str, watched: str | None) -> bo
     return watched in (checked.version, checked.watched)
 
 
-class ListenerSecrets:
+class ListenerSecrets(NamespaceWatch):
     """The listeners' own Secrets of ``namespace`` (the controller namespace): what each pass last found them
     holding, and the watch that says whether they still do (module docstring). A controller Source."""
 
     def __init__(self, kube: KubeClient, *, namespace: str, clock: Clock = REAL_CLOCK) -> None:
-        self.namespace = namespace
-        self.informer = Informer(
-            kube.with_rate_limit(WATCH_QPS, WATCH_BURST),
-            SECRETS,
-            namespace=namespace,
-            clock=clock,
-            metadata_only=True,
-            transform=identity_only,
-            give_up_on=(Forbidden, Unauthorized),
-        )
+        super().__init__(kube, SECRETS, namespace=namespace, clock=clock, metadata_only=True, transform=identity_only)
         self._checked: dict[str, Checked] = {}
         self.reuses = 0
         """How many passes found a Secret still holding what they wanted, and read nothing (for tests)."""
         self.changes_queued = 0
         """How many changes or deletions of a listener's Secret by anyone else queued its listener (for tests)."""
-        self._enqueue: Callable[[Request], None] | None = None
         self.informer.add_handler(on_add=self._added, on_update=self._changed, on_delete=self._deleted)
 
     def version_holding(self, desired: Mapping[str, Any], wanted: str) -> str | None:
@@ -109,7 +98,7 @@ class ListenerSecrets:
         if view.namespace != self.namespace:
             return None
         checked = self._checked.get(view.name)
-        if checked is None or not still_holds(checked, wanted, self._watched(view.name)):
+        if checked is None or not still_holds(checked, wanted, self.resource_version(view.name)):
             return None
         self.reuses += 1
         return checked.version
@@ -119,34 +108,21 @@ class ListenerSecrets:
         ``wanted``."""
         view = ObjectView(stored)
         # Kept only while the watch runs: its delete events are what bounds what is kept.
-        if view.namespace == self.namespace and view.resource_version and self._watching():
-            self._checked[view.name] = Checked(view.resource_version, wanted, self._watched(view.name))
+        if view.namespace == self.namespace and view.resource_version and self.watching:
+            self._checked[view.name] = Checked(view.resource_version, wanted, self.resource_version(view.name))
 
     def forget(self, listener: str) -> None:
         """Forget what was seen of ``listener``'s Secrets (it is being deleted): their deletion queues nothing."""
         for suffix in _SUFFIXES:
             self._checked.pop(listener + suffix, None)
 
-    def start(self, enqueue: Callable[[Request], None]) -> None:
-        """Start the watch (inside the running loop); ``enqueue`` queues a listener."""
-        self._enqueue = enqueue
-        self.informer.start()
-
     async def stop(self) -> None:
         """Stop the watch and forget what was seen: until it runs again, every pass reads its Secrets."""
-        self._enqueue = None
-        await self.informer.stop()
+        await super().stop()
         self._checked.clear()
 
     def __len__(self) -> int:
         return len(self._checked)
-
-    def _watching(self) -> bool:
-        return self.informer.running and self.informer.has_synced  # a watch that gave up is not running
-
-    def _watched(self, name: str) -> str | None:
-        obj = self.informer.store.get(self.namespace, name) if self._watching() else None
-        return None if obj is None else (resource_version(obj) or None)
 
     # Only a Secret a pass left in line queues its listener: one no pass has seen yet gets its pass anyway (every
     # listener is reconciled when the controller starts, and a new one when it is made), and a deleting
@@ -168,7 +144,6 @@ class ListenerSecrets:
             self._queue(obj)
 
     def _queue(self, obj: Object) -> None:
-        enqueue, listener = self._enqueue, listener_of(ObjectView(obj).name)
-        if enqueue is not None and listener is not None:
+        listener = listener_of(ObjectView(obj).name)
+        if listener is not None and self.enqueue(Request(self.namespace, listener)):
             self.changes_queued += 1
-            enqueue(Request(self.namespace, listener))

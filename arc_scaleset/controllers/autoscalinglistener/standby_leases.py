@@ -17,17 +17,16 @@ nothing. The controller's Role already lists and watches Leases in its namespace
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 from arc_scaleset.api.autoscalinglistener import AUTOSCALING_LISTENERS
 from arc_scaleset.api.keys import LABEL_LISTENER_NAME
 from arc_scaleset.clock import REAL_CLOCK, Clock
-from arc_scaleset.controllers.referenced_objects import WATCH_BURST, WATCH_QPS
+from arc_scaleset.controllers.namespace_watch import NamespaceWatch
 from arc_scaleset.kube.client import KubeClient
 from arc_scaleset.kube.controller import Request, controller_owner_request
-from arc_scaleset.kube.errors import Forbidden, Unauthorized
-from arc_scaleset.kube.informer import Informer, Object
+from arc_scaleset.kube.informer import Object
 from arc_scaleset.kube.resources import LEASES
 
 
@@ -63,10 +62,10 @@ def lease_label_selector(excluded_label_prefixes: Iterable[str]) -> str | None:
     return None if prefixes and LABEL_LISTENER_NAME.startswith(prefixes) else LABEL_LISTENER_NAME
 
 
-class StandbyLeaseWatch:
+class StandbyLeaseWatch(NamespaceWatch):
     """The watch of the standby Leases of ``namespace`` (the controller namespace), a controller Source that
-    queues a Lease's listener when its holder changes (module docstring). Its list and watch requests go on a
-    budget of their own, as the referenced objects' (:data:`~arc_scaleset.controllers.referenced_objects.WATCH_QPS`)."""
+    queues a Lease's listener when its holder changes (module docstring), on the watches' own request budget
+    (:mod:`~arc_scaleset.controllers.namespace_watch`)."""
 
     def __init__(
         self,
@@ -76,27 +75,15 @@ class StandbyLeaseWatch:
         excluded_label_prefixes: Iterable[str] = (),
         clock: Clock = REAL_CLOCK,
     ) -> None:
-        self.informer = Informer(
-            kube.with_rate_limit(WATCH_QPS, WATCH_BURST),
+        super().__init__(
+            kube,
             LEASES,
             namespace=namespace,
-            label_selector=lease_label_selector(excluded_label_prefixes),
             clock=clock,
+            label_selector=lease_label_selector(excluded_label_prefixes),
             transform=holder_only,
-            give_up_on=(Forbidden, Unauthorized),
         )
-        self._enqueue: Callable[[Request], None] | None = None
         self.informer.add_handler(on_add=self._added, on_update=self._updated, on_delete=self._queue)
-
-    def start(self, enqueue: Callable[[Request], None]) -> None:
-        """Start the watch (inside the running loop); ``enqueue`` queues a listener."""
-        self._enqueue = enqueue
-        self.informer.start()
-
-    async def stop(self) -> None:
-        """Stop the watch."""
-        self._enqueue = None
-        await self.informer.stop()
 
     def _added(self, obj: Object) -> None:
         if self.informer.has_synced:  # the first list: nothing changed, every listener is reconciled anyway
@@ -107,7 +94,5 @@ class StandbyLeaseWatch:
             self._queue(new)
 
     def _queue(self, obj: Object) -> None:
-        enqueue = self._enqueue
-        if enqueue is not None:
-            for request in lease_listener(obj):
-                enqueue(request)
+        for request in lease_listener(obj):
+            self.enqueue(request)
