@@ -121,9 +121,6 @@ class ListenerSecrets(NamespaceWatch):
         await super().stop()
         self._checked.clear()
 
-    def __len__(self) -> int:
-        return len(self._checked)
-
     # Only a Secret a pass left in line queues its listener: one no pass has seen yet gets its pass anyway (every
     # listener is reconciled when the controller starts, and a new one when it is made), and a deleting
     # listener's were forgotten.
