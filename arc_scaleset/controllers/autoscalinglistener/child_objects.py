@@ -111,8 +111,9 @@ class ChildObjects:
         """Bring the listener's proxy Secret in line; returns its resourceVersion (part of the pod's stamp)."""
         obj, listener = scope.obj, scope.listener
         assert listener.spec.proxy is not None
+        # Through the controller's GitHub access: the credential Secrets' data is kept per change (watched).
         data = await proxy_secret_data(
-            self.ctx.kube, listener.spec.autoscaling_runner_set_namespace, listener.spec.proxy
+            self.ctx.github.reads, listener.spec.autoscaling_runner_set_namespace, listener.spec.proxy
         )
         desired = desired_proxy_secret(obj, listener, data, excluded=self.ctx.settings.exclude_label_prefixes)
         version, _ = await self._own_secret(obj, desired)

@@ -285,7 +285,7 @@ class EphemeralRunnerSetReconciler:
             return None
         target = view.actionable_revision
         result = await self._writes.cleanup(scope, revision_cleanup(states), removal=DeletedReason.REVISION)
-        await reconcile_runner_proxy_secret(self._kube, scope.ers)
+        await self._reconcile_proxy(scope)
         stored = await patch_applied_actionable_revision(
             self._kube, namespace=view.namespace, name=view.name, target=target,
             exclude_label_prefixes=self._ctx.settings.exclude_label_prefixes, clock=self._ctx.clock,
@@ -301,7 +301,7 @@ class EphemeralRunnerSetReconciler:
 
     async def _reconcile_proxy(self, scope: SetPass) -> None:
         """The runners' proxy Secret, as the set's proxy settings say (:mod:`.proxy`)."""
-        await reconcile_runner_proxy_secret(self._kube, scope.ers)
+        await reconcile_runner_proxy_secret(self._kube, self._ctx.github.reads, scope.ers, scope.memory.proxy)
 
     async def _await_creations(self, scope: SetPass) -> Result | None:
         """Wait while runners this process created are not in the cache yet: a pass on a cache that misses

@@ -14,6 +14,7 @@ from arc_scaleset.controllers.ephemeralrunnerset.counts import StatusPacer
 from arc_scaleset.controllers.ephemeralrunnerset.expectations import CreationExpectations, DeletionExpectations
 from arc_scaleset.controllers.ephemeralrunnerset.finished_marker import FinishedMarker
 from arc_scaleset.controllers.ephemeralrunnerset.kept_jobs import KeptJobs
+from arc_scaleset.controllers.ephemeralrunnerset.proxy import ProxySecretCheck
 from arc_scaleset.controllers.ephemeralrunnerset.runner_index import SetRunners, controller_uid
 from arc_scaleset.controllers.ephemeralrunnerset.template_check import TemplateChecks
 from arc_scaleset.controllers.own_writes import OwnWrites
@@ -45,6 +46,8 @@ class SetMemory:
     status_writes: OwnWrites = field(default_factory=OwnWrites)
     """The set as this controller's last status write returned it, while the cache shows a version it replaced:
     the advertised capacity is assessed and written against it (:mod:`.capacity_status`)."""
+    proxy: ProxySecretCheck = field(default_factory=ProxySecretCheck)
+    """The runner proxy Secret as this process last found or wrote it in line (:mod:`.proxy`)."""
     runners: SetRunners | None = None
     """The set's classified runners (:mod:`.runner_index`); ``None`` until a pass builds them from the cache, and
     again when a new controller starts (its event handlers start afresh)."""
@@ -60,6 +63,7 @@ class SetMemory:
             template=TemplateChecks(clock=clock),
             counts=StatusPacer(clock=clock, interval=counts_interval),
             jobs=KeptJobs(job_window or WindowBounds()),
+            proxy=ProxySecretCheck(clock=clock),
         )
 
 

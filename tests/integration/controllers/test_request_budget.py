@@ -4,6 +4,7 @@ change of the Secret, not once per pass (controllers/referenced_data.py); one jo
 
 from __future__ import annotations
 
+import base64
 import collections
 import contextlib
 import datetime as dt
@@ -19,6 +20,7 @@ from arc_scaleset.api.ephemeralrunnerset import EPHEMERAL_RUNNER_SETS
 from arc_scaleset.api.job_timeline import listener_milestones
 from arc_scaleset.api.keys import EphemeralRunnerPhase
 from arc_scaleset.api.listener_state import ListenerPhase
+from arc_scaleset.api.naming import runner_proxy_secret_name
 from arc_scaleset.controllers.autoscalingrunnerset.status import RUNNER_COUNTS
 from arc_scaleset.controllers.ephemeralrunnerset.counts import COUNT_FIELDS
 from arc_scaleset.controllers.metrics import runner_gauge_name
@@ -244,20 +246,21 @@ async def _controllers(
             await env.close()
 
 
-async def running_scale_set(env: ControllerHarness, kube: KubeClient) -> dict[str, Any]:
-    """Create the scale set, report its listener polling, and wait until it is Running (read through ``kube``, not
-    the controllers' client); returns its EphemeralRunnerSet."""
-    await env.create_ars(minRunners=0, maxRunners=5)
+async def running_scale_set(env: ControllerHarness, kube: KubeClient, **spec: Any) -> dict[str, Any]:
+    """Create the scale set (with ``spec`` besides its bounds), report its listener polling, and wait until it is
+    Running (read through ``kube``, not the controllers' client); returns its EphemeralRunnerSet."""
+    await env.create_ars(minRunners=0, maxRunners=5, **spec)
     ers: dict[str, Any] = await eventually(env.ers, "the EphemeralRunnerSet")
     await env.report_listener_state(ListenerPhase.POLLING)
     await eventually(lambda: running_through(kube, env.namespace), "the scale set Running")
     return ers
 
 
-async def one_jobs_requests(kube: KubeClient, env: ControllerHarness, controllers: KubeClient
+async def one_jobs_requests(kube: KubeClient, env: ControllerHarness, controllers: KubeClient, **spec: Any
                             ) -> tuple[collections.Counter[tuple[str, str]], str]:  # fmt: skip
-    """The controllers' requests for the second job of a running scale set, and their breakdown as text."""
-    ers = await running_scale_set(env, kube)
+    """The controllers' requests for the second job of a running scale set (made with ``spec`` besides its
+    bounds), and their breakdown as text."""
+    ers = await running_scale_set(env, kube, **spec)
     gauged = None if env.settings.runner_counts_in_status else gauged_runners(env)
     # The first job of a set also tries its runner template (a dry run, once per 10 minutes): the
     # budget is a job's on a set already at work.
@@ -295,6 +298,34 @@ async def test_at_the_defaults_one_job_costs_the_controller_at_most_ten_requests
     assert spent[("patch", "autoscalingrunnersets/status")] == 0, "the scale set's status does not follow its runners"
     assert not set(COUNT_FIELDS) & set(ers["status"]), "the set's status holds no counts"
     assert not {name for name, _ in RUNNER_COUNTS} & set(ars["status"]), "the scale set's status holds none"
+
+
+PROXY_CREDENTIALS = "proxy-credentials"
+PROXY = {
+    # The simulated GitHub is on a loopback address, which is never proxied: the proxy is resolved on every pass,
+    # its credentials put into the listener's and the runners' proxy Secrets, and no request goes through it.
+    "http": {"url": "http://proxy.example:3128", "credentialSecretRef": PROXY_CREDENTIALS},
+    "https": {"url": "http://proxy.example:3128", "credentialSecretRef": PROXY_CREDENTIALS},
+    "noProxy": ["internal.example"],
+}
+
+
+async def test_behind_a_proxy_with_credentials_a_job_reads_no_secret_and_costs_what_it_costs_without(
+    kube: KubeClient, alone: AloneFactory
+) -> None:
+    # Every pass of the runner set brings the runners' proxy Secret in line: it read the proxy's credentials
+    # Secret and the runner proxy Secret from the API server each time, several passes per job (issue 30).
+    async with alone() as (env, controllers):
+        await env.create_secret(PROXY_CREDENTIALS, {"username": "proxy-user", "password": "proxy-pass"})
+        spent, breakdown = await one_jobs_requests(kube, env, controllers, proxy=PROXY)
+        ers = await env.ers()
+        assert ers is not None
+        name = runner_proxy_secret_name(ers["metadata"]["name"], env.namespace)
+        runner_proxy = await kube.get(resources.SECRETS, name, namespace=env.namespace)
+    assert spent[("get", "secrets")] == 0, f"a job of a scale set behind a proxy read Secrets: {breakdown}"
+    assert spent.total() <= UNCOUNTED_BUDGET, f"one job cost {spent.total()} requests: {breakdown}"
+    # (The runner proxy Secret was still made, with the credentials, when the set was set up.)
+    assert "proxy-user" in base64.b64decode(runner_proxy["data"]["https_proxy"]).decode()
 
 
 async def test_setting_up_a_scale_set_never_has_its_own_status_write_refused(

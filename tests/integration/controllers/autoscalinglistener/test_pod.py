@@ -4,6 +4,7 @@ Secret is read once per change, and put back at once when someone else changes o
 
 from __future__ import annotations
 
+import base64
 import datetime as dt
 from typing import Any
 
@@ -11,6 +12,7 @@ import pytest
 
 from arc_scaleset.api.autoscalinglistener import AUTOSCALING_LISTENERS
 from arc_scaleset.api.listener_state import ListenerPhase
+from arc_scaleset.api.naming import listener_proxy_secret_name
 from arc_scaleset.kube import resources
 from arc_scaleset.kube.conditions import get_condition
 from arc_scaleset_lab.harness.waiting import eventually
@@ -46,8 +48,8 @@ async def poke_listener(env: ControllerHarness, name: str, times: int) -> None:
         await eventually(advanced, "another listener reconcile")
 
 
-async def started(env: ControllerHarness) -> tuple[str, dict[str, Any]]:
-    await env.create_ars()
+async def started(env: ControllerHarness, **spec: Any) -> tuple[str, dict[str, Any]]:
+    await env.create_ars(**spec)
     ars = await eventually(env.running, "Running")
     name = env.listener_name(ars)
 
@@ -119,6 +121,32 @@ async def test_passes_of_a_listener_read_its_config_secret_once_per_change(start
         current = await env.listener_pod(name)
         assert current is not None
         assert current["metadata"]["uid"] == pod["metadata"]["uid"]
+
+
+async def test_passes_of_a_listener_behind_a_proxy_read_neither_its_secrets_nor_the_proxys_credentials(
+    start_env: EnvFactory,
+) -> None:
+    # The proxy's credentials are read once per change the referenced-object watch sees, as the GitHub
+    # credentials are (controllers/referenced_data.py), and the listener's proxy Secret is checked, not read.
+    proxy = {"https": {"url": "http://proxy.example:3128", "credentialSecretRef": "proxy-credentials"}}
+    async with start_env() as env:
+        await env.create_secret("proxy-credentials", {"username": "proxy-user", "password": "proxy-pass"})
+        name, _ = await started(env, proxy=proxy)
+        assert env.al_reconciler is not None
+        secrets = env.al_reconciler.children.secrets
+        await eventually(lambda: secrets.reuses > 0, "a pass that finds its Secrets as it left them")
+
+        def secret_gets() -> tuple[int, int]:
+            counts = env.kube.namespace_request_counts
+            return config_secret_gets(env), counts[("get", resources.SECRETS.plural, env.namespace)]
+
+        gets, reuses = secret_gets(), secrets.reuses
+        await poke_listener(env, name, 5)
+        assert secrets.reuses >= reuses + 10, "each pass checks the config and the proxy Secret"
+        assert secret_gets() == gets, "a pass of an unchanged listener behind a proxy read a Secret"
+        proxy_secret = await env.get(resources.SECRETS, listener_proxy_secret_name(name), env.controller_namespace)
+        assert proxy_secret is not None
+        assert "proxy-user" in base64.b64decode(proxy_secret["data"]["https_proxy"]).decode()
 
 
 async def test_a_config_secret_changed_or_deleted_by_hand_is_put_back_at_once(start_env: EnvFactory) -> None:
