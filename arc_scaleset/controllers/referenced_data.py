@@ -7,10 +7,11 @@ limit; issue 30). The referenced-object watch (:mod:`arc_scaleset.controllers.re
 knows each referenced object's ``resourceVersion`` from a metadata-only informer, so :class:`ReferencedData`
 keeps the data it last fetched with that version and fetches again only when the watch shows another version.
 
-- **Only what is watched is kept**: an object the watch does not know now (no listener references it yet, the
-  namespace's informer has not listed it, was refused, or the object is new) is read from the API server on
-  every read, as before, and not kept. So a new scale set reads its Secret from the API until its listener
-  exists, and the cache never holds an object no listener is built from.
+- **Only what is watched is kept**: an object the watch does not know now (no scale set or listener refers to it,
+  the namespace's informer has not listed it, was refused, or the object is new) is read from the API server on
+  every read, as before, and not kept. A scale set holds its objects watched from its first pass
+  (:meth:`~arc_scaleset.controllers.referenced_objects.ReferencedObjectWatch.hold`), so the passes that set it up
+  read its Secret once, not once each (issue 30); the cache never holds an object no scale set is built from.
 - **Freshness**: a changed object is read again once the watch has seen the change (within a second, usually).
   A pass that runs between the change and the watch's event uses the data of the previous version, as a pass
   that ran just before the change would have.

@@ -1,4 +1,4 @@
-"""Learning within seconds that a Secret or ConfigMap a scale set's listener is built from has changed.
+r"""Learning within seconds that a Secret or ConfigMap a scale set's listener is built from has changed.
 
 A listener's ``config.json`` carries the scale set's GitHub credentials (``githubConfigSecret``), its CA
 (``githubServerTLS``'s ConfigMap) and the credentials of its proxy (``proxy.*.credentialSecretRef``), all read
@@ -27,6 +27,12 @@ some listener references and queues those listeners when one of them changes:
 It is a controller :class:`~arc_scaleset.kube.controller.Source`: the AutoscalingListener controller starts it
 (only while leading) and stops it; the reconciler says what each listener references with :meth:`track` and
 forgets a listener with :meth:`forget`.
+
+A scale set is built from the same objects before its listener exists: the AutoscalingRunnerSet reconciler
+:meth:`hold`\ s them from its first pass (and :meth:`release`\ s them when the scale set is gone), so that the
+passes that set it up find their data kept per change too
+(:class:`~arc_scaleset.controllers.referenced_data.ReferencedData`), not read once each (issue 30). A scale set's
+hold only keeps the objects watched; a change queues the listeners built from them, never the scale set.
 """
 
 from __future__ import annotations
@@ -36,9 +42,11 @@ import functools
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Final, Literal
+from typing import Final, Literal, Protocol
 
 from arc_scaleset.api.autoscalinglistener import AutoscalingListener
+from arc_scaleset.api.autoscalingrunnerset import AutoscalingRunnerSet
+from arc_scaleset.api.common import ProxyConfig, TLSConfig, VaultConfig
 from arc_scaleset.clock import REAL_CLOCK, Clock
 from arc_scaleset.kube.client import KubeClient
 from arc_scaleset.kube.controller import Request
@@ -77,13 +85,25 @@ class Reference:
         return f"{self.kind} {self.namespace}/{self.name}"
 
 
-def listener_references(listener: AutoscalingListener) -> frozenset[Reference]:
-    """The objects the listener's config is built from, all in the scale set's namespace (pure).
+class _BuiltFrom(Protocol):
+    """The spec fields a listener's config is built from: an AutoscalingRunnerSet's and an
+    AutoscalingListener's (which copies them from its scale set)."""
+
+    @property
+    def github_config_secret(self) -> str: ...
+    @property
+    def vault_config(self) -> VaultConfig | None: ...
+    @property
+    def proxy(self) -> ProxyConfig | None: ...
+    @property
+    def github_server_tls(self) -> TLSConfig | None: ...
+
+
+def references_of(spec: _BuiltFrom, namespace: str) -> frozenset[Reference]:
+    """The objects a listener is built from according to ``spec``, all in ``namespace``, the scale set's (pure).
 
     ``githubConfigSecret`` counts unless a vault holds the credentials (then it names a vault secret).
     """
-    spec = listener.spec
-    namespace = spec.autoscaling_runner_set_namespace
     if not namespace:
         return frozenset()
     found: set[Reference] = set()
@@ -101,6 +121,24 @@ def listener_references(listener: AutoscalingListener) -> frozenset[Reference]:
     return frozenset(found)
 
 
+def listener_references(listener: AutoscalingListener) -> frozenset[Reference]:
+    """The objects the listener's config is built from, all in the scale set's namespace (pure)."""
+    return references_of(listener.spec, listener.spec.autoscaling_runner_set_namespace)
+
+
+def scale_set_references(scale_set: AutoscalingRunnerSet) -> frozenset[Reference]:
+    """The objects the scale set's listener will be built from, in the scale set's namespace (pure)."""
+    return references_of(scale_set.spec, scale_set.namespace)
+
+
+@dataclass(frozen=True)
+class _Referrer:
+    """What references objects: a listener (queued when one of them changes) or a scale set (never queued)."""
+
+    request: Request
+    queued: bool
+
+
 def _resource(kind: Kind) -> Resource:
     return SECRETS if kind == "Secret" else CONFIG_MAPS
 
@@ -115,7 +153,7 @@ class _NamespaceWatch:
 
     informer: Informer
     registration: HandlerRegistration
-    referrers: dict[str, set[Request]] = field(default_factory=dict)  # object name -> listeners built from it
+    referrers: dict[str, set[_Referrer]] = field(default_factory=dict)  # object name -> what is built from it
     task: asyncio.Task[None] | None = None
     retry: asyncio.TimerHandle | None = None
 
@@ -142,27 +180,40 @@ class ReferencedObjectWatch:
         self._clock = clock
         self._retry_after = retry_after
         self._enqueue: Callable[[Request], None] | None = None
-        self._tracked: dict[Request, frozenset[Reference]] = {}
+        self._tracked: dict[_Referrer, frozenset[Reference]] = {}
         self._watches: dict[Scope, _NamespaceWatch] = {}
 
     # -- the reconciler's side ----------------------------------------------------------------------
 
     def track(self, listener: Request, references: Iterable[Reference]) -> None:
         """``listener`` is built from ``references`` (replacing what it was built from before)."""
-        wanted = frozenset(references)
-        before = self._tracked.get(listener, frozenset())
-        if wanted == before:
-            return
-        self._tracked[listener] = wanted
-        for reference in before - wanted:
-            self._release(reference, listener)
-        for reference in wanted - before:
-            self._acquire(reference, listener)
+        self._refer(_Referrer(listener, queued=True), frozenset(references))
 
     def forget(self, listener: Request) -> None:
         """``listener`` is gone: it references nothing any more."""
-        for reference in self._tracked.pop(listener, frozenset()):
-            self._release(reference, listener)
+        self._refer(_Referrer(listener, queued=True), frozenset())
+
+    def hold(self, scale_set: Request, references: Iterable[Reference]) -> None:
+        """Watch ``references`` for ``scale_set``, whose passes read them (replacing what it held before); their
+        changes queue nothing for it."""
+        self._refer(_Referrer(scale_set, queued=False), frozenset(references))
+
+    def release(self, scale_set: Request) -> None:
+        """``scale_set`` is gone: it holds nothing any more."""
+        self._refer(_Referrer(scale_set, queued=False), frozenset())
+
+    def _refer(self, referrer: _Referrer, wanted: frozenset[Reference]) -> None:
+        before = self._tracked.get(referrer, frozenset())
+        if wanted == before:
+            return
+        if wanted:
+            self._tracked[referrer] = wanted
+        else:
+            del self._tracked[referrer]
+        for reference in before - wanted:
+            self._release(reference, referrer)
+        for reference in wanted - before:
+            self._acquire(reference, referrer)
 
     @property
     def watched(self) -> frozenset[Reference]:
@@ -217,7 +268,7 @@ class ReferencedObjectWatch:
 
     # -- internals ----------------------------------------------------------------------------------
 
-    def _acquire(self, reference: Reference, listener: Request) -> None:
+    def _acquire(self, reference: Reference, referrer: _Referrer) -> None:
         scope: Scope = (reference.kind, reference.namespace)
         watch = self._watches.get(scope)
         if watch is None:
@@ -238,18 +289,18 @@ class ReferencedObjectWatch:
             watch = self._watches[scope] = _NamespaceWatch(informer, registration)
             if self._enqueue is not None:
                 self._run(watch)
-        watch.referrers.setdefault(reference.name, set()).add(listener)
+        watch.referrers.setdefault(reference.name, set()).add(referrer)
 
-    def _release(self, reference: Reference, listener: Request) -> None:
+    def _release(self, reference: Reference, referrer: _Referrer) -> None:
         scope: Scope = (reference.kind, reference.namespace)
         watch = self._watches.get(scope)
         if watch is None:
             return
-        listeners = watch.referrers.get(reference.name)
-        if listeners is None:
+        referrers = watch.referrers.get(reference.name)
+        if referrers is None:
             return
-        listeners.discard(listener)
-        if not listeners:
+        referrers.discard(referrer)
+        if not referrers:
             del watch.referrers[reference.name]
         if not watch.referrers:
             del self._watches[scope]
@@ -301,9 +352,10 @@ class ReferencedObjectWatch:
         watch = self._watches.get(scope)
         enqueue = self._enqueue
         name = object_key(obj)[1]
-        listeners = watch.referrers.get(name) if watch is not None else None
+        referrers = watch.referrers.get(name, ()) if watch is not None else ()
+        listeners = [referrer.request for referrer in referrers if referrer.queued]
         if not listeners or enqueue is None:
-            return  # an object no listener is built from (a runner's JIT Secret, say)
+            return  # an object no listener is built from (a runner's JIT Secret, or one only a scale set holds)
         log.debug("%s %s/%s changed; reconciling %d listener(s)", scope[0], scope[1], name, len(listeners))
         for listener in listeners:
             enqueue(listener)

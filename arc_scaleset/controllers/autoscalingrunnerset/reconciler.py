@@ -8,6 +8,8 @@ brings the key back through a watch) and the status is written once at the end, 
 1. deleting → :mod:`.deletion` (a pass of its own: no status is written);
 2. validation: the version gate (a mismatched ``app.kubernetes.io/version`` is reported, never deleted), the
    runner bounds (:mod:`.bounds`) and the runner template's size (:mod:`arc_scaleset.controllers.runner_template_size`);
+   then the Secrets and ConfigMap the scale set is built from are held in the referenced-object watch (released
+   when the scale set is gone);
 3. the finalizer;
 4. registration: the config URL (its labels) and the scale set registered or reused by name in the runner
    group (:mod:`.scale_set_phase`);
@@ -75,6 +77,7 @@ from arc_scaleset.controllers.errors import (
 )
 from arc_scaleset.controllers.failure_report import ReconcileFailureReporter
 from arc_scaleset.controllers.reconcile_pass import ObjectMemory, Phase, gather, run_phases
+from arc_scaleset.controllers.referenced_objects import scale_set_references
 from arc_scaleset.controllers.runner_template_size import check_template_size
 from arc_scaleset.github import (
     ActionsError,
@@ -146,6 +149,7 @@ class AutoscalingRunnerSetReconciler:
         """One pass: gather, the phases, the status written at the end (the module docstring)."""
         cached = gather(self.scale_sets, self.memory, request)
         if cached is None:
+            self.ctx.references.release(request)
             return Result()
         if AutoscalingRunnerSetView(cached).is_deleting:
             self.memory.forget(request)
@@ -206,10 +210,13 @@ class AutoscalingRunnerSetReconciler:
     # -- phases ---------------------------------------------------------------------------------------
 
     async def _validate(self, scope: ScaleSetPass) -> None:
-        """The version gate, the runner bounds, the template's size: refused before anything is written."""
+        """The version gate, the runner bounds, the template's size: refused before anything is written. Then the
+        objects the scale set is built from are watched, so that the passes setting it up read each once per
+        change (:meth:`~arc_scaleset.controllers.referenced_objects.ReferencedObjectWatch.hold`)."""
         self._check_version(scope.ars)
         check_runner_bounds(scope.ars, ceiling=self.ctx.settings.max_runners_ceiling)
         check_template_size(scope.obj, limit=self.ctx.settings.max_runner_template_bytes)
+        self.ctx.references.hold(scope.key, scale_set_references(scope.ars))
 
     def _check_version(self, ars: AutoscalingRunnerSet) -> None:
         version = (ars.metadata.labels or {}).get(LABEL_VERSION)

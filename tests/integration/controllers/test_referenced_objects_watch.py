@@ -60,6 +60,8 @@ async def test_many_referenced_secrets_in_one_namespace_use_one_watch_and_a_chan
     watch = ReferencedObjectWatch(kube)
     for name in [*names, "created-later"]:
         watch.track(listener_of(name), {Reference("Secret", namespace, name)})
+    # A scale set whose listener does not exist yet holds its Secret: watched, but a change queues nothing.
+    watch.hold(Request(namespace, "new-scale-set"), {Reference("Secret", namespace, "not-referenced")})
     queued: list[Request] = []
     watch.start(queued.append)
     try:
@@ -77,7 +79,7 @@ async def test_many_referenced_secrets_in_one_namespace_use_one_watch_and_a_chan
         await kube.delete(resources.SECRETS, "gh-secret-3", namespace=namespace)
         await eventually(lambda: listener_of("gh-secret-3") in queued, "the deleted Secret's listener queued")
         assert queued == [listener_of("gh-secret-17"), listener_of("created-later"), listener_of("gh-secret-3")], (
-            "no listener for a Secret nobody references"
+            "no listener for a Secret no listener references"
         )
         assert since(before, kube, namespace) == (1, 1), (
             f"{SECRETS_REFERENCED + 1} referenced Secrets in one namespace: one list and one watch"

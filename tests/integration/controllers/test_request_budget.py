@@ -328,6 +328,38 @@ async def test_behind_a_proxy_with_credentials_a_job_reads_no_secret_and_costs_w
     assert "proxy-user" in base64.b64decode(runner_proxy["data"]["https_proxy"]).decode()
 
 
+class SecretReadsByName(KubeClient):
+    """A client that counts its GETs of Secrets by namespace and name."""
+
+    @property
+    def secret_gets(self) -> collections.Counter[tuple[str, str]]:
+        counts: collections.Counter[tuple[str, str]] = self.__dict__.setdefault("_secret_gets", collections.Counter())
+        return counts
+
+    async def get(self, resource: Resource, name: str, **options: Any) -> dict[str, Any]:
+        if resource == resources.SECRETS:
+            self.secret_gets[(str(options.get("namespace")), name)] += 1
+        return await super().get(resource, name, **options)
+
+
+async def test_a_new_scale_set_reads_its_credentials_secret_once_while_it_is_set_up(
+    kube: KubeClient, alone: AloneFactory
+) -> None:
+    # Each pass that sets a scale set up resolves its credentials (its registration, its runner set, its listener),
+    # and until its listener existed nothing watched the Secret: each read it from the API server (issue 30).
+    async with alone(client=SecretReadsByName) as (env, controllers):
+        assert isinstance(controllers, SecretReadsByName)
+        await running_scale_set(env, kube)  # the first scale set of the namespace: its Secrets are watched now
+        await env.create_secret("second-secret")
+        await env.create_ars("second", githubConfigSecret="second-secret", minRunners=0, maxRunners=5)
+        await eventually(lambda: env.ers("second"), "the second scale set's EphemeralRunnerSet")
+        await env.report_listener_state(ListenerPhase.POLLING, runner_set="second")
+        await eventually(lambda: env.running("second"), "the second scale set Running")
+        reads = controllers.secret_gets[(env.namespace, "second-secret")]
+    print(f"GETs of the second scale set's Secret while it was set up: {reads}")
+    assert reads == 1
+
+
 async def test_setting_up_a_scale_set_never_has_its_own_status_write_refused(
     kube: KubeClient, alone: AloneFactory
 ) -> None:

@@ -3,10 +3,17 @@ item 8: a rotated credentials Secret reached the listener only after about 5 min
 
 from __future__ import annotations
 
-from arc_scaleset.controllers.referenced_objects import Reference, ReferencedObjectWatch, listener_references
+from arc_scaleset.api.autoscalingrunnerset import AutoscalingRunnerSet
+from arc_scaleset.controllers.referenced_objects import (
+    Reference,
+    ReferencedObjectWatch,
+    listener_references,
+    scale_set_references,
+)
 from arc_scaleset.kube.client import KubeClient
 from arc_scaleset.kube.controller import Request
 from arc_scaleset.kube.credentials import ConnectionConfig
+from tests.unit.controllers.ars_factory import ars_object
 from tests.unit.controllers.listener_factory import listener_object, parsed_listener
 
 PROXY = {
@@ -24,6 +31,14 @@ def test_a_listener_is_built_from_its_credentials_secret_its_proxy_secrets_and_i
         Reference("Secret", "team", "proxy-creds-tls"),
         Reference("ConfigMap", "team", "github-ca"),
     }
+
+
+def test_a_scale_set_is_built_from_what_its_listener_will_be_built_from() -> None:
+    scale_set = AutoscalingRunnerSet.from_object(ars_object(proxy=PROXY, githubServerTLS=TLS))
+    listener = parsed_listener(listener_object(proxy=PROXY, githubServerTLS=TLS))
+    assert scale_set_references(scale_set) == listener_references(listener)
+    vaulted = AutoscalingRunnerSet.from_object(ars_object(vaultConfig={"type": "azure_key_vault"}))
+    assert scale_set_references(vaulted) == set()
 
 
 def test_a_vault_lookup_key_is_no_secret_of_the_cluster() -> None:
@@ -63,3 +78,21 @@ def test_many_objects_referenced_in_one_namespace_share_one_watch_per_kind() -> 
         watch.forget(listener)
     assert watch.scopes == {("Secret", "other")}, "a namespace nothing references any more is no longer watched"
     assert watch.watched == {Reference("Secret", "other", "gh-secret")}
+
+
+def test_a_scale_set_holds_its_objects_watched_apart_from_a_listener_of_the_same_key() -> None:
+    # A scale set's key and a listener's may be equal (a scale set named like a listener, in the controller's
+    # namespace): letting go of one never lets go of the other's objects.
+    watch = ReferencedObjectWatch(KubeClient(ConnectionConfig(server="http://127.0.0.1:1")))
+    key = Request("arc-system", "arc-runners-7b8c9d-listener")
+    held, built_from = Reference("Secret", "arc-system", "held"), Reference("Secret", "arc-system", "built-from")
+    watch.hold(key, {held})
+    watch.track(key, {built_from})
+    watch.forget(key)
+    assert watch.watched == {held}
+    watch.track(key, {built_from})
+    watch.release(key)
+    assert watch.watched == {built_from}
+    watch.forget(key)
+    assert watch.watched == set()
+    assert watch.scopes == set(), "nothing held or referenced: no watch left"
