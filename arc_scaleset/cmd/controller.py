@@ -340,7 +340,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
         metavar="CONFIGMAP",
         help="a ConfigMap in the controller namespace whose keys are namespaces and whose values say which vault "
         "URLs, certificate paths and secret-name prefixes that namespace's vaultConfig may use, and to which GitHub "
-        "hosts what it reads may be sent (JSON: vaultUrls, certificatePaths, secretPrefixes, githubHosts); a "
+        "hosts and proxies what it reads may be sent (JSON: vaultUrls, certificatePaths, secretPrefixes, githubHosts, "
+        "proxyHosts); a "
         "namespace without an entry may use no vault, and a missing ConfigMap allows none; without this flag any "
         "namespace may use any vault, as in ARC, and a warning is logged; not an ARC flag (default: none)",
     )

@@ -213,10 +213,11 @@ class GitHubAccess:
         return app_config
 
     async def vault_secret(
-        self, *, namespace: str, vault: VaultConfig, name: str, purpose: str, config_url: str
+        self, *, namespace: str, vault: VaultConfig, name: str, purpose: str, config_url: str, proxy_url: str = ""
     ) -> str:
         """The value of vault secret ``name`` (read for ``purpose`` by an object in ``namespace``, to be sent to
-        ``config_url``'s host), through the shared short-lived cache, whose keys hold the namespace.
+        ``config_url``'s host, and for a proxy's credentials to the proxy ``proxy_url``), through the shared
+        short-lived cache, whose keys hold the namespace.
 
         Checked against the allow list first: :class:`VaultNotAllowed` before anything is read (not even the
         certificate file). :class:`InvalidVaultConfig`, :class:`VaultSecretNotFound` or :class:`VaultUnavailable`,
@@ -232,6 +233,7 @@ class GitHubAccess:
                     secret_name=name,
                     purpose=purpose,
                     github_url=config_url,
+                    proxy_url=proxy_url,
                 )
             )
         vault_proxy = await self._vault_proxy(namespace, vault)
@@ -293,7 +295,8 @@ class GitHubAccess:
         With a vault, each ``credentialSecretRef`` names a vault secret holding ``{"username", "password"}``
         (ARC reads the controller's proxy credentials from the vault; the listener's and the runners' proxy
         Secrets are still made from Kubernetes Secrets, as in ARC), under the same allow list as the GitHub
-        credentials: the proxy carries the calls to ``config_url``, so its host must be allowed too.
+        credentials: the proxy carries the calls to ``config_url``, so its host must be allowed too, and the
+        credentials go to the proxy itself, so the proxy's host must be one the allow list names (``proxyHosts``).
         """
         if proxy is None:
             return None
@@ -319,8 +322,14 @@ class GitHubAccess:
         if not server.credential_secret_ref:
             return server.url
         purpose = f"{field}.credentialSecretRef"
+        # Sent to the proxy as Proxy-Authorization: the allow list must allow that proxy too (vault_policy.py).
         text = await self.vault_secret(
-            namespace=namespace, vault=vault, name=server.credential_secret_ref, purpose=purpose, config_url=config_url
+            namespace=namespace,
+            vault=vault,
+            name=server.credential_secret_ref,
+            purpose=purpose,
+            config_url=config_url,
+            proxy_url=server.url,
         )
         try:
             document = json.loads(text)

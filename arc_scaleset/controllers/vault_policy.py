@@ -10,13 +10,19 @@ named by ``--vault-allow-list`` (chart: ``vaultAllowList``). Each key is a names
     {"vaultUrls": ["https://team-a.vault.azure.net/"],
      "certificatePaths": ["/etc/arc/vault/team-a.pem"],
      "secretPrefixes": ["team-a-"],
-     "githubHosts": ["github.com"]}
+     "githubHosts": ["github.com"],
+     "proxyHosts": ["proxy.corp.example:3128"]}
 
 A read is allowed when the vault URL, the certificate path and the secret name (``githubConfigSecret``, or a
 ``proxy.*.credentialSecretRef``) are each allowed for the scale set's namespace, and the host of its
 ``githubConfigUrl`` (``host`` or ``host:port``; a port is compared only when written) is one the credentials
-may be sent to. A namespace without a key, or a key whose value does not parse, is allowed nothing. Without
-the flag nothing is restricted, as in ARC (the controller logs a warning when it starts).
+may be sent to. A proxy's credentials are sent to the proxy itself (``Proxy-Authorization``), whose URL the scale
+set names: they are read only for a proxy whose host is in ``proxyHosts`` (same form), so a team cannot point
+``proxy.*.url`` at a server of its own and read a password the vault keeps for it (the listener and the runners
+get their proxy from Kubernetes Secrets, never from the vault; the controller is the only one that sends it).
+A namespace without a key, or a key whose value does not parse, is allowed nothing; a key without
+``proxyHosts`` no proxy credentials. Without the flag nothing is restricted, as in ARC (the controller logs a
+warning when it starts).
 
 :func:`parse_allow_list` and :func:`vault_refusal` are pure; :class:`VaultAllowListSource` reads the ConfigMap
 (uncached GET, reused for a short time).
@@ -50,7 +56,7 @@ __all__ = [
 ALLOW_LIST_FLAG: Final = "--vault-allow-list"
 """The controller flag naming the ConfigMap (in the controller namespace)."""
 
-_FIELDS: Final = ("vaultUrls", "certificatePaths", "secretPrefixes", "githubHosts")
+_FIELDS: Final = ("vaultUrls", "certificatePaths", "secretPrefixes", "githubHosts", "proxyHosts")
 _DEFAULT_PORTS: Final = {"https": 443, "http": 80}
 
 
@@ -68,6 +74,7 @@ class VaultGrant:
     certificate_paths: frozenset[str] = frozenset()
     secret_prefixes: tuple[str, ...] = ()
     github_hosts: frozenset[str] = frozenset()
+    proxy_hosts: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +94,8 @@ class VaultRead:
     """One intended vault read: who asks (``namespace``), what it reads and where the result goes.
 
     ``purpose`` is the field naming the secret (``githubConfigSecret``, ``proxy.https.credentialSecretRef``).
+    ``proxy_url``: for a proxy's credentials, the proxy they are sent to (``proxy.*.url`` as written; no scheme
+    means ``http://``); ``""`` for anything else.
     """
 
     namespace: str
@@ -95,6 +104,7 @@ class VaultRead:
     secret_name: str
     purpose: str
     github_url: str
+    proxy_url: str = ""
 
 
 def parse_allow_list(data: Mapping[str, object], *, source: str) -> AllowList:
@@ -130,6 +140,7 @@ def _grant(text: object) -> VaultGrant:
         certificate_paths=frozenset(lists["certificatePaths"]),
         secret_prefixes=tuple(lists["secretPrefixes"]),
         github_hosts=frozenset(host.strip().lower() for host in lists["githubHosts"]),
+        proxy_hosts=frozenset(host.strip().lower() for host in lists["proxyHosts"]),
     )
 
 
@@ -152,6 +163,23 @@ def _host_matches(allowed: frozenset[str], github_url: str) -> bool:
         return False
     default = _DEFAULT_PORTS.get(parts.scheme.lower())
     return f"{host}:{port}" in allowed or (port == default and host in allowed)
+
+
+def _proxy_url(url: str) -> str:
+    """A proxy URL as it is used (:func:`arc_scaleset.controllers.proxy_secret.with_user_info`): without a scheme,
+    an http proxy."""
+    url = url.strip()
+    return url if "://" in url else f"http://{url}"
+
+
+def _host_port(url: str) -> str:
+    """``host:port`` of ``url`` for a message: never its user information, which may hold a password."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port or _DEFAULT_PORTS.get(parts.scheme.lower())
+    except ValueError:
+        return "an unreadable URL"
+    return f"{(parts.hostname or '').lower()}:{port}"
 
 
 def vault_refusal(allow_list: AllowList, read: VaultRead) -> str | None:
@@ -185,6 +213,12 @@ def vault_refusal(allow_list: AllowList, read: VaultRead) -> str | None:
         return (
             f"namespace {ns!r} may not send credentials read from a vault to githubConfigUrl {read.github_url!r}"
             f" (its host is not in githubHosts): {fix}"
+        )
+    # The proxy's credentials go to the proxy, not to GitHub: a proxy the team chose would read them.
+    if read.proxy_url and not _host_matches(grant.proxy_hosts, _proxy_url(read.proxy_url)):
+        return (
+            f"namespace {ns!r} may not send the credentials of vault secret {read.secret_name!r} ({read.purpose})"
+            f" to proxy {_host_port(_proxy_url(read.proxy_url))!r} (its host is not in proxyHosts): {fix}"
         )
     return None
 

@@ -238,10 +238,11 @@ async def test_credentials_read_from_a_vault_go_only_to_a_github_host_the_admin_
 ) -> None:
     vault.sim.azure.set_secret("team-b-github", json.dumps({"github_token": TOKEN}))
     vault.sim.azure.set_secret("team-b-proxy", json.dumps({"username": "u", "password": "proxy-password"}))
-    grants = {namespace: _grant(vault, prefix="team-b-", hosts=["github.com"])}
+    grant = {**_grant(vault, prefix="team-b-", hosts=["github.com"]), "proxyHosts": ["proxy.corp.example:3128"]}
+    grants = {namespace: grant}
     elsewhere = "https://ghes.attacker.example/my-org"
     proxy = ProxyConfig(
-        https=ProxyServerConfig(url="http://proxy.attacker.example:3128", credential_secret_ref="team-b-proxy")
+        https=ProxyServerConfig(url="http://proxy.corp.example:3128", credential_secret_ref="team-b-proxy")
     )
     async with _restricted(kube, namespace, grants) as github:
         with pytest.raises(VaultNotAllowed, match="may not send credentials read from a vault to githubConfigUrl"):
@@ -268,7 +269,37 @@ async def test_credentials_read_from_a_vault_go_only_to_a_github_host_the_admin_
             namespace=namespace, proxy=proxy, vault=vault.config(), config_url=GITHUB_URL
         )
         assert settings is not None
-        assert settings.https_proxy == "http://u:proxy-password@proxy.attacker.example:3128"
+        assert settings.https_proxy == "http://u:proxy-password@proxy.corp.example:3128"
+
+
+async def test_a_proxy_credential_read_from_a_vault_goes_only_to_a_proxy_the_admin_allowed(
+    vault: Vault, kube: KubeClient, namespace: str
+) -> None:
+    # The controller's GitHub proxy credentials come from the vault and go to the proxy the scale set names, as
+    # Proxy-Authorization: a proxy of the team's choosing would read them (they never reach a listener or a
+    # runner, which get their proxy from a Kubernetes Secret).
+    vault.sim.azure.set_secret("team-b-proxy", json.dumps({"username": "u", "password": "proxy-password"}))
+    grant = {**_grant(vault, prefix="team-b-", hosts=["github.com"]), "proxyHosts": ["proxy.corp.example:3128"]}
+    elsewhere = ProxyConfig(
+        https=ProxyServerConfig(url="http://proxy.attacker.example:3128", credential_secret_ref="team-b-proxy")
+    )
+    async with _restricted(kube, namespace, {namespace: grant}) as github:
+        with pytest.raises(VaultNotAllowed) as caught:
+            await github.proxy_settings(
+                namespace=namespace, proxy=elsewhere, vault=vault.config(), config_url=GITHUB_URL
+            )
+        assert "to proxy 'proxy.attacker.example:3128' (its host is not in proxyHosts)" in caught.value.message
+        assert "proxy-password" not in caught.value.message
+        assert vault.sim.azure.secret_reads == 0
+        # The proxy the admin allowed gets them (written without a scheme: an http proxy).
+        allowed = ProxyConfig(
+            https=ProxyServerConfig(url="proxy.corp.example:3128", credential_secret_ref="team-b-proxy")
+        )
+        settings = await github.proxy_settings(
+            namespace=namespace, proxy=allowed, vault=vault.config(), config_url=GITHUB_URL
+        )
+        assert settings is not None
+        assert settings.https_proxy == "http://u:proxy-password@proxy.corp.example:3128"
 
 
 async def test_without_the_allow_list_configmap_no_namespace_may_use_a_vault(

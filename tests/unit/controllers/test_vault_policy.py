@@ -88,6 +88,48 @@ def test_the_proxy_credentials_secret_is_checked_against_the_prefixes_too() -> N
     assert vault_refusal(ALLOW, dataclasses.replace(read, secret_name="team-a-proxy")) is None
 
 
+@pytest.mark.parametrize(
+    ("proxy_url", "allowed"),
+    [
+        ("http://proxy.corp.example:3128", True),
+        ("proxy.corp.example:3128", True),  # no scheme: an http proxy
+        ("http://PROXY.corp.example:3128/", True),
+        ("http://proxy.corp.example:8080", False),  # only the port the admin wrote
+        ("https://proxy.corp.example:3128", True),
+        ("http://proxy.attacker.example:3128", False),
+        ("http://proxy.corp.example:3128@proxy.attacker.example:3128", False),
+        ("http://proxy.corp.example.attacker.example:3128", False),
+    ],
+)
+def test_a_proxys_credentials_go_only_to_a_proxy_host_the_admin_allowed(proxy_url: str, allowed: bool) -> None:
+    grant = parse_allow_list(
+        {"team-a": json.dumps({**TEAM_A, "proxyHosts": ["proxy.corp.example:3128"]})}, source=SOURCE
+    )
+    read = dataclasses.replace(
+        READ_A, secret_name="team-a-proxy", purpose="proxy.https.credentialSecretRef", proxy_url=proxy_url
+    )
+    refusal = vault_refusal(grant, read)
+    assert (refusal is None) is allowed, refusal
+    if refusal is not None:
+        assert "(proxy.https.credentialSecretRef) to proxy" in refusal
+        assert "its host is not in proxyHosts" in refusal
+
+
+def test_an_entry_without_proxy_hosts_allows_no_proxy_credentials_and_never_echoes_the_proxy_user_info() -> None:
+    read = dataclasses.replace(
+        READ_A,
+        secret_name="team-a-proxy",
+        purpose="proxy.http.credentialSecretRef",
+        proxy_url="http://someone:typed-a-password@proxy.corp.example:3128",
+    )
+    refusal = vault_refusal(ALLOW, read)
+    assert refusal is not None
+    assert "to proxy 'proxy.corp.example:3128' (its host is not in proxyHosts)" in refusal
+    assert "typed-a-password" not in refusal
+    # The GitHub credentials themselves are not sent to a proxy: no proxyHosts needed for them.
+    assert vault_refusal(ALLOW, READ_A) is None
+
+
 def test_a_missing_configmap_allows_nothing() -> None:
     refusal = vault_refusal(AllowList(source=SOURCE, unusable="does not exist"), READ_A)
     assert refusal is not None
