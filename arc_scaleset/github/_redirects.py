@@ -130,14 +130,26 @@ def address_refusal(*, original: Collection[IPAddress], target: Collection[IPAdd
 
 
 def address_kind(address: IPAddress) -> AddressKind:
-    """The kind of ``address`` for the redirect rule (an IPv4-mapped IPv6 address counts as its IPv4 one)."""
+    """The kind of ``address`` for the redirect rule (an IPv4-mapped IPv6 address counts as its IPv4 one).
+
+    ``PUBLIC`` only for a globally routable address: anything else that is neither loopback nor link-local is
+    ``PRIVATE``, not only what Python calls private. The shared address space ``100.64.0.0/10`` (RFC 6598) is
+    neither private nor global to Python, and it is where EKS (custom networking) and GKE (non-RFC 1918 ranges)
+    put pods and services: an address inside the cluster.
+    """
     if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
         address = address.ipv4_mapped
     if address.is_loopback:
         return AddressKind.LOOPBACK
     if address.is_link_local:
         return AddressKind.LINK_LOCAL
-    if address.is_private or address.is_reserved or address.is_unspecified or address.is_multicast:
+    if (
+        address.is_private
+        or address.is_reserved
+        or address.is_unspecified
+        or address.is_multicast
+        or not address.is_global
+    ):
         return AddressKind.PRIVATE
     return AddressKind.PUBLIC
 

@@ -203,6 +203,22 @@ async def test_a_hop_to_a_subdomain_resolving_to_the_metadata_endpoint_is_refuse
     assert servers.checked.requests == [(f"ghes.test:{servers.port}", REGISTRATION_TOKEN)]
 
 
+async def test_a_hop_to_a_subdomain_resolving_into_the_shared_address_space_of_pod_networks_is_refused() -> None:
+    # 100.64.0.0/10 is where EKS (custom networking) and GKE put pods and services: inside the cluster, though
+    # Python does not call it private. The original host here is loopback, so only loopback or public may follow.
+    resolver = RebindingResolver({"ghes.test": ("127.0.0.1",) * 2, "pods.ghes.test": ("100.64.0.10",) * 2})
+    async with (
+        sessions(resolver) as shared,
+        two_servers("127.0.0.1", "127.0.0.2", redirect_to="http://pods.ghes.test:{port}/moved") as servers,
+        client(f"http://ghes.test:{servers.port}/org", shared, request_timeout=3.0) as github,
+    ):
+        with pytest.raises(FatalError) as caught:
+            await github.get_runner_group_by_name("Default")
+    assert "redirected to pods.ghes.test, which resolves to a private address (100.64.0.10)" in str(caught.value)
+    assert not is_transient(caught.value)
+    assert servers.checked.requests == [(f"ghes.test:{servers.port}", REGISTRATION_TOKEN)]
+
+
 async def test_a_pinned_https_hop_sends_the_name_and_gets_its_certificate_checked_for_it() -> None:
     resolver = RebindingResolver({"localhost": ("127.0.0.1",) * 2, "api.localhost": ("127.0.0.1", "127.0.0.2")})
     async with (

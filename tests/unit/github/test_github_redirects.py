@@ -137,6 +137,12 @@ def ips(*addresses: str) -> list[ipaddress.IPv4Address | ipaddress.IPv6Address]:
         ("10.0.0.5", AddressKind.PRIVATE),
         ("fd00:ec2::254", AddressKind.PRIVATE),
         ("0.0.0.0", AddressKind.PRIVATE),
+        # The shared address space (RFC 6598): not "private" to Python, but pod and service ranges (EKS custom
+        # networking, GKE's non-RFC 1918 ranges) live there, so it leads into the cluster all the same.
+        ("100.64.0.10", AddressKind.PRIVATE),
+        ("100.127.255.254", AddressKind.PRIVATE),
+        ("::ffff:100.64.0.10", AddressKind.PRIVATE),
+        ("100.128.0.1", AddressKind.PUBLIC),
     ],
 )
 def test_addresses_are_sorted_into_public_loopback_link_local_and_private(address: str, kind: AddressKind) -> None:
