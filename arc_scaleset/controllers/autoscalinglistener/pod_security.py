@@ -22,7 +22,10 @@ must be:
 - **Bounded**: every container's ``requests`` and ``limits``, one by one and summed over the pod's containers
   and init containers, at most ``--listener-template-max-resources`` (default
   :data:`~arc_scaleset.controllers.settings.DEFAULT_LISTENER_RESOURCE_BOUND`); a
-  resource it does not name (GPUs, hugepages) may not be asked for at all.
+  resource it does not name (GPUs, hugepages) may not be asked for at all, and neither may a device through
+  dynamic resource allocation: ``resourceClaims`` names a ResourceClaim or ResourceClaimTemplate of the pod's
+  namespace, the controller namespace, where other teams' listener pods and their claims are, and its devices
+  are outside any bound. No flag allows it (a listener needs no device).
 
 Each :class:`.Violation` names the field where the user wrote it: the template's containers by name (the
 listener container's settings override the controller's key by key), its volumes after the controller's own.
@@ -267,7 +270,7 @@ def _context_violations(context: Mapping[str, Any], at: _At) -> Iterator[Violati
 
 
 def _resource_violations(spec: Mapping[str, Any], where: _Where, bound: Mapping[str, Quantity]) -> list[Violation]:
-    found: list[Violation] = []
+    found = _claim_violations(spec, where)
     totals: dict[tuple[str, str], Fraction] = {}
     for group in _RESOURCE_GROUPS:
         for i, container in indexed_mappings(spec.get(group)):
@@ -283,6 +286,27 @@ def _resource_violations(spec: Mapping[str, Any], where: _Where, bound: Mapping[
                 )
             )
     return found
+
+
+def _claim_violations(spec: Mapping[str, Any], where: _Where) -> list[Violation]:
+    """Every ``resourceClaims`` entry: a claim is an object of the controller namespace (a ResourceClaim, or one
+    made from a ResourceClaimTemplate there), which the reference rule of :mod:`.template_policy` does not cover,
+    and a device no bound limits. (A container's ``resources.claims`` can only name these entries.)"""
+    return [
+        Violation(
+            where.pod(f"resourceClaims[{i}]"),
+            f"a resource claim ({_claim_source(claim)}) is refused: it names a claim of the controller namespace, where"
+            " other teams' listener pods and their claims are, for a device no bound limits; a listener needs none",
+        )
+        for i, claim in indexed_mappings(spec.get("resourceClaims"))
+    ]
+
+
+def _claim_source(claim: Mapping[str, Any]) -> str:
+    for key in ("resourceClaimName", "resourceClaimTemplateName"):
+        if isinstance(claim.get(key), str):
+            return f"{key} {claim[key]!r}"
+    return f"name {claim.get('name')!r}"
 
 
 def _bound_violations(

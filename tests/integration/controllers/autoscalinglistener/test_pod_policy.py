@@ -109,3 +109,26 @@ async def test_the_controllers_selector_label_on_a_template_never_reaches_the_li
         pod = await eventually(lambda: env.listener_pod(healthy), "the other scale set's listener pod")
         assert pod["metadata"]["labels"]["app.kubernetes.io/name"] == "healthy"
         assert not await exists(env.kube, resources.PODS, name, env.controller_namespace)
+
+
+async def test_a_listener_template_claiming_a_device_of_the_controller_namespace_gets_no_pod(
+    start_env: EnvFactory,
+) -> None:
+    # Dynamic resource allocation: a pod names a ResourceClaim (or ResourceClaimTemplate) of its own namespace,
+    # here the controller namespace, where other teams' listener pods and their claims live, and asks for a
+    # device (a GPU) no resource bound sees.
+    template: dict[str, Any] = {
+        "spec": {
+            "resourceClaims": [{"name": "gpu", "resourceClaimName": "gpu-of-another-team"}],
+            "containers": [{"name": "listener", "resources": {"claims": [{"name": "gpu"}]}}],
+        }
+    }
+    async with start_env() as env:
+        await env.create_ars(listenerTemplate=template)
+        name = listener_name(env)
+        refused = await eventually(
+            lambda: degraded(env.kube, env.controller_namespace, name, "InvalidListenerTemplate"), "the refusal"
+        )
+        assert "listenerTemplate.spec.resourceClaims[0]:" in refused["message"]
+        await env.wait_for_event("InvalidListenerTemplate", regarding="arc-runners")
+        assert not await exists(env.kube, resources.PODS, name, env.controller_namespace)

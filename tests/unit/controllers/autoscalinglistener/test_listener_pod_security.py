@@ -203,6 +203,22 @@ def test_containers_within_the_bound_one_by_one_may_not_exceed_it_together() -> 
     assert "--listener-template-max-resources" in violation.problem
 
 
+def test_a_device_claimed_through_dynamic_resource_allocation_is_refused_whatever_the_flags() -> None:
+    spec = {"resourceClaims": [{"name": "gpu", "resourceClaimName": "gpu-of-another-team"},
+                               {"name": "fresh", "resourceClaimTemplateName": "one-gpu"}],
+            "containers": [listener(resources={"claims": [{"name": "gpu"}, {"name": "fresh"}]})]}  # fmt: skip
+    everything = PodRules(allow_privileged=True, allow_scheduling=True,
+                          max_resources=parse_resource_bound("cpu=64,memory=1Ti,nvidia.com/gpu=8"))  # fmt: skip
+    for rules in (PodRules(), everything):
+        found = violations({"spec": spec}, rules)
+        assert [v.field for v in found] == [
+            "listenerTemplate.spec.resourceClaims[0]",
+            "listenerTemplate.spec.resourceClaims[1]",
+        ]
+        assert "resourceClaimName 'gpu-of-another-team'" in found[0].problem
+        assert "resourceClaimTemplateName 'one-gpu'" in found[1].problem
+
+
 # -- what the admin allows ----------------------------------------------------------------------------------
 
 
