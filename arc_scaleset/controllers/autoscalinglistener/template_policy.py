@@ -25,6 +25,7 @@ from typing import Any, Final, Literal
 
 from arc_scaleset.api.common import ProxyConfig, TLSConfig
 from arc_scaleset.api.keys import LABEL_LISTENER_SHAREABLE
+from arc_scaleset.api.listener_group import LABEL_GROUP
 from arc_scaleset.api.naming import listener_config_secret_name, listener_proxy_secret_name
 from arc_scaleset.controllers.autoscalinglistener.metadata_policy import MetadataRules, metadata_rules
 from arc_scaleset.controllers.autoscalinglistener.pod_security import PodRules, listener_pod_violations, pod_rules
@@ -149,14 +150,18 @@ def refusal_message(violations: Iterable[Violation]) -> str:
 def is_shareable(obj: Mapping[str, Any]) -> bool:
     """Whether a cluster admin labelled this Secret or ConfigMap shareable with every listener.
 
-    An object another object controls is never shareable, whatever its labels: a scale set chooses the labels
-    of its own listener's config and proxy Secrets (``listenerConfigSecretMetadata``), and labelling its
-    credentials shareable must not let other teams' listeners mount them.
+    An object the controller made for scale sets is never shareable, whatever its labels: a scale set chooses the
+    labels of its listener's config Secret (``listenerConfigSecretMetadata``), and labelling its credentials
+    shareable must not let other teams' listeners mount them. That is an object another object controls (a
+    listener's config and proxy Secrets), and a shared listener's config Secret, which holds every member's
+    credentials and has no owner (it outlives any one member), so it is known by its group label.
     """
     metadata = obj.get("metadata") or {}
     labels = metadata.get("labels") or {}
+    if not isinstance(labels, Mapping) or LABEL_GROUP in labels:
+        return False
     controlled = any(ref.get("controller") for ref in metadata.get("ownerReferences") or () if isinstance(ref, Mapping))
-    return not controlled and isinstance(labels, Mapping) and labels.get(LABEL_LISTENER_SHAREABLE) == SHAREABLE_VALUE
+    return not controlled and labels.get(LABEL_LISTENER_SHAREABLE) == SHAREABLE_VALUE
 
 
 # -- walking the template ---------------------------------------------------------------------------------

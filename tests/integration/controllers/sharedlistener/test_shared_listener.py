@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from arc_scaleset.api.autoscalinglistener import AUTOSCALING_LISTENERS
 from arc_scaleset.api.autoscalingrunnerset import AUTOSCALING_RUNNER_SETS
 from arc_scaleset.api.ephemeralrunnerset import EPHEMERAL_RUNNER_SETS
 from arc_scaleset.api.listener_config import ListenerConfig
@@ -330,4 +331,41 @@ async def test_a_foreign_object_under_a_group_name_is_left_untouched_and_named_o
         live = await get(env, resources.SERVICE_ACCOUNTS, name, env.controller_namespace)
         assert live is not None
         assert ObjectView(live).resource_version == ObjectView(foreign).resource_version, "left untouched"
+        assert await env.listener_pod(name) is None
+
+
+async def test_a_groups_config_secret_its_sets_label_shareable_is_never_shared_with_another_team(
+    start_env: EnvFactory, team_b: str
+) -> None:
+    # listenerConfigSecretMetadata labels the group's config Secret, which holds every member's credentials and has
+    # no owner (it outlives any member): a label its sets chose must not let another team's template mount it, as
+    # for a listener's own config Secret.
+    shareable = "actions.github.com/listener-shareable"
+    async with start_env(more_namespaces=(team_b,)) as env:
+        await create_shared(env, "alpha", listenerConfigSecretMetadata={"labels": {shareable: "true"}})
+        group = await group_of(env, "alpha")
+        await published(env, group, 1)
+        offered = group_object_name(group)
+        live = await get(env, resources.SECRETS, offered, env.controller_namespace)
+        assert live is not None
+        assert live["metadata"]["labels"][shareable] == "true"
+
+        template = {
+            "spec": {
+                "containers": [{"name": "listener", "volumeMounts": [{"name": "loot", "mountPath": "/loot"}]}],
+                "volumes": [{"name": "loot", "secret": {"secretName": offered}}],
+            }
+        }
+        thief = env.ars_body("thief", listenerTemplate=template)
+        thief["metadata"]["namespace"] = team_b
+        await env.kube.create(AUTOSCALING_RUNNER_SETS, thief, namespace=team_b)
+        name = env.listener_name(thief)
+
+        async def refused() -> dict[str, Any] | None:
+            listener = await get(env, AUTOSCALING_LISTENERS, name, env.controller_namespace)
+            found = get_condition(((listener or {}).get("status") or {}).get("conditions"), "Degraded") or {}
+            return found if found.get("reason") == "InvalidListenerTemplate" else None
+
+        message = (await eventually(refused, "the other team's template refused"))["message"]
+        assert f"listenerTemplate.spec.volumes[0].secret.secretName: Secret {offered!r}" in message
         assert await env.listener_pod(name) is None

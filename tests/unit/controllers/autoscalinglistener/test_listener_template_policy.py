@@ -164,6 +164,12 @@ def test_an_object_another_object_controls_is_never_shareable() -> None:
     assert is_shareable({"metadata": {"labels": labels, "ownerReferences": [owner]}})
 
 
+def test_a_shared_listeners_config_secret_is_never_shareable_though_nothing_controls_it() -> None:
+    # Its labels include its members' listenerConfigSecretMetadata; its group label says whose it is.
+    labels = {"actions.github.com/listener-shareable": "true", "listener.arc-scaleset.dev/group": "7d258c87e0"}
+    assert not is_shareable({"metadata": {"name": "arc-shared-listener-7d258c87e0", "labels": labels}})
+
+
 def test_references_list_what_a_template_names_and_skip_empty_names() -> None:
     tmpl = template(volumes=[{"name": "a", "secret": {"secretName": ""}}, {"name": "b", "secret": {"secretName": "x"}}])
     assert references(tmpl) == [Reference("Secret", "x", "listenerTemplate.spec.volumes[1].secret.secretName")]
