@@ -94,7 +94,10 @@ def next_hop(response: Response, *, original: str, headers: Mapping[str, str], b
         target_host = _host(target)  # a host that is not ASCII fails here (a UnicodeError is a ValueError)
     except ValueError:
         raise refused("redirected to a location that is not a URL") from None
-    if target.scheme not in ("http", "https") or not target_host or target.user is not None:
+    # User information is a user name, a password or both: ``http://:pw@host`` has no user but a password, which
+    # the HTTP client would still send (and refuse beside our Authorization header with a ValueError).
+    userinfo = target.user is not None or target.password is not None
+    if target.scheme not in ("http", "https") or not target_host or userinfo:
         # Only the scheme and host are named: a location with user information may hold a password.
         raise refused(f"redirected to an unusable location ({target.scheme or 'no'} scheme, host {target.host!r})")
     if origin.scheme == "https" and target.scheme != "https":

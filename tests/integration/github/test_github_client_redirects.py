@@ -106,6 +106,20 @@ async def test_a_see_other_to_the_metadata_endpoint_is_refused_and_nothing_of_it
     assert metadata_requests == []
 
 
+async def test_a_redirect_whose_location_carries_a_password_without_a_user_is_refused_not_a_crash() -> None:
+    # User information in a location is refused; a password with an empty user name is user information too (the
+    # HTTP client would turn it into Basic credentials beside the token, and give up with a ValueError).
+    async def moved(request: web.Request) -> web.StreamResponse:
+        raise web.HTTPTemporaryRedirect(f"http://:hunter2@{request.host}/moved")
+
+    async with serving(moved) as (base, seen), client_for(base) as client:
+        with pytest.raises(FatalError, match="redirected to an unusable location") as caught:
+            await client.get_runner_group_by_name("Default")
+    assert "hunter2" not in str(caught.value)
+    assert not is_transient(caught.value)
+    assert seen == [REGISTRATION_TOKEN]
+
+
 async def test_a_redirect_to_the_same_host_on_another_port_does_not_get_the_token() -> None:
     arrived: list[str | None] = []
 

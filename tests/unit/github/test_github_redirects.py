@@ -112,8 +112,14 @@ def test_a_redirect_without_a_location_or_any_other_answer_is_the_answer() -> No
 
 @pytest.mark.parametrize(
     "location",
-    ["http://[invalid", "mailto:ops@example.com", "https://:8443/x", "https://user:hunter2@api.example/x"],
-    ids=["not a URL", "another scheme", "no host", "user information"],
+    [
+        "http://[invalid",
+        "mailto:ops@example.com",
+        "https://:8443/x",
+        "https://user:hunter2@api.example/x",
+        "https://:hunter2@api.example/x",
+    ],
+    ids=["not a URL", "another scheme", "no host", "user information", "a password without a user"],
 )
 def test_a_location_that_cannot_be_followed_is_a_clear_error_never_a_crash(location: str) -> None:
     with pytest.raises(FatalError, match="redirected to") as caught:
