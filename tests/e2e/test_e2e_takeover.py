@@ -452,11 +452,11 @@ async def test_a_template_change_during_the_takeover_lets_busy_runners_finish_an
 
 
 ARC_COLUMNS = {
-    "autoscalingrunnersets": ["Minimum Runners", "Maximum Runners", "Current Runners", "State", "Pending Runners",
+    "autoscalingrunnersets": ["Minimum Runners", "Maximum Runners", "Current Runners", "Phase", "Pending Runners",
                               "Running Runners", "Finished Runners", "Deleting Runners"],
     "ephemeralrunnersets": ["DesiredReplicas", "CurrentReplicas", "Pending Runners", "Running Runners",
-                            "Finished Runners", "Deleting Runners"],
-    "ephemeralrunners": ["GitHub Config URL", "RunnerId", "Status", "JobRepository", "JobWorkflowRef",
+                            "Finished Runners", "Deleting Runners", "Phase"],
+    "ephemeralrunners": ["GitHub Config URL", "RunnerId", "Phase", "JobRepository", "JobWorkflowRef",
                          "WorkflowRunId", "JobDisplayName", "JobId", "Message", "Age"],
 }  # fmt: skip
 
@@ -484,8 +484,8 @@ async def test_kubectl_get_shows_arcs_columns_after_a_scale_up_the_runner_counts
         ars = [row for row in found["autoscalingrunnersets"][1] if row["Name"] == handle.name]
         ers_rows = [row for row in found["ephemeralrunnersets"][1] if row["DesiredReplicas"] == 4]
         empty = dict.fromkeys(("Pending Runners", "Running Runners", "Finished Runners", "Deleting Runners"))
-        want_set = {"CurrentReplicas": None, **empty}
-        want_ars = {"Minimum Runners": 1, "Maximum Runners": 5, "Current Runners": None, "State": "Running", **empty}
+        want_set = {"CurrentReplicas": None, "Phase": "Running", **empty}
+        want_ars = {"Minimum Runners": 1, "Maximum Runners": 5, "Current Runners": None, "Phase": "Running", **empty}
         ok = any(all(row[k] == v for k, v in want_ars.items()) for row in ars) and any(
             all(row[k] == v for k, v in want_set.items()) for row in ers_rows
         )
@@ -496,7 +496,7 @@ async def test_kubectl_get_shows_arcs_columns_after_a_scale_up_the_runner_counts
         assert found[plural][0] == ["Name", *columns], plural
     runners = found["ephemeralrunners"][1]
     assert len(runners) == 4
-    assert all(row["Status"] == "Running" and row["RunnerId"] for row in runners)
+    assert all(row["Phase"] == "Running" and row["RunnerId"] for row in runners)
     assert sum(1 for row in runners if row["JobId"]) == 3
     assert {row["GitHub Config URL"] for row in runners} == {system.config_url()}
 

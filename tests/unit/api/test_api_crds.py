@@ -261,20 +261,21 @@ def test_every_printer_column_points_at_a_field_of_the_schema(crd: dict[str, Any
         assert node["type"] == expected, path
 
 
-# ARC's released CRDs (0.9.0 through 0.14.2), charts/gha-runner-scale-set-controller/crds/: (name, type) of each
-# column `kubectl get` shows by default, in order.
+# ARC's CRDs as of its current code (after 0.14.2, #4506: the phase columns are named Phase, and the
+# EphemeralRunnerSet has one): (name, type) of each column `kubectl get` shows by default, in order.
 ARC_DEFAULT_COLUMNS = {
     "AutoscalingRunnerSet": [
         ("Minimum Runners", "integer"), ("Maximum Runners", "integer"), ("Current Runners", "integer"),
-        ("State", "string"), ("Pending Runners", "integer"), ("Running Runners", "integer"),
+        ("Phase", "string"), ("Pending Runners", "integer"), ("Running Runners", "integer"),
         ("Finished Runners", "integer"), ("Deleting Runners", "integer"),
     ],
     "EphemeralRunnerSet": [
         ("DesiredReplicas", "integer"), ("CurrentReplicas", "integer"), ("Pending Runners", "integer"),
         ("Running Runners", "integer"), ("Finished Runners", "integer"), ("Deleting Runners", "integer"),
+        ("Phase", "string"),
     ],
     "EphemeralRunner": [
-        ("GitHub Config URL", "string"), ("RunnerId", "number"), ("Status", "string"), ("JobRepository", "string"),
+        ("GitHub Config URL", "string"), ("RunnerId", "number"), ("Phase", "string"), ("JobRepository", "string"),
         ("JobWorkflowRef", "string"), ("WorkflowRunId", "number"), ("JobDisplayName", "string"),
         ("JobId", "string"), ("Message", "string"), ("Age", "date"),
     ],
@@ -298,8 +299,9 @@ def test_arcs_columns_that_read_unwritten_fields_read_maintained_ones_here() -> 
         for crd in CRDS
         for column in crd["spec"]["versions"][0]["additionalPrinterColumns"]
     }
-    # ARC: .status.state (never written); .status.finished/deletingEphemeralRunners (not in its schema).
-    assert paths["AutoscalingRunnerSet", "State"] == ".status.phase"
+    # ARC's released CRDs read .status.state (never written) for the phase; .status.finished/deletingEphemeralRunners
+    # are not in its schema.
+    assert paths["AutoscalingRunnerSet", "Phase"] == ".status.phase"
     for kind in ("AutoscalingRunnerSet", "EphemeralRunnerSet"):
         assert paths[kind, "Finished Runners"] == ".status.finishedEphemeralRunners"
         assert paths[kind, "Deleting Runners"] == ".status.deletingEphemeralRunners"
