@@ -132,12 +132,13 @@ class AutoscalingListenerReconciler:
         self.claim = ScaleSetClaim(ctx.kube, scale_sets)
         self.tenancy = Tenancy(ctx, pods=self.pods, events=events)
         self.children = ChildObjects(ctx, self._child_caches, events)
-        self.standby = StandbyObjects(ctx, self._child_caches, self.children)
-        # A takeover changes the Lease holder and no pod: this watch brings it to the status (standby_leases.py).
+        # A takeover changes the Lease holder and no pod: this watch brings it to the status (standby_leases.py), and
+        # the pairs' passes read their Lease from it.
         excluded = settings.exclude_label_prefixes
         self.standby_leases = StandbyLeaseWatch(
             ctx.kube, namespace=settings.controller_namespace, excluded_label_prefixes=excluded, clock=ctx.clock
         )
+        self.standby = StandbyObjects(ctx, self._child_caches, self.children, self.standby_leases)
         self.health = ListenerHealth(ctx, runner_sets=ctx.cache(EPHEMERAL_RUNNER_SETS), events=events)
         self.pod = ListenerPod(ctx, pods=self.pods, children=self.children, health=self.health, events=events)
         self.membership = Membership(ctx, pods=self.pods, children=self.children, health=self.health, events=events)

@@ -8,11 +8,14 @@ followed a takeover only at the listener's next pass for another reason.
 
 :class:`StandbyLeaseWatch` is a controller Source: one informer of the Leases in the controller namespace (where
 the listeners and their Leases live) carrying the listener-name label every pair's Lease has
-(:func:`.standby.desired_lease`), started only while the controller runs. It keeps of each Lease its identity,
-its owner references and its holder (:func:`holder_only`), and queues the listener that owns it (controller
+(:func:`.standby.desired_lease`), started only while the controller runs. It keeps of each Lease its metadata
+but the managed fields, and its holder (:func:`pair_fields`), and queues the listener that owns it (controller
 owner reference) when the Lease appears after the first list, goes, or changes holder
 (:func:`holder_changed`). The renewals, one every 2 s per active listener, arrive as watch events and queue
 nothing. The controller's Role already lists and watches Leases in its namespace (its own leader election).
+
+What it keeps is what a listener's pass compares its Lease against (:mod:`.standby_objects`), so that a pass
+reads the Lease from this watch, not from the API server (:meth:`StandbyLeaseWatch.lease`).
 """
 
 from __future__ import annotations
@@ -29,12 +32,14 @@ from arc_scaleset.kube.controller import Request, controller_owner_request
 from arc_scaleset.kube.informer import Object
 from arc_scaleset.kube.resources import LEASES
 
+_KEPT_METADATA = ("namespace", "name", "uid", "resourceVersion", "ownerReferences", "labels", "annotations")
 
-def holder_only(obj: dict[str, Any]) -> dict[str, Any]:
-    """The informer's transform: a Lease's ``metadata.{namespace, name, uid, resourceVersion, ownerReferences}``
-    and ``spec.holderIdentity``; not its renewal times, labels or ``managedFields``."""
+
+def pair_fields(obj: dict[str, Any]) -> dict[str, Any]:
+    """The informer's transform: a Lease's ``metadata.{namespace, name, uid, resourceVersion, ownerReferences,
+    labels, annotations}`` and ``spec.holderIdentity``; not its renewal times or ``managedFields``."""
     meta = obj.get("metadata") or {}
-    kept = {key: meta[key] for key in ("namespace", "name", "uid", "resourceVersion", "ownerReferences") if key in meta}
+    kept = {key: meta[key] for key in _KEPT_METADATA if key in meta}
     holder = (obj.get("spec") or {}).get("holderIdentity") or ""
     return {
         "apiVersion": obj.get("apiVersion"),
@@ -81,9 +86,14 @@ class StandbyLeaseWatch(NamespaceWatch):
             namespace=namespace,
             clock=clock,
             label_selector=lease_label_selector(excluded_label_prefixes),
-            transform=holder_only,
+            transform=pair_fields,
         )
         self.informer.add_handler(on_add=self._added, on_update=self._updated, on_delete=self._queue)
+
+    def lease(self, name: str) -> Object | None:
+        """The Lease ``name`` of the namespace as the watch shows it (:func:`pair_fields`; shared, never mutate);
+        ``None`` when the watch does not show it (not running or not listed yet, or no such Lease)."""
+        return self.informer.store.get(self.namespace, name) if self.watching else None
 
     def _added(self, obj: Object) -> None:
         if self.informer.has_synced:  # the first list: nothing changed, every listener is reconciled anyway

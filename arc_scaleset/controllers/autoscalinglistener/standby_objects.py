@@ -5,7 +5,9 @@ pass's scope for the pod step; for one that no longer does, what its standby lef
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping
+from typing import Any
 
 from arc_scaleset.api.listener_standby import standby_pod_names, wants_standby
 from arc_scaleset.api.naming import listener_pod_name
@@ -19,7 +21,10 @@ from arc_scaleset.controllers.autoscalinglistener.standby import (
     desired_standby_role,
     desired_standby_role_binding,
 )
+from arc_scaleset.controllers.autoscalinglistener.standby_leases import StandbyLeaseWatch
 from arc_scaleset.controllers.context import ControllerContext
+from arc_scaleset.kube.errors import Conflict
+from arc_scaleset.kube.informer import Object
 from arc_scaleset.kube.manager import Cache
 from arc_scaleset.kube.resources import LEASES, ROLE_BINDINGS, ROLES, Resource
 from arc_scaleset.kube.views import ObjectView
@@ -27,12 +32,20 @@ from arc_scaleset.kube.views import ObjectView
 
 class StandbyObjects:
     """Keeps a listener's standby Lease, Role and RoleBinding; ``caches``: those of the kinds the controller
-    caches (pods, Roles, RoleBindings; Leases are read from the API, only for a listener with a standby)."""
+    caches (pods, Roles, RoleBindings); ``leases``: the watch of the pairs' Leases, which a pass compares the Lease
+    against (:meth:`_lease`)."""
 
-    def __init__(self, ctx: ControllerContext, caches: Mapping[Resource, Cache], children: ChildObjects) -> None:
+    def __init__(
+        self,
+        ctx: ControllerContext,
+        caches: Mapping[Resource, Cache],
+        children: ChildObjects,
+        leases: StandbyLeaseWatch,
+    ) -> None:
         self.ctx = ctx
         self.caches = caches
         self.children = children
+        self.leases = leases
 
     async def apply(self, scope: ListenerPass) -> None:
         """The phase: ``scope.standby`` set for a listener that wants a standby, once its objects are in line."""
@@ -47,12 +60,25 @@ class StandbyObjects:
             live = self.caches[resource].get(*ObjectView(desired).key)
             await self.children.ensure(resource, desired, live, owner=obj, replace=replace)
         lease = desired_lease(obj, listener, excluded=excluded)
-        view = ObjectView(lease)
-        live_lease = await get_or_none(self.ctx.kube, LEASES, view.namespace, view.name)
-        # Metadata only: the Lease's spec is the listeners' to write (its holder, its renewals).
-        stored = await self.children.ensure(LEASES, lease, live_lease, owner=obj)
+        stored = await self._lease(obj, lease)
         pods = standby_pod_names(listener_pod_name(listener.name))
-        scope.standby = StandbyPair(lease=view.name, pods=pods, active=active_pod(stored, pods))
+        scope.standby = StandbyPair(lease=ObjectView(lease).name, pods=pods, active=active_pod(stored, pods))
+
+    async def _lease(self, owner: Object, lease: Mapping[str, Any]) -> Mapping[str, Any]:
+        """The pair's Lease in line (metadata only: its spec is the listeners' to write, their holder and renewals);
+        returns it as stored, or as the watch shows it when nothing was written.
+
+        Compared with what the Lease watch shows (:meth:`.standby_leases.StandbyLeaseWatch.lease`), so a pass reads
+        nothing from the API server; a write against that copy that a renewal beat (every 2 s: a Conflict on its
+        ``resourceVersion``) is made again against a fresh read, as is every pass while the watch shows no Lease.
+        """
+        view = ObjectView(lease)
+        watched = self.leases.lease(view.name)
+        if watched is not None:
+            with contextlib.suppress(Conflict):
+                return await self.children.ensure(LEASES, lease, watched, owner=owner)
+        live = await get_or_none(self.ctx.kube, LEASES, view.namespace, view.name)
+        return await self.children.ensure(LEASES, lease, live, owner=owner)
 
     async def _remove_leftovers(self, scope: ListenerPass) -> None:
         """A listener that had a standby goes back to one pod: the second pod, the Role, RoleBinding and Lease are

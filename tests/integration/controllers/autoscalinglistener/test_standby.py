@@ -28,6 +28,7 @@ from arc_scaleset_lab.harness.helm import service_account_kubeconfig
 from arc_scaleset_lab.harness.waiting import eventually
 from arc_scaleset_lab.node.runner_pods import terminated_status
 from arc_scaleset_lab.sim import SimulatedGitHub
+from tests.integration.controllers.autoscalinglistener.test_pod import poke_listener
 from tests.integration.controllers.autoscalinglistener.test_tenancy import (
     UID_ANNOTATION,
     degraded,
@@ -128,6 +129,26 @@ async def test_a_standby_listener_runs_two_pods_with_its_lease_and_is_ready_from
         assert f"listener pod {name}-standby" in condition["message"]
         assert f"holds Lease {name}" in condition["message"]
         assert f"standby pod {name} is ready" in condition["message"]
+
+
+async def test_passes_of_a_listener_with_a_standby_read_its_lease_from_the_watch_not_the_api_server(
+    start_env: EnvFactory,
+) -> None:
+    async with start_env() as env:
+        name = await create_standby_ars(env)
+        await running_pair(env, name)
+        leases = env.al_reconciler.standby_leases if env.al_reconciler is not None else None
+        assert leases is not None
+        await eventually(lambda: leases.resource_version(name), "the watch to show the pair's Lease")
+
+        def lease_requests() -> tuple[int, int]:
+            counts, namespace = env.kube.namespace_request_counts, env.controller_namespace
+            plural = resources.LEASES.plural
+            return counts[("get", plural, namespace)], counts[("patch", plural, namespace)]
+
+        before = lease_requests()
+        await poke_listener(env, name, 5)
+        assert lease_requests() == before, "a pass of a listener with a standby read (or wrote) its Lease"
 
 
 async def test_the_status_follows_a_takeover_and_a_release_of_the_lease_without_a_pod_event(

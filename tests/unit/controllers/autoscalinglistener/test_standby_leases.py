@@ -8,9 +8,9 @@ from typing import Any
 from arc_scaleset.api.keys import LABEL_LISTENER_NAME
 from arc_scaleset.controllers.autoscalinglistener.standby_leases import (
     holder_changed,
-    holder_only,
     lease_label_selector,
     lease_listener,
+    pair_fields,
 )
 from arc_scaleset.kube.controller import Request
 
@@ -40,26 +40,26 @@ def lease(holder: str = "", *, renewed: str = "2026-12-06T12:00:00.000000Z", own
     }
 
 
-def test_only_the_identity_owners_and_holder_of_a_lease_are_kept() -> None:
-    kept = holder_only(lease("arc-runners-754b578d-listener-standby"))
+def test_of_a_lease_its_metadata_but_the_managed_fields_and_its_holder_are_kept_not_its_renewals() -> None:
+    kept = pair_fields(lease("arc-runners-754b578d-listener-standby"))
     assert kept["spec"] == {"holderIdentity": "arc-runners-754b578d-listener-standby"}
-    assert set(kept["metadata"]) == {"name", "namespace", "uid", "resourceVersion", "ownerReferences"}
-    assert holder_only({"metadata": {"name": "new"}})["spec"] == {"holderIdentity": ""}
+    assert set(kept["metadata"]) == {"name", "namespace", "uid", "resourceVersion", "ownerReferences", "labels"}
+    assert pair_fields({"metadata": {"name": "new"}})["spec"] == {"holderIdentity": ""}
 
 
 def test_a_takeover_or_a_release_changes_the_holder_and_a_renewal_does_not() -> None:
-    held = holder_only(lease("pod-a"))
-    assert not holder_changed(held, holder_only(lease("pod-a", renewed="2026-12-06T12:00:02.000000Z")))
-    assert holder_changed(held, holder_only(lease("pod-b")))
-    assert holder_changed(held, holder_only(lease("")))
-    assert holder_changed(holder_only(lease("")), held)
+    held = pair_fields(lease("pod-a"))
+    assert not holder_changed(held, pair_fields(lease("pod-a", renewed="2026-12-06T12:00:02.000000Z")))
+    assert holder_changed(held, pair_fields(lease("pod-b")))
+    assert holder_changed(held, pair_fields(lease("")))
+    assert holder_changed(pair_fields(lease("")), held)
 
 
 def test_a_lease_queues_the_listener_that_owns_it_and_no_other_lease_queues_anything() -> None:
-    assert list(lease_listener(holder_only(lease()))) == [Request("arc-systems", "arc-runners-754b578d-listener")]
-    assert list(lease_listener(holder_only(lease(owners=())))) == []  # e.g. the controller's own leader Lease
+    assert list(lease_listener(pair_fields(lease()))) == [Request("arc-systems", "arc-runners-754b578d-listener")]
+    assert list(lease_listener(pair_fields(lease(owners=())))) == []  # e.g. the controller's own leader Lease
     not_controller = {**OWNER, "controller": False}
-    assert list(lease_listener(holder_only(lease(owners=(not_controller,))))) == []
+    assert list(lease_listener(pair_fields(lease(owners=(not_controller,))))) == []
 
 
 def test_the_leases_are_selected_by_the_listener_name_label_unless_it_is_kept_off_them() -> None:
