@@ -7,7 +7,8 @@ means "this is the authoritative state": the ERS may then also scale idle runner
 
 This module reproduces ARC's sequencing exactly, because the ERS side depends on it:
 
-- ``target = min(min_runners + assigned_jobs, max_runners)``, where ``min_runners`` is, with a
+- ``target = min(min_runners + assigned_jobs, max_runners)`` (a negative ``assigned_jobs``, which only a
+  malformed answer carries, counts as 0; ARC would publish it), where ``min_runners`` is, with a
   ``minRunnersSchedule`` (not ARC's), the larger of ``minRunners`` and the runners of the windows open at the
   decision's time (:mod:`arc_scaleset.api.windows`), so the caller passes the time in;
 - the sequence starts at -1 and is incremented before each decision (wrapping from MaxInt32 back to 0
@@ -71,7 +72,11 @@ class DesiredState:
 
     def decide(self, assigned_jobs: int, *, now: dt.datetime | None = None) -> ScaleDecision:
         """The next decision for ``assigned_jobs`` (the service's ``totalAssignedJobs``) at ``now`` (needed with a
-        schedule); advances state."""
+        schedule); advances state.
+
+        The target is always between the minimum at ``now`` and ``max_runners``: a negative ``assigned_jobs``
+        counts as none.
+        """
         min_runners = self.min_runners_at(now)
         was_dirty = self.dirty
         self.dirty = False
@@ -79,7 +84,9 @@ class DesiredState:
             self.patch_seq = 0
         self.patch_seq += 1
 
-        target = min(min_runners + assigned_jobs, self.max_runners)
+        # The service never counts fewer than no jobs, but its answer is read as sent (models.from_service):
+        # a negative count would ask the set for fewer than minRunners runners, or a negative number of them.
+        target = min(min_runners + max(assigned_jobs, 0), self.max_runners)
         patch_id = self.patch_seq
         if not was_dirty and target == self.target and target == min_runners:
             patch_id = 0

@@ -219,3 +219,13 @@ async def test_a_skipped_message_does_not_start_the_backoff_over() -> None:
     # 1 s and 2 s after the two failures; the skip moves on at once; the failure after it waits 4 s, not 1 s.
     assert gaps(polls)[:4] == [1.0, 2.0, 0.0, 4.0]
     await h.stop_and_wait()
+
+
+async def test_a_message_with_a_negative_assigned_job_count_keeps_the_set_at_min_runners() -> None:
+    h = Harness(min_runners=1)
+    h.actions.poll_script.extend([message(1, assigned=-5), message(2, assigned=2)])
+    h.start()
+    await h.settle(lambda: len(h.calls("poll")) == 3)
+    assert [patch["replicas"] for patch in h.patcher.ers_patches()][-2:] == [1, 3]
+    assert h.running()
+    await h.stop_and_wait()
