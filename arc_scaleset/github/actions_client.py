@@ -332,7 +332,26 @@ class ActionsClient:
         await self._admin_request("DELETE", _session_path(scale_set_id, session_id), expected=(204, 200))
 
     def _session(self, response: Response, scale_set_id: int) -> MessageSession:
-        session = _model(response, MessageSession)
+        """The session in a create or refresh answer. An answer that is no usable session (not JSON, fields of
+        the wrong type, no session ID, queue URL or queue token) is a :class:`TransientError`, never a
+        :class:`FatalError`: the service accepted the request, and a caller that tries again later may get a
+        good answer (a proxy's page in place of the service's, a truncated body), where a FatalError would end
+        the listener."""
+        try:
+            session = _model(response, MessageSession)
+        except FatalError as exc:
+            raise _no_usable_session(response, exc.detail) from None
+        missing = [
+            name
+            for name, value in (
+                ("sessionId", session.session_id if session.session_id != NIL_UUID else ""),
+                ("messageQueueUrl", session.message_queue_url),
+                ("messageQueueAccessToken", session.message_queue_access_token),
+            )
+            if not value
+        ]
+        if missing:
+            raise _no_usable_session(response, f"the answer has no {', '.join(missing)}")
         session._scale_set_id = scale_set_id
         token = session.message_queue_access_token
         self._transport.redact.add(token, expires_at=jwt_expiry(token))
@@ -498,6 +517,16 @@ def _validate(response: Response, model: type[_M], data: Any) -> _M:
 
 def _list(response: Response) -> ListResponse:
     return _validate(response, ListResponse, _json(response) or {})
+
+
+def _no_usable_session(response: Response, detail: str) -> TransientError:
+    return TransientError(
+        method=response.method,
+        url=response.url,
+        status=response.status,
+        reason=response.reason,
+        detail=f"no usable message session in the answer: {detail}",
+    )
 
 
 def _unexpected(response: Response, detail: str) -> FatalError:

@@ -155,6 +155,37 @@ async def test_an_evicted_session_surfaces_as_session_not_found(
             await client.get_message(session, 0, max_capacity=5)
 
 
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "<html>sign in to the proxy</html>",
+        [{"sessionId": "00000000-0000-0000-0000-000000000001"}],
+        {"sessionId": 5, "messageQueueUrl": ["not", "a", "url"]},
+        {"ownerName": "owner"},
+        {"sessionId": "00000000-0000-0000-0000-000000000001", "messageQueueUrl": "http://queue.example/x"},
+    ],
+    ids=["a-string", "an-array", "fields-of-the-wrong-type", "no-session-or-queue", "no-queue-token"],
+)
+async def test_a_session_answer_that_cannot_be_used_is_a_passing_error_and_never_fatal(
+    sim: SimulatedGitHub, instant_clock: InstantClock, monkeypatch: pytest.MonkeyPatch, answer: object
+) -> None:
+    # A 200 whose body is no usable session (a proxy's page, a truncated or changed answer) is not the service
+    # refusing the request: the listener must try again later, not exit as it does on a FatalError.
+    from arc_scaleset_lab.sim import routes_actions
+
+    monkeypatch.setattr(routes_actions, "session_json", lambda *_args: answer)
+    async with make_client(sim, clock=instant_clock) as client:
+        scale_set = await client.create_runner_scale_set(name="arc-runners", runner_group_id=1)
+        with pytest.raises(TransientError) as created:
+            await client.create_message_session(scale_set.id, "owner")
+        held = sim.state.sessions[scale_set.id].id  # the service made the session; its answer was lost
+        with pytest.raises(TransientError) as refreshed:
+            await client.refresh_message_session(scale_set.id, held)
+    for caught in (created, refreshed):
+        assert not isinstance(caught.value, FatalError)
+        assert "no usable message session" in str(caught.value)
+
+
 async def test_a_revoked_admin_token_is_refreshed_once(sim: SimulatedGitHub, instant_clock: InstantClock) -> None:
     async with make_client(sim, clock=instant_clock) as client:
         await client.get_runner_group_by_name("Default")

@@ -95,9 +95,17 @@ async def test_a_poll_that_fails_forever_is_repeated_a_handful_of_times_per_minu
     await h.stop_and_wait()
 
 
-async def test_a_session_held_forever_by_another_listener_is_asked_for_a_handful_of_times_per_minute() -> None:
+@pytest.mark.parametrize(
+    "fault",
+    [
+        error(SessionConflict, 409),
+        error(TransientError, 200, detail="no usable message session in the answer: the answer has no sessionId"),
+    ],
+    ids=["held-by-another-listener", "answer-without-a-usable-session"],
+)
+async def test_a_session_that_cannot_be_created_is_asked_for_a_handful_of_times_per_minute(fault: Exception) -> None:
     h = Harness()
-    h.actions.create_forever = error(SessionConflict, 409)
+    h.actions.create_forever = fault
     start = await run_ten_minutes(h)
     a_handful_per_minute(per_minute(h.actions.calls_at("create_session"), start))
     await h.stop_and_wait()
