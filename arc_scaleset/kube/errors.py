@@ -19,6 +19,8 @@ from typing import Any
 
 import orjson
 
+from arc_scaleset.observability.logging import redact
+
 
 class KubeError(Exception):
     """Base of every error the Kubernetes client raises."""
@@ -177,7 +179,14 @@ _HTTP_PHRASES: dict[int, str] = {
 
 
 def _one_line(text: str, *, limit: int = 2000) -> str:
-    flat = " ".join(text.split())
+    """``text`` on one line, masked of secrets, then cut to ``limit`` characters.
+
+    Masked before the cut: a secret across it (a proxy's page echoing a credential) would leave its first
+    characters behind, which neither its registered value nor a credential pattern matches afterwards. Only a
+    prefix of ``32 * limit`` characters is masked, so a huge page costs no more than a long message; masked, it
+    is still longer than ``limit`` unless almost all of it was secrets.
+    """
+    flat = redact(" ".join(text.split())[: 32 * limit])
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 

@@ -35,6 +35,7 @@ from typing import Final, Protocol, TypeVar
 
 from arc_scaleset.clock import REAL_CLOCK, Clock
 from arc_scaleset.kube.conditions import format_time
+from arc_scaleset.observability.logging import redact
 
 ERROR_TEXT_LIMIT: Final = 1000
 """Characters of an error's text kept in a failure's message (a condition or Event is not a log)."""
@@ -55,7 +56,7 @@ class FailurePolicy:
 @dataclass(frozen=True)
 class Failure:
     """A persistent reconcile failure: ``reason`` (CamelCase, usable as a condition's and an Event's reason),
-    ``error`` (the error's one-line text, not yet masked: conditions and Events mask what they are given),
+    ``error`` (the error's one-line text, masked of secrets, then cut to :data:`ERROR_TEXT_LIMIT` characters),
     ``since`` (wall time of the first failed pass of the run) and ``attempts`` (failed passes so far)."""
 
     reason: str
@@ -152,7 +153,9 @@ class FailureTracker:
     def _judge(self, run: _Run, exc: BaseException) -> Failure | None:
         if not is_persistent(run.attempts, first=run.first, now=self._clock.monotonic(), policy=self.policy):
             return None
-        error = one_line(exc)[:ERROR_TEXT_LIMIT]
+        # Masked before it is cut: a secret across the cut would leave its first characters behind, which
+        # neither its registered value nor a credential pattern matches when the condition or Event masks it.
+        error = redact(one_line(exc))[:ERROR_TEXT_LIMIT]
         return Failure(reason=failure_reason(exc), error=error, since=run.since, attempts=run.attempts)
 
     def announce(self, key: Hashable, failure: Failure) -> bool:

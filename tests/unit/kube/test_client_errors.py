@@ -93,6 +93,15 @@ def test_non_status_bodies_become_a_flattened_message() -> None:
     assert "Bad gateway" in error.message
 
 
+def test_a_token_across_the_cut_of_a_long_error_body_leaves_no_part_of_it_in_the_message() -> None:
+    # A proxy's page that echoes the request's credentials: the message is cut at 2000 characters, and a
+    # token across the cut, masked after it, would leave its first characters there for logs and conditions.
+    token = "ghp_" + "A1b2C3d4E5" * 4
+    error = error_from_status(502, f"<html>{'x' * 1980} {token} more</html>".encode())
+    assert token[:8] not in str(error)
+    assert "[REDACTED]" in error.message
+
+
 def test_invalid_keeps_the_field_causes() -> None:
     causes = [{"reason": "FieldValueRequired", "field": "spec.replicas", "message": "Required value"}]
     error = error_from_status(422, _status(422, "Invalid", "X is invalid", causes=causes))

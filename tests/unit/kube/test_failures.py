@@ -8,12 +8,21 @@ from dataclasses import dataclass, field
 import pytest
 
 from arc_scaleset.clock import FakeClock
+from arc_scaleset.kube.conditions import set_condition
 from arc_scaleset.kube.controller import Controller, Request, Result
 from arc_scaleset.kube.errors import Invalid
-from arc_scaleset.kube.failures import Failure, FailurePolicy, FailureTracker, failure_reason, pass_failure
+from arc_scaleset.kube.failures import (
+    ERROR_TEXT_LIMIT,
+    Failure,
+    FailurePolicy,
+    FailureTracker,
+    failure_reason,
+    pass_failure,
+)
 from arc_scaleset.kube.informer import Informer
 from arc_scaleset.kube.resources import CONFIG_MAPS, Resource
 from arc_scaleset.kube.workqueue import ItemExponentialRateLimiter
+from arc_scaleset.observability.logging import register_secret, unregister_secret
 from arc_scaleset_lab.harness.waiting import eventually
 
 KEY = Request("ns", "a")
@@ -114,6 +123,36 @@ def test_a_success_ends_the_run_and_gives_back_the_last_failure_reported() -> No
 )
 def test_the_reason_is_the_errors_own_when_usable_as_a_condition_reason(exc: Exception, reason: str) -> None:
     assert failure_reason(exc) == reason
+
+
+PROXY_PASSWORD = "correct-horse-battery-staple-42"
+GITHUB_TOKEN = "ghp_" + "A1b2C3d4E5" * 4
+
+
+@pytest.mark.parametrize("secret", [PROXY_PASSWORD, GITHUB_TOKEN], ids=["registered-secret", "github-token"])
+def test_a_secret_that_straddles_the_cut_of_a_long_error_reaches_no_condition_or_event(secret: str) -> None:
+    # The text kept is cut at ERROR_TEXT_LIMIT characters; a secret across the cut, masked only after it, would
+    # leave its first characters behind, which neither the registered value nor a token pattern matches.
+    register_secret(PROXY_PASSWORD)
+    try:
+        text = f"{'x' * (ERROR_TEXT_LIMIT - len('ValueError: ') - 12)} {secret} and more after it"
+        tracker = FailureTracker(clock=FakeClock(), policy=FailurePolicy(attempts=1))
+        failure = tracker.failed(KEY, ValueError(text))
+        assert failure is not None
+        written = set_condition(
+            [],
+            type="Failing",
+            status="True",
+            reason=failure.reason,
+            message=failure.message,
+            observed_generation=None,
+            now=FakeClock().now(),
+        )
+        assert secret[:8] not in str(written)
+        assert secret[:8] not in failure.message
+        assert "[REDACTED]" in failure.message
+    finally:
+        unregister_secret(PROXY_PASSWORD)
 
 
 # -- the controller -----------------------------------------------------------------------------------------------
