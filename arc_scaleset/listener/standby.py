@@ -159,13 +159,17 @@ class Standby:
         return (pods.items[0] if pods.items else None), pods.resource_version
 
     async def _follow(self, resource: Resource, name: str, read: Callable[[], Awaitable[Snapshot]], seen: Seen) -> None:
-        """Report ``name`` to ``seen`` as read, then as watched; read again whenever the watch ends or fails."""
+        """Report ``name`` to ``seen`` as read, then as watched; read again whenever the watch ends or fails.
+
+        A watch that brought events (a bookmark at least) ran its course: read and watch again at once. Anything
+        else (a failure, nothing to watch from, a watch that ended without a single event) waits a retry period
+        first, so an API server or a proxy that ends every watch at once is not called in a tight loop.
+        """
         while True:
             try:
                 obj, version = await read()
                 seen(obj)
-                if version:
-                    await self._watch(resource, name, version, seen)
+                if version and await self._watch(resource, name, version, seen):
                     continue
             except Exception as exc:  # the next read starts over; the Lease rules bound what a blind spell costs
                 log.warning(
@@ -173,15 +177,19 @@ class Standby:
                 )
             await self._clock.sleep(self.elector.config.retry_period)
 
-    async def _watch(self, resource: Resource, name: str, version: str, seen: Seen) -> None:
+    async def _watch(self, resource: Resource, name: str, version: str, seen: Seen) -> bool:
+        """Report the watch's events to ``seen`` until it ends; whether any event (a bookmark too) came."""
         events = self._kube.watch(
             resource, namespace=self.elector.namespace, resource_version=version, field_selector=f"metadata.name={name}"
         )
+        progressed = False
         async for event in events:
+            progressed = True
             if event.type in ("ADDED", "MODIFIED"):
                 seen(event.object)
             elif event.type == "DELETED":
                 seen(None)
+        return progressed
 
 
 async def run_standby(app: ListenerApp, kube: KubeClient, settings: StandbySettings) -> int:
