@@ -7,7 +7,9 @@ go-retryablehttp semantics, with a cap so that no caller waits on GitHub for lon
 - connection errors and timeouts: retried, except TLS certificate-verification failures (fatal);
 - 5xx except 501: retried; 429 and 403-with-``x-ratelimit-remaining: 0``: retried after ``Retry-After`` /
   ``x-ratelimit-reset`` when that wait is at most ``rate_limit_wait_max``, otherwise raised at once as
-  :class:`RateLimited` so the caller can come back later instead of blocking;
+  :class:`RateLimited` so the caller can come back later instead of blocking; a 503 asking for a longer wait
+  than that is raised at once too (a :class:`TransientError`); no wait is read as longer than an hour
+  (:data:`MAX_RETRY_AFTER`);
 - waits between attempts: ``retry_wait_min * 2**n`` capped at ``retry_wait_max``, plus up to 10 % jitter, on
   the injected clock; at most ``retry_max`` retries, then the last failure is raised;
 - redirects: Go's method rules (:func:`next_hop`), at most :data:`MAX_REDIRECTS` per attempt, only to the
@@ -41,7 +43,7 @@ import ssl
 import time
 from collections.abc import AsyncIterator, Collection, Mapping
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, Final
 from urllib.parse import urlsplit
 
 import aiohttp
@@ -113,22 +115,29 @@ def _context_with_root_ca(root_ca_pem: str) -> ssl.SSLContext:
     return context
 
 
+MAX_RETRY_AFTER: Final = 3600.0
+"""The longest wait an answer is read to ask for: GitHub's rate-limit window is an hour, so a longer
+``Retry-After`` or ``x-ratelimit-reset`` (or one too large for a float, read as infinity) is no wait a caller
+should take; it would park a listener's poll or session for years, or for ever."""
+
+
 def retry_after_seconds(headers: Mapping[str, str], *, now: float) -> float | None:
-    """Seconds to wait according to ``Retry-After`` (seconds or HTTP date) or ``x-ratelimit-reset`` (epoch)."""
+    """Seconds to wait according to ``Retry-After`` (seconds or HTTP date) or ``x-ratelimit-reset`` (epoch), at
+    most :data:`MAX_RETRY_AFTER`."""
     value = headers.get("Retry-After")
     if value:
         value = value.strip()
         if value.isdigit():
-            return float(value)
+            return min(float(value), MAX_RETRY_AFTER)
         try:
             moment = email.utils.parsedate_to_datetime(value)
         except (TypeError, ValueError):
             moment = None
         if moment is not None:
-            return max(0.0, moment.timestamp() - now)
+            return min(max(0.0, moment.timestamp() - now), MAX_RETRY_AFTER)
     reset = headers.get("x-ratelimit-reset")
     if reset and reset.strip().isdigit():
-        return max(0.0, float(reset) - now)
+        return min(max(0.0, float(reset) - now), MAX_RETRY_AFTER)
     return None
 
 
@@ -448,12 +457,9 @@ class HttpTransport:
                 or response.status in retry_statuses
             )
             wait = retry_after_seconds(response.headers, now=now) if response.status in (429, 503, 403) else None
-            if (
-                is_rate_limited(response.status, response.headers)
-                and wait is not None
-                and wait > self.options.rate_limit_wait_max
-            ):
+            if wait is not None and wait > self.options.rate_limit_wait_max:
                 # Waiting here would park a reconcile worker or a listener for long: hand the wait to the caller.
+                # Whatever the status: a 503 may ask for a wait too, and it was sat out here however long.
                 last = True
             if not retryable or last:
                 prefix = f"giving up after {attempt} attempt(s)" if retryable and attempt > 1 else ""

@@ -102,6 +102,18 @@ async def test_a_long_retry_after_is_handed_to_the_caller_instead_of_blocking(
     assert instant_clock.sleeps == []
 
 
+async def test_a_503_asking_for_a_longer_wait_than_the_client_sits_out_is_handed_to_the_caller_at_once(
+    sim: SimulatedGitHub, instant_clock: InstantClock
+) -> None:
+    # Sat out here, it parked the caller (a reconcile worker, a listener's session call) for 11 days.
+    sim.faults.add(FaultRule(route="get_runner_groups", status=503, retry_after=999999, count=None))
+    async with make_client(sim, clock=instant_clock) as client:
+        with pytest.raises(TransientError):
+            await client.get_runner_group_by_name("Default")
+    assert instant_clock.sleeps == []
+    assert count(sim, "get_runner_groups") == 1
+
+
 async def test_a_slow_service_hits_the_timeout_and_raises_transient_error(
     sim: SimulatedGitHub, instant_clock: InstantClock
 ) -> None:

@@ -109,9 +109,16 @@ def test_403_with_budget_left_is_fatal_not_rate_limited() -> None:
         ({"x-ratelimit-reset": str(int(NOW) + 5)}, 5.0),
         ({"x-ratelimit-reset": str(int(NOW) - 5)}, 0.0),
         ({}, None),
+        # No wait GitHub asks for is longer than its rate-limit window of an hour; a longer one, or one too large
+        # for a float (inf), would park the caller (a listener's poll, a session) for years, or for ever.
+        ({"Retry-After": "99999999999"}, 3600.0),
+        ({"Retry-After": "9" * 400}, 3600.0),
+        ({"x-ratelimit-reset": "9" * 400}, 3600.0),
     ],
 )
-def test_retry_after_reads_seconds_dates_and_reset(headers: dict[str, str], expected: float | None) -> None:
+def test_retry_after_reads_seconds_dates_and_reset_and_never_more_than_an_hour(
+    headers: dict[str, str], expected: float | None
+) -> None:
     assert retry_after_seconds(headers, now=NOW) == expected
 
 
