@@ -64,6 +64,10 @@ against Azure."""
 
 CONNECT_TIMEOUT_SECONDS: Final = 10.0
 READ_TIMEOUT_SECONDS: Final = 30.0
+READ_DEADLINE_SECONDS: Final = 60.0
+"""The longest a secret read may take, the SDK's retries and the identity endpoint's token included. The SDK's
+own bound is a week: it retries a throttled (429) or failing read up to 10 times, each after the
+``Retry-After`` the vault names, and its timeouts are per socket operation, so a trickling answer never ends."""
 
 
 class KeyVaultError(Exception):
@@ -136,9 +140,11 @@ class KeyVaultClient:
         *,
         proxy: ProxySettings | None = None,
         environ: Mapping[str, str] = os.environ,
+        deadline: float = READ_DEADLINE_SECONDS,
     ) -> None:
         validate_settings(settings)
         self.settings = settings
+        self.deadline = deadline
         self._vault = urlsplit(settings.url).hostname or settings.url
         self._client: SecretClient
         self._client, self._credential = _build_client(settings, proxy=proxy, environ=environ)
@@ -147,13 +153,20 @@ class KeyVaultClient:
         """The value of the latest version of secret ``name``.
 
         :class:`KeyVaultSecretNotFound` when there is none, :class:`KeyVaultUnavailable` when the vault or
-        the identity endpoint cannot be reached or refuses the client.
+        the identity endpoint cannot be reached or refuses the client, or the read takes longer than
+        ``deadline`` seconds (:data:`READ_DEADLINE_SECONDS`).
         """
         from azure.core.exceptions import AzureError, ClientAuthenticationError, ResourceNotFoundError
 
         where = f"Azure Key Vault {self._vault}"
         try:
-            secret = await self._client.get_secret(name)
+            async with asyncio.timeout(self.deadline):
+                secret = await self._client.get_secret(name)
+        except TimeoutError:
+            raise KeyVaultUnavailable(
+                f"{where}: reading secret {name!r} failed: the vault did not answer within {self.deadline:g} s"
+                " (throttled, or not answering)"
+            ) from None
         except ResourceNotFoundError:
             raise KeyVaultSecretNotFound(f"{where} has no secret named {name!r}") from None
         except ClientAuthenticationError as exc:

@@ -92,6 +92,9 @@ class SimAzure:
     token_refusals: int = 0
     secret_reads: int = 0
     secret_reads_by_name: dict[str, int] = field(default_factory=dict)
+    throttle_retry_after: int | None = None
+    """When set, every secret read is throttled: 429 ``Throttled`` with this ``Retry-After`` (a vault over its
+    request limit); the Azure SDK retries such an answer after the wait it names."""
 
     # -- state ----------------------------------------------------------------------------------------
 
@@ -253,6 +256,13 @@ class SimAzure:
             return _vault_error(400, "BadParameter", "The request URI contains an invalid name: " + name)
         self.secret_reads += 1
         self.secret_reads_by_name[name] = self.secret_reads_by_name.get(name, 0) + 1
+        if self.throttle_retry_after is not None:
+            return _vault_error(
+                429,
+                "Throttled",
+                "Request was not processed because too many requests were received.",
+                headers={"Retry-After": str(self.throttle_retry_after)},
+            )
         versions = self.secrets.get(name, [])
         wanted = request.match_info.get("version", "")
         if wanted:

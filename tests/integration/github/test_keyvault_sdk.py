@@ -124,6 +124,20 @@ async def test_an_unreachable_vault_is_reported_as_unavailable(vault: Vault) -> 
             await client.get_secret("x")
 
 
+async def test_a_throttled_vault_is_reported_as_unavailable_at_the_read_deadline_not_after_its_retry_after(
+    vault: Vault,
+) -> None:
+    # The SDK retries a 429 up to 10 times, each after the Retry-After it names, for up to a week in all: a
+    # reconcile worker or a starting listener would wait ten hours on this vault.
+    vault.sim.azure.set_secret("github-app", SECRET_VALUE)
+    vault.sim.azure.throttle_retry_after = 3600
+    async with KeyVaultClient(vault.settings, environ=LAB_ENV, deadline=0.5) as client:
+        async with asyncio.timeout(30):  # the bound under test is the client's own, far below this
+            with pytest.raises(KeyVaultUnavailable, match=re.escape("did not answer within 0.5 s")):
+                await client.get_secret("github-app")
+    assert vault.sim.azure.secret_reads == 1
+
+
 async def test_a_burst_of_reads_of_one_secret_costs_one_vault_call_until_the_values_age_out(vault: Vault) -> None:
     vault.sim.azure.set_secret("github-creds", SECRET_VALUE)
     secrets = KeyVaultSecrets(ttl=60.0, environ=LAB_ENV)
