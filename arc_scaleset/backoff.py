@@ -26,8 +26,15 @@ class Backoff:
     rng: random.Random = field(default=_SHARED_RNG, repr=False)
 
     def peek(self) -> float:
-        """The delay the next call to :meth:`next_delay` will return, before jitter."""
-        return min(self.cap, self.base * self.factor**self.attempts)
+        """The delay the next call to :meth:`next_delay` will return, before jitter; ``cap`` however many
+        attempts came before."""
+        try:
+            grown = self.base * self.factor**self.attempts
+        except OverflowError:
+            # factor**attempts outgrows a float after about a thousand failures in a row (hours at a cap of
+            # seconds): long past the cap, and no reason for the retry loop that asked to die.
+            return self.cap
+        return min(self.cap, grown)
 
     def next_delay(self) -> float:
         delay = self.peek()

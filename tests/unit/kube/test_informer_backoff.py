@@ -55,3 +55,23 @@ async def test_an_unreachable_api_is_retried_with_growing_delays_and_one_log_lin
     assert all("list failed" in line and "\n" not in line for line in lines)
     assert client.request_counts[("list", "configmaps")] == 6
     assert not informer.has_synced
+
+
+async def test_an_api_unreachable_for_more_than_a_thousand_attempts_is_still_retried_at_the_cap() -> None:
+    # A backoff of 2**attempts overflowed a float after 1024 failures in a row (under nine hours at a 30 s cap):
+    # the informer's task died with OverflowError and the controller never heard of that resource again.
+    clock = FakeClock()
+    client = KubeClient(ConnectionConfig(server=f"http://127.0.0.1:{closed_port()}"), retries=0, clock=clock)
+    backoff = Backoff(base=1.0, cap=8.0, jitter=0.0, attempts=1100)  # as after 1100 failures in a row
+    informer = Informer(client, CONFIG_MAPS, clock=clock, backoff=backoff)
+    informer.start()
+    try:
+        for attempt in (1, 2):
+            await eventually(
+                lambda n=attempt: client.request_counts[("list", "configmaps")] == n and clock.sleepers == 1  # type: ignore[misc]
+            )
+            await clock.advance(8.0)
+    finally:
+        await informer.stop()
+        await client.close()
+    assert not informer.has_synced
