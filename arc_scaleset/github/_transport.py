@@ -478,7 +478,9 @@ class HttpTransport:
                 )
             delay = backoff.next_delay()
             if wait is not None:
-                delay = wait
+                # Never sooner than the backoff: "Retry-After: 0", or a reset time our clock has already passed,
+                # would have every retry sent at once.
+                delay = max(delay, wait)
             await self.clock.sleep(delay)
         raise AssertionError("unreachable: the last attempt always returns or raises")
 

@@ -24,7 +24,7 @@ One iteration:
 
 Failures never end the loop, except :class:`~arc_scaleset.listener.errors.FatalListenerError`. A failed poll
 first waits for the listener's one backoff (1 s doubling to 2 minutes, jittered, or the ``Retry-After`` of a
-429), shared with the session keeper and reset only by a successful poll, then does what
+429 when that is longer), shared with the session keeper and reset only by a successful poll, then does what
 :func:`~arc_scaleset.listener.errors.reaction_to` says: poll again (5xx, 3xx, timeouts, connection errors,
 an answer without a readable message), refresh the session (queue token refused), replace it (session
 evicted), or count a refusal of the credentials (the second in a row is fatal). Whatever the failure, a
@@ -268,7 +268,9 @@ class Listener:
         self.health.poll_failed(error_class(exc))
         delay = self._backoff.next_delay()
         if isinstance(exc, RateLimited) and exc.retry_after is not None:
-            delay = exc.retry_after
+            # The longer of the two: a Retry-After of 0, or an x-ratelimit-reset our clock has already passed,
+            # would otherwise poll again at once, as fast as the service answers 429.
+            delay = max(delay, exc.retry_after)
         what = {
             Reaction.RENEW_SESSION: "the message queue refused the session's token; renewing the session",
             Reaction.RECREATE_SESSION: "the service no longer has our message session; creating a new one",

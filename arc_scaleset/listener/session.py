@@ -193,9 +193,9 @@ class SessionKeeper:
                 raise FatalListenerError(f"cannot create a message session: {exc}") from None
             except RateLimited as exc:
                 self._health.waiting_for_session(error_class(exc))
-                delay = self.backoff.next_delay()
-                if exc.retry_after is not None:
-                    delay = exc.retry_after
+                # Never sooner than the backoff: a Retry-After of 0 (or a reset time our clock has passed)
+                # would otherwise ask again at once, as fast as the service answers.
+                delay = max(self.backoff.next_delay(), exc.retry_after or 0.0)
                 log.warning("rate limited while creating the session", extra={"retry_in_s": round(delay, 1)})
                 await self._wait(delay)
                 continue

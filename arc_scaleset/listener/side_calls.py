@@ -303,7 +303,7 @@ class SideCalls:
                     return GivenUp(session_lost=True)
                 delay = backoff.next_delay()
                 if isinstance(exc, RateLimited) and exc.retry_after is not None:
-                    delay = exc.retry_after
+                    delay = max(delay, exc.retry_after)  # a Retry-After of 0 is no reason to call again at once
                 if attempt == self._attempts or delay > self._max_wait:
                     log.warning(f"giving up: cannot {what}", extra=error)
                     retry_after = exc.retry_after if isinstance(exc, RateLimited) else None

@@ -91,6 +91,17 @@ async def test_429_waits_exactly_the_retry_after_then_succeeds(
     assert instant_clock.sleeps == [3.0]
 
 
+async def test_a_retry_after_of_0_still_waits_the_backoff_between_attempts(
+    sim: SimulatedGitHub, instant_clock: InstantClock
+) -> None:
+    sim.faults.add(FaultRule(route="get_runner_groups", status=429, retry_after=0, count=2))
+    async with make_client(sim, clock=instant_clock) as client:
+        assert (await client.get_runner_group_by_name("Default")).id == 1
+    assert len(instant_clock.sleeps) == 2
+    for wait, base in zip(instant_clock.sleeps, (1.0, 2.0), strict=True):
+        assert base <= wait <= base * 1.1
+
+
 async def test_a_long_retry_after_is_handed_to_the_caller_instead_of_blocking(
     sim: SimulatedGitHub, instant_clock: InstantClock
 ) -> None:

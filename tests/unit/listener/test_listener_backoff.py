@@ -82,9 +82,18 @@ async def test_a_queue_token_refused_forever_is_refreshed_a_handful_of_times_per
         TransientError(method="GET", url="https://broker.example/queue", detail="connection refused"),
         error(FatalError, 302),
         error(RateLimited, 429, retry_after=None),
+        # Retry-After: 0, or an x-ratelimit-reset already past by our clock (GitHub's runs behind): no wait at all.
+        error(RateLimited, 429, retry_after=0.0),
         error(TransientError, 200, detail="the queue answered with a body that is not JSON"),
     ],
-    ids=["5xx", "connection-error", "redirect", "429-without-retry-after", "answer-without-message-id"],
+    ids=[
+        "5xx",
+        "connection-error",
+        "redirect",
+        "429-without-retry-after",
+        "429-with-a-retry-after-of-0",
+        "answer-without-message-id",
+    ],
 )
 async def test_a_poll_that_fails_forever_is_repeated_a_handful_of_times_per_minute(fault: Exception) -> None:
     h = Harness()
@@ -100,8 +109,9 @@ async def test_a_poll_that_fails_forever_is_repeated_a_handful_of_times_per_minu
     [
         error(SessionConflict, 409),
         error(TransientError, 200, detail="no usable message session in the answer: the answer has no sessionId"),
+        error(RateLimited, 429, retry_after=0.0),
     ],
-    ids=["held-by-another-listener", "answer-without-a-usable-session"],
+    ids=["held-by-another-listener", "answer-without-a-usable-session", "429-with-a-retry-after-of-0"],
 )
 async def test_a_session_that_cannot_be_created_is_asked_for_a_handful_of_times_per_minute(fault: Exception) -> None:
     h = Harness()
