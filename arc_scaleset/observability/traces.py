@@ -113,7 +113,8 @@ class ExportBackoff:
 
     def failed(self, now: float) -> float:
         """Record a failed export at ``now``; the seconds until the next try."""
-        wait = min(self.first * 2.0**self.failures, self.cap)
+        # The exponent stops growing long past the cap: 2.0 ** n overflows a float past n = 1023.
+        wait = min(self.first * 2.0 ** min(self.failures, 64), self.cap)
         self.failures += 1
         self.resume_at = now + wait
         return wait

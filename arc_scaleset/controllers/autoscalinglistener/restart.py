@@ -154,7 +154,8 @@ class RestartBackoff:
             self._delay = 0.0
             return 0.0
         self._failures += 1
-        self._delay = float(min(self.cap, self.base * 2.0 ** (self._failures - 1)))
+        # The exponent stops growing long past the cap: 2.0 ** n overflows a float past n = 1023.
+        self._delay = float(min(self.cap, self.base * 2.0 ** min(self._failures - 1, 64)))
         self._not_before = now + self._delay
         return self._delay
 

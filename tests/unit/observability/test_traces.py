@@ -69,6 +69,12 @@ def test_each_failure_in_a_row_doubles_the_wait_up_to_the_cap_and_a_success_ends
     assert backoff.failed(100) == 5
 
 
+def test_a_collector_down_for_days_is_still_tried_at_the_cap() -> None:
+    # 2.0 ** n overflows a float past n = 1023 (3.5 days of failures at a 5-minute cap).
+    backoff = ExportBackoff(first=5, cap=30)
+    assert [backoff.failed(0) for _ in range(1100)][-1] == 30
+
+
 class ScriptedExporter(SpanExporter):
     """Answers each export with the next result; a failure takes :data:`RETRYING` seconds of ``now`` and logs as
     the SDK's exporter does while it retries."""

@@ -82,6 +82,13 @@ def test_backoff_doubles_per_consecutive_failure_up_to_the_cap_and_counts_a_pod_
     assert RestartBackoff(base=5, cap=60).remaining(now=0.0) == 0.0  # another listener's
 
 
+def test_a_listener_that_crash_loops_for_days_is_still_recreated_at_the_cap() -> None:
+    # 2.0 ** n overflows a float past n = 1023: the reconcile raised OverflowError on every pass from then on.
+    backoff = RestartBackoff(base=5, cap=60)
+    delays = [backoff.record_failure(pod_uid=f"p{i}", now=100.0 * i) for i in range(1100)]
+    assert delays[-1] == 60
+
+
 def test_a_listener_that_ran_a_healthy_while_is_replaced_at_once_and_the_count_starts_over() -> None:
     """Issue 30: a listener killed after it worked for a minute is not crash-looping; every second of backoff is a
     second nobody takes the scale set's jobs."""
