@@ -132,8 +132,7 @@ class AutoscalingListenerReconciler:
         self.claim = ScaleSetClaim(ctx.kube, scale_sets)
         self.tenancy = Tenancy(ctx, pods=self.pods, events=events)
         self.children = ChildObjects(ctx, self._child_caches, events)
-        # A takeover changes the Lease holder and no pod: this watch brings it to the status (standby_leases.py), and
-        # the pairs' passes read their Lease from it.
+        # A takeover changes no pod: this watch brings it to the status, and passes read the Lease from it.
         excluded = settings.exclude_label_prefixes
         self.standby_leases = StandbyLeaseWatch(
             ctx.kube, namespace=settings.controller_namespace, excluded_label_prefixes=excluded, clock=ctx.clock
