@@ -18,7 +18,7 @@ from arc_scaleset.controllers.ephemeralrunnerset.capacity import REASON_NODES, R
 from arc_scaleset.controllers.ephemeralrunnerset.node_room import LABEL_NODE_POOL_CAPPED
 from arc_scaleset.kube.conditions import get_condition
 from arc_scaleset.kube.errors import NotFound
-from arc_scaleset.kube.resources import EVENTS, NODES, PODS, RESOURCE_QUOTAS
+from arc_scaleset.kube.resources import NODES, PODS, RESOURCE_QUOTAS
 from arc_scaleset_lab.cluster.node_pool import NodePool, Resources
 from arc_scaleset_lab.harness.waiting import eventually
 from tests.integration.controllers.harness import ControllerHarness
@@ -40,11 +40,6 @@ def limited(h: ControllerHarness, reason: str, capacity: int) -> Callable[[], Aw
     return check
 
 
-async def warnings(h: ControllerHarness) -> set[str]:
-    items = (await h.kube.list(EVENTS, namespace=h.namespace)).items
-    return {e.get("reason", "") for e in items if (e.get("regarding") or {}).get("kind") == "EphemeralRunnerSet"}
-
-
 async def test_a_runner_unschedulable_past_the_bound_lowers_the_capacity_and_sets_the_condition(
     h: ControllerHarness,
 ) -> None:
@@ -57,7 +52,7 @@ async def test_a_runner_unschedulable_past_the_bound_lowers_the_capacity_and_set
         limited(h, REASON_UNSCHEDULABLE, 0), what="CapacityLimited RunnersUnschedulable", timeout=60
     )
     assert "found no node" in condition["message"]
-    assert REASON_UNSCHEDULABLE in await warnings(h)
+    await h.wait_for_event(REASON_UNSCHEDULABLE, regarding="arc")  # written after the condition it reports
 
 
 async def test_a_set_without_limits_advertises_the_ceiling_and_says_so(h: ControllerHarness) -> None:
