@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
-import ssl
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
 import pytest
-from aiohttp import web
 
 from arc_scaleset.clock import REAL_CLOCK, Clock, FakeClock
 from arc_scaleset.github import (
@@ -87,35 +85,6 @@ def make_client(
         clock=clock,
         long_poll_timeout=10.0,
     )
-
-
-Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-
-
-@asynccontextmanager
-async def serving(
-    handler: Handler, *, host: str = "127.0.0.1", port: int = 0, ssl_context: ssl.SSLContext | None = None
-) -> AsyncIterator[tuple[str, list[str]]]:
-    """``(base URL, paths requested)`` of a server on ``host`` (an address; loopback unless told) and ``port`` (any
-    free one unless told), answering every request with ``handler``; over TLS with ``ssl_context``."""
-    seen: list[str] = []
-
-    async def record(request: web.Request) -> web.StreamResponse:
-        seen.append(request.path)
-        return await handler(request)
-
-    app = web.Application()
-    app.router.add_route("*", "/{tail:.*}", record)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, host, port, ssl_context=ssl_context)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    netloc = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-    try:
-        yield f"{'https' if ssl_context else 'http'}://{netloc}", seen
-    finally:
-        await runner.cleanup()
 
 
 def client_for(base: str, **transport: Any) -> ActionsClient:

@@ -33,7 +33,8 @@ from arc_scaleset.github import (
 )
 from arc_scaleset_lab.sim.faults import FaultRule
 from arc_scaleset_lab.sim.server import SimulatedGitHub
-from tests.integration.github.conftest import PAT, InstantClock, SimFactory, make_client, serving
+from tests.http_serving import serving
+from tests.integration.github.conftest import PAT, InstantClock, SimFactory, make_client
 
 
 def count(sim: SimulatedGitHub, route: str) -> int:

@@ -15,7 +15,8 @@ from arc_scaleset.github import (
     is_transient,
 )
 from arc_scaleset_lab.sim.server import SimulatedGitHub
-from tests.integration.github.conftest import InstantClock, client_for, make_client, serving
+from tests.http_serving import serving
+from tests.integration.github.conftest import InstantClock, client_for, make_client
 
 
 async def test_full_lifecycle_from_registration_to_session_deletion(

@@ -14,7 +14,8 @@ import pytest
 from aiohttp import web
 
 from arc_scaleset.github import AuthenticationStepFailed, FatalError, ResponseTooLarge, TransientError, is_transient
-from tests.integration.github.conftest import client_for, serving
+from tests.http_serving import serving
+from tests.integration.github.conftest import client_for
 
 MIB = 1024 * 1024
 

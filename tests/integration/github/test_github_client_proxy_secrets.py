@@ -9,7 +9,8 @@ import pytest
 from aiohttp import web
 
 from arc_scaleset.github import ActionsError, ProxySettings
-from tests.integration.github.conftest import client_for, serving
+from tests.http_serving import serving
+from tests.integration.github.conftest import client_for
 
 
 async def test_a_proxy_that_echoes_its_credentials_gets_them_masked_in_the_error() -> None:

@@ -35,7 +35,8 @@ from arc_scaleset.github import (
     parse_config_url,
 )
 from arc_scaleset_lab.sim.tls import make_server_tls
-from tests.integration.github.conftest import PAT, InstantClock, serving
+from tests.http_serving import serving
+from tests.integration.github.conftest import PAT, InstantClock
 
 REGISTRATION_TOKEN = "/api/v3/orgs/org/actions/runners/registration-token"
 

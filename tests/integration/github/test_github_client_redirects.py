@@ -21,7 +21,8 @@ from arc_scaleset.github import (
     is_transient,
     parse_config_url,
 )
-from tests.integration.github.conftest import PAT, InstantClock, SimFactory, client_for, serving
+from tests.http_serving import serving
+from tests.integration.github.conftest import PAT, InstantClock, SimFactory, client_for
 
 REGISTRATION_TOKEN = "/api/v3/orgs/org/actions/runners/registration-token"
 METADATA_PATH = "/latest/meta-data/iam/security-credentials/node-role"

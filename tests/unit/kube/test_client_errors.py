@@ -1,14 +1,13 @@
 """Mapping error responses and transport failures to typed, one-line errors.
 
-The in-process aiohttp server below stands in only for odd HTTP responses the real API server does not
-produce on demand (a proxy's HTML 502, a 429 with Retry-After); it is not a Kubernetes API.
+The loopback aiohttp server (:func:`tests.http_serving.serving`) stands in only for odd HTTP responses the real
+API server does not produce on demand (a proxy's HTML 502, a 429 with Retry-After); it is not a Kubernetes API.
 """
 
 from __future__ import annotations
 
 import asyncio
 import socket
-from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import orjson
@@ -23,6 +22,7 @@ from arc_scaleset.kube.credentials import ConnectionConfig, StaticToken
 from arc_scaleset.kube.errors import error_from_status
 from arc_scaleset.kube.resources import CONFIG_MAPS
 from arc_scaleset_lab.harness.waiting import eventually
+from tests.http_serving import serving
 
 SECRET = "very-secret-token"
 
@@ -124,38 +124,15 @@ def test_transport_errors_are_not_api_errors() -> None:
     assert issubclass(errors.ApiError, errors.KubeError)
 
 
-Handler = Callable[[web.Request], Any]
-
-
-@pytest.fixture
-async def odd_server() -> AsyncIterator[Callable[[Handler], Any]]:
-    runners: list[web.AppRunner] = []
-
-    async def start(handler: Handler) -> str:
-        app = web.Application()
-        app.router.add_route("*", "/{tail:.*}", handler)
-        runner = web.AppRunner(app)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        runners.append(runner)
-        port = runner.addresses[0][1]
-        return f"http://127.0.0.1:{port}"
-
-    yield start
-    for runner in runners:
-        await runner.cleanup()
-
-
 def _client(server: str, **options: Any) -> KubeClient:
     return KubeClient(ConnectionConfig(server=server, token_source=StaticToken(SECRET)), **options)
 
 
-async def test_html_error_page_from_a_proxy_is_one_clear_line(odd_server: Callable[[Handler], Any]) -> None:
+async def test_html_error_page_from_a_proxy_is_one_clear_line() -> None:
     async def handler(request: web.Request) -> web.Response:
         return web.Response(status=502, text="<html>\n<h1>502 Bad Gateway</h1>\n</html>", content_type="text/html")
 
-    async with _client(await odd_server(handler), retries=0) as client:
+    async with serving(handler) as (server, _), _client(server, retries=0) as client:
         with pytest.raises(errors.ServerError) as caught:
             await client.get(CONFIG_MAPS, "x", namespace="ns")
     assert str(caught.value) == (
@@ -163,7 +140,7 @@ async def test_html_error_page_from_a_proxy_is_one_clear_line(odd_server: Callab
     )
 
 
-async def test_too_many_requests_is_retried_after_the_servers_hint(odd_server: Callable[[Handler], Any]) -> None:
+async def test_too_many_requests_is_retried_after_the_servers_hint() -> None:
     calls: list[str] = []
 
     async def handler(request: web.Request) -> web.Response:
@@ -174,7 +151,7 @@ async def test_too_many_requests_is_retried_after_the_servers_hint(odd_server: C
         return web.json_response({"kind": "ConfigMap", "metadata": {"name": "x"}})
 
     clock = FakeClock()
-    async with _client(await odd_server(handler), clock=clock, retries=1) as client:
+    async with serving(handler) as (server, _), _client(server, clock=clock, retries=1) as client:
         started = clock.monotonic()
         task = asyncio.ensure_future(client.get(CONFIG_MAPS, "x", namespace="ns"))
         await eventually(lambda: clock.sleepers > 0, timeout=5)
@@ -186,7 +163,7 @@ async def test_too_many_requests_is_retried_after_the_servers_hint(odd_server: C
     assert client.request_counts[("get", "configmaps")] == 2
 
 
-async def test_non_idempotent_requests_are_not_retried(odd_server: Callable[[Handler], Any]) -> None:
+async def test_non_idempotent_requests_are_not_retried() -> None:
     calls = 0
 
     async def handler(request: web.Request) -> web.Response:
@@ -196,19 +173,22 @@ async def test_non_idempotent_requests_are_not_retried(odd_server: Callable[[Han
             status=503, body=_status(503, "ServiceUnavailable", "busy"), content_type="application/json"
         )
 
-    async with _client(await odd_server(handler), retries=3) as client:
+    async with serving(handler) as (server, _), _client(server, retries=3) as client:
         with pytest.raises(errors.ServerError, match="503 ServiceUnavailable: busy"):
             await client.create(CONFIG_MAPS, {"metadata": {"name": "x"}}, namespace="ns")
     assert calls == 1
 
 
-async def test_requests_are_counted_in_the_rest_client_metric(odd_server: Callable[[Handler], Any]) -> None:
+async def test_requests_are_counted_in_the_rest_client_metric() -> None:
     async def handler(request: web.Request) -> web.Response:
         return web.Response(status=404, body=_status(404, "NotFound", "nope"), content_type="application/json")
 
     registry = CollectorRegistry()
-    server = await odd_server(handler)
-    async with _client(server, registry=registry) as client, _client(server, registry=registry) as second:
+    async with (
+        serving(handler) as (server, _),
+        _client(server, registry=registry) as client,
+        _client(server, registry=registry) as second,
+    ):
         with pytest.raises(errors.NotFound):
             await client.get(CONFIG_MAPS, "x", namespace="ns")
         with pytest.raises(errors.NotFound):
@@ -234,13 +214,13 @@ async def test_unreachable_server_is_one_connection_failed_line() -> None:
     assert caught.value.__suppress_context__
 
 
-async def test_error_text_never_contains_the_token(odd_server: Callable[[Handler], Any]) -> None:
+async def test_error_text_never_contains_the_token() -> None:
     async def handler(request: web.Request) -> web.Response:
         return web.Response(
             status=401, body=_status(401, "Unauthorized", "Unauthorized"), content_type="application/json"
         )
 
-    async with _client(await odd_server(handler)) as client:
+    async with serving(handler) as (server, _), _client(server) as client:
         with pytest.raises(errors.Unauthorized) as caught:
             await client.get(CONFIG_MAPS, "x", namespace="ns")
     assert SECRET not in str(caught.value)

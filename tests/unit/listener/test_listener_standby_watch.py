@@ -18,6 +18,7 @@ from arc_scaleset.listener.errors import Stopping
 from arc_scaleset.listener.standby import Standby, StandbySettings
 from arc_scaleset.listener.stop import StopSignal
 from arc_scaleset_lab.harness.waiting import eventually
+from tests.http_serving import serving
 
 SETTINGS = StandbySettings(lease="arc-runners-listener", identity="listener-standby", peer="listener-active")
 
@@ -62,16 +63,8 @@ async def watches_end_at_once() -> AsyncIterator[tuple[str, Counter[str]]]:
             return web.json_response(_lease())
         return web.json_response({"kind": "PodList", "metadata": {"resourceVersion": "7"}, "items": [_peer_pod()]})
 
-    app = web.Application()
-    app.router.add_route("*", "/{tail:.*}", handler)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    try:
-        yield f"http://127.0.0.1:{runner.addresses[0][1]}", requests
-    finally:
-        await runner.cleanup()
+    async with serving(handler) as (server, _):
+        yield server, requests
 
 
 async def test_watches_that_end_at_once_without_an_event_are_opened_again_only_after_a_retry_period(

@@ -17,6 +17,7 @@ from aiohttp import web
 
 from arc_scaleset.kube.conditions import get_condition
 from arc_scaleset_lab.harness.waiting import eventually
+from tests.http_serving import serving
 from tests.integration.controllers.harness import ControllerHarness
 from tests.integration.controllers.scale_set_env import (  # noqa: F401 - fixtures
     EnvFactory,
@@ -24,7 +25,6 @@ from tests.integration.controllers.scale_set_env import (  # noqa: F401 - fixtur
     sim_fixture,
     start_env_fixture,
 )
-from tests.integration.github.conftest import serving
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(180)]
 
