@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
@@ -34,6 +34,7 @@ from tests.integration.controllers.harness import ORG, SCALE_SET_CONTROLLERS, Co
 
 PAT = "ghp_controller_integration_token"
 SECRET_NAME = "gh-secret"
+UID_ANNOTATION = "actions.github.com/autoscaling-runner-set-uid"
 IMAGE = "ghcr.io/example/arc-scaleset:test"
 RUNNER_TEMPLATE: dict[str, Any] = {
     "spec": {
@@ -120,6 +121,67 @@ def start_env_fixture(
                 await env.close()
 
     return start
+
+
+@asynccontextmanager
+async def listener_by_hand(
+    kube: KubeClient,
+    namespace: str,
+    controller_namespace: str,
+    sim: SimulatedGitHub,
+    *,
+    config_secret: str = SECRET_NAME,
+    annotations: Mapping[str, str] | None = None,
+    labels: Mapping[str, str] | None = None,
+) -> AsyncIterator[dict[str, Any]]:
+    """An AutoscalingListener written by hand, not made by a scale set: the body of ``arc-runners-listener`` (for
+    the test to create in ``controller_namespace``), vouched for by the UID of the AutoscalingRunnerSet
+    ``arc-runners``, which this creates in ``namespace`` (its Secret ``gh-secret`` is the test's to create).
+
+    The listener's spec names the Secret ``config_secret``; ``annotations`` and ``labels`` go on its metadata too.
+    When the block ends, the finalizers come off both (no controller may be left to remove them), so the
+    namespaces can go.
+    """
+    ars = await kube.create(
+        AUTOSCALING_RUNNER_SETS,
+        {
+            "apiVersion": "actions.github.com/v1alpha1",
+            "kind": "AutoscalingRunnerSet",
+            "metadata": {"name": "arc-runners"},
+            "spec": {"githubConfigUrl": sim.config_url(ORG), "githubConfigSecret": SECRET_NAME, "template": {}},
+        },
+        namespace=namespace,
+    )
+    name = "arc-runners-listener"
+    metadata: dict[str, Any] = {
+        "name": name,
+        "annotations": {UID_ANNOTATION: ars["metadata"]["uid"], **(annotations or {})},
+    }
+    if labels:
+        metadata["labels"] = dict(labels)
+    listener = {
+        "apiVersion": "actions.github.com/v1alpha1",
+        "kind": "AutoscalingListener",
+        "metadata": metadata,
+        "spec": {
+            "githubConfigUrl": sim.config_url(ORG),
+            "githubConfigSecret": config_secret,
+            "runnerScaleSetId": 1,
+            "autoscalingRunnerSetNamespace": namespace,
+            "autoscalingRunnerSetName": "arc-runners",
+            "ephemeralRunnerSetName": "arc-runners",
+            "maxRunners": 3,
+            "minRunners": 0,
+            "image": IMAGE,
+        },
+    }
+    try:
+        yield listener
+    finally:
+        for resource, ns in ((AUTOSCALING_LISTENERS, controller_namespace), (AUTOSCALING_RUNNER_SETS, namespace)):
+            with contextlib.suppress(NotFound):
+                await kube.patch(resource, "arc-runners" if ns == namespace else name,
+                                 {"metadata": {"finalizers": None}}, namespace=ns)  # fmt: skip
 
 
 async def _clean_up(env: ControllerHarness) -> None:

@@ -22,7 +22,7 @@ from arc_scaleset.api.listener_state import ListenerPhase
 from arc_scaleset.kube import resources
 from arc_scaleset.kube.client import KubeClient
 from arc_scaleset.kube.conditions import get_condition
-from arc_scaleset.kube.errors import Forbidden, NotFound
+from arc_scaleset.kube.errors import Forbidden
 from arc_scaleset_lab.harness.cluster import TestCluster
 from arc_scaleset_lab.harness.helm import service_account_kubeconfig
 from arc_scaleset_lab.harness.waiting import eventually
@@ -30,17 +30,17 @@ from arc_scaleset_lab.node.runner_pods import terminated_status
 from arc_scaleset_lab.sim import SimulatedGitHub
 from tests.integration.controllers.autoscalinglistener.test_pod import poke_listener
 from tests.integration.controllers.autoscalinglistener.test_tenancy import (
-    UID_ANNOTATION,
     degraded,
     exists,
     listener_controller_only,
 )
 from tests.integration.controllers.harness import ControllerHarness
 from tests.integration.controllers.scale_set_env import (  # noqa: F401 - fixtures
-    IMAGE,
     PAT,
+    UID_ANNOTATION,
     EnvFactory,
     controller_namespace_fixture,
+    listener_by_hand,
     sim_fixture,
     start_env_fixture,
 )
@@ -316,56 +316,24 @@ async def test_a_refused_standby_listener_has_both_pods_withdrawn(
     """A listener its scale set no longer vouches for (another UID) gets no pod: neither of the pair."""
     await kube.create(resources.SECRETS, {"metadata": {"name": "gh-secret"}, "stringData": {"github_token": PAT}},
                       namespace=namespace)  # fmt: skip
-    ars = await kube.create(
-        AUTOSCALING_RUNNER_SETS,
-        {
-            "apiVersion": "actions.github.com/v1alpha1",
-            "kind": "AutoscalingRunnerSet",
-            "metadata": {"name": "arc-runners"},
-            "spec": {"githubConfigUrl": sim.config_url("org"), "githubConfigSecret": "gh-secret", "template": {}},
-        },
-        namespace=namespace,
-    )
-    name = "arc-runners-listener"
-    listener = {
-        "apiVersion": "actions.github.com/v1alpha1",
-        "kind": "AutoscalingListener",
-        "metadata": {
-            "name": name,
-            "annotations": {UID_ANNOTATION: ars["metadata"]["uid"], **STANDBY},
-            # As the scale set's controller labels it: its pods carry it, and the controller caches pods by it.
-            "labels": {LABEL_SCALE_SET_NAME: "arc-runners"},
-        },
-        "spec": {
-            "githubConfigUrl": sim.config_url("org"),
-            "githubConfigSecret": "gh-secret",
-            "runnerScaleSetId": 1,
-            "autoscalingRunnerSetNamespace": namespace,
-            "autoscalingRunnerSetName": "arc-runners",
-            "ephemeralRunnerSetName": "arc-runners",
-            "maxRunners": 3,
-            "minRunners": 0,
-            "image": IMAGE,
-        },
-    }
-    pods = (name, f"{name}-standby")
+    # Labelled as the scale set's controller labels it: its pods carry it, and the controller caches pods by it.
+    labels = {LABEL_SCALE_SET_NAME: "arc-runners"}
+    async with (
+        listener_by_hand(kube, namespace, controller_namespace, sim, annotations=STANDBY, labels=labels) as listener,
+        listener_controller_only(kube, namespace, controller_namespace),
+    ):
+        name = listener["metadata"]["name"]
+        pods = (name, f"{name}-standby")
 
-    async def pods_exist() -> list[bool]:
-        return [await exists(kube, resources.PODS, pod, controller_namespace) for pod in pods]
+        async def pods_exist() -> list[bool]:
+            return [await exists(kube, resources.PODS, pod, controller_namespace) for pod in pods]
 
-    try:
-        async with listener_controller_only(kube, namespace, controller_namespace):
-            await kube.create(AUTOSCALING_LISTENERS, listener, namespace=controller_namespace)
-            await eventually(lambda: all_of(pods_exist()), "both listener pods")
-            patch = {"metadata": {"annotations": {UID_ANNOTATION: "00000000-0000-0000-0000-000000000000"}}}
-            await kube.patch(AUTOSCALING_LISTENERS, name, patch, namespace=controller_namespace)
-            await eventually(lambda: degraded(kube, controller_namespace, name, "NotOwnedByScaleSet"), "the refusal")
-            await eventually(lambda: none_of(pods_exist()), "neither pod left")
-    finally:
-        for resource, ns in ((AUTOSCALING_LISTENERS, controller_namespace), (AUTOSCALING_RUNNER_SETS, namespace)):
-            with contextlib.suppress(NotFound):
-                await kube.patch(resource, "arc-runners" if ns == namespace else name,
-                                 {"metadata": {"finalizers": None}}, namespace=ns)  # fmt: skip
+        await kube.create(AUTOSCALING_LISTENERS, listener, namespace=controller_namespace)
+        await eventually(lambda: all_of(pods_exist()), "both listener pods")
+        patch = {"metadata": {"annotations": {UID_ANNOTATION: "00000000-0000-0000-0000-000000000000"}}}
+        await kube.patch(AUTOSCALING_LISTENERS, name, patch, namespace=controller_namespace)
+        await eventually(lambda: degraded(kube, controller_namespace, name, "NotOwnedByScaleSet"), "the refusal")
+        await eventually(lambda: none_of(pods_exist()), "neither pod left")
 
 
 async def all_of(found: Awaitable[list[bool]]) -> bool:

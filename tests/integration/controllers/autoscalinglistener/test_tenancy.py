@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import contextlib
 import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -15,7 +14,6 @@ from typing import Any
 import pytest
 
 from arc_scaleset.api.autoscalinglistener import AUTOSCALING_LISTENERS
-from arc_scaleset.api.autoscalingrunnerset import AUTOSCALING_RUNNER_SETS
 from arc_scaleset.api.naming import listener_config_secret_name, listener_role_binding_name, listener_role_name
 from arc_scaleset.cmd.controller_setup import cache_label_selectors
 from arc_scaleset.controllers.autoscalinglistener.reconciler import AutoscalingListenerReconciler
@@ -33,15 +31,16 @@ from tests.integration.controllers.harness import ControllerHarness
 from tests.integration.controllers.scale_set_env import (  # noqa: F401 - fixtures
     IMAGE,
     PAT,
+    UID_ANNOTATION,
     EnvFactory,
     controller_namespace_fixture,
+    listener_by_hand,
     sim_fixture,
     start_env_fixture,
 )
 
 pytestmark = pytest.mark.cluster
 
-UID_ANNOTATION = "actions.github.com/autoscaling-runner-set-uid"
 SHAREABLE_LABEL = "actions.github.com/listener-shareable"
 
 
@@ -196,52 +195,24 @@ async def test_the_listener_config_takes_the_credentials_of_its_scale_set_not_of
     for secret, token in (("gh-secret", PAT), ("team-b-secret", other_token)):
         await kube.create(resources.SECRETS, {"metadata": {"name": secret}, "stringData": {"github_token": token}},
                           namespace=namespace)  # fmt: skip
-    ars = await kube.create(
-        AUTOSCALING_RUNNER_SETS,
-        {
-            "apiVersion": "actions.github.com/v1alpha1",
-            "kind": "AutoscalingRunnerSet",
-            "metadata": {"name": "arc-runners"},
-            "spec": {"githubConfigUrl": sim.config_url("org"), "githubConfigSecret": "gh-secret", "template": {}},
-        },
-        namespace=namespace,
-    )
-    name = "arc-runners-listener"
-    listener = {
-        "apiVersion": "actions.github.com/v1alpha1",
-        "kind": "AutoscalingListener",
-        "metadata": {"name": name, "annotations": {UID_ANNOTATION: ars["metadata"]["uid"]}},
-        "spec": {
-            "githubConfigUrl": sim.config_url("org"),
-            "githubConfigSecret": "team-b-secret",  # edited: the listener's spec names another Secret
-            "runnerScaleSetId": 1,
-            "autoscalingRunnerSetNamespace": namespace,
-            "autoscalingRunnerSetName": "arc-runners",
-            "ephemeralRunnerSetName": "arc-runners",
-            "maxRunners": 3,
-            "minRunners": 0,
-            "image": IMAGE,
-        },
-    }
-    try:
-        async with listener_controller_only(kube, namespace, controller_namespace):
-            await kube.create(AUTOSCALING_LISTENERS, listener, namespace=controller_namespace)
+    # Edited: the listener's spec names another Secret than its scale set's.
+    async with (
+        listener_by_hand(kube, namespace, controller_namespace, sim, config_secret="team-b-secret") as listener,
+        listener_controller_only(kube, namespace, controller_namespace),
+    ):
+        name = listener["metadata"]["name"]
+        await kube.create(AUTOSCALING_LISTENERS, listener, namespace=controller_namespace)
 
-            async def config() -> dict[str, Any] | None:
-                try:
-                    return await kube.get(
-                        resources.SECRETS, listener_config_secret_name(name), namespace=controller_namespace
-                    )
-                except NotFound:
-                    return None
+        async def config() -> dict[str, Any] | None:
+            try:
+                return await kube.get(
+                    resources.SECRETS, listener_config_secret_name(name), namespace=controller_namespace
+                )
+            except NotFound:
+                return None
 
-            secret = await eventually(config, "the listener config Secret")
-            assert config_token(secret) == PAT
-    finally:
-        for resource, ns in ((AUTOSCALING_LISTENERS, controller_namespace), (AUTOSCALING_RUNNER_SETS, namespace)):
-            with contextlib.suppress(NotFound):
-                await kube.patch(resource, "arc-runners" if ns == namespace else name,
-                                 {"metadata": {"finalizers": None}}, namespace=ns)  # fmt: skip
+        secret = await eventually(config, "the listener config Secret")
+        assert config_token(secret) == PAT
 
 
 # -- objects in the way ---------------------------------------------------------------------------------------
