@@ -7,6 +7,13 @@ mint a new installation token; a cached installation token that GitHub answers w
 expiry: the App was suspended, its key rotated, the installation changed) is dropped, a new one is minted and
 the step is repeated once, as ARC fetches a fresh installation token on every refresh (docs/github.md).
 
+A step GitHub accepted (2xx) whose answer
+cannot be used (not a JSON object, no token, an admin token that is no JWT) is a :class:`TransientError`, as an
+unusable session answer is (:mod:`.actions_client`): a proxy's page or a truncated body passes, and a
+:class:`~.errors.FatalError` would end the listener. Its detail names the step and asks whether the config URL
+is a GitHub URL (a server that is not GitHub answering 200 to everything fails so on every try); it never
+quotes the body.
+
 Every credential the chain is given or mints is handed to the transport's redactor with its expiry
 (:mod:`._secrets`), so no error text can quote it while it can still be used.
 """
@@ -16,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeGuard
 
 import orjson
 
@@ -29,8 +36,8 @@ from arc_scaleset.github.credentials import Credentials, GitHubApp
 from arc_scaleset.github.errors import (
     ActionsError,
     AuthenticationStepFailed,
-    FatalError,
     RateLimited,
+    TransientError,
     Unauthorized,
 )
 from arc_scaleset.observability.logging import get_logger
@@ -132,7 +139,7 @@ class AuthChain:
                     "POST",
                     url,
                     headers=self._rest_headers(app_jwt, "application/vnd.github+json"),
-                    expected=(201,),
+                    expected=range(200, 300),  # GitHub answers 201; whatever else it says, the body decides
                 )
                 break
             except Unauthorized as exc:
@@ -159,7 +166,7 @@ class AuthChain:
                 ) from None
         else:
             raise AssertionError("unreachable: the second attempt returns or raises")
-        token = self._expiring_token(response, "POST", url)
+        token = self._expiring_token(response, "installation token")
         self._installation_token = token
         return token.token, False
 
@@ -170,7 +177,7 @@ class AuthChain:
                 "POST",
                 url,
                 headers=self._rest_headers(github_token, "application/vnd.github.v3+json"),
-                expected=(201,),
+                expected=range(200, 300),  # GitHub answers 201; whatever else it says, the body decides
             )
         except Unauthorized as exc:
             raise _reworded(exc, "GitHub rejected the credentials (bad or expired token)") from None
@@ -182,7 +189,7 @@ class AuthChain:
                 f"use: check that it exists, that the credentials can administer it, and that "
                 f"{self._config.api_base_url} is the GitHub API",
             ) from None
-        return self._expiring_token(response, "POST", url).token
+        return self._expiring_token(response, "registration token").token
 
     async def _runner_registration(self, registration_token: str) -> AdminConnection:
         url = f"{self._config.api_base_url}/actions/runner-registration"
@@ -207,13 +214,18 @@ class AuthChain:
                 "runner registration",
                 f"GitHub refused to register runners for {self._config.url} with a fresh registration token",
             ) from None
-        payload = _json_object(response, "POST", url)
+        payload = self._json_object(response, "runner registration")
         admin_url, admin_token = payload.get("url"), payload.get("token")
-        if not isinstance(admin_url, str) or not admin_url or not isinstance(admin_token, str) or not admin_token:
-            raise FatalError(
-                method="POST", url=url, status=response.status, detail="runner registration returned no url/token"
+        if not _text(admin_url) or not _text(admin_token):
+            missing = " and no ".join(
+                name for name, value in (("url", admin_url), ("token", admin_token)) if not _text(value)
             )
-        expires_at = _jwt_expiry(admin_token, url)
+            raise self._unusable(response, f"the runner registration answer has no {missing}")
+        expires_at = jwt_expiry(admin_token)
+        if expires_at is None:
+            raise self._unusable(
+                response, "the admin token in the runner registration answer is not a JWT with an exp claim"
+            )
         self._transport.redact.add(admin_token, expires_at=expires_at)
         return AdminConnection(url=admin_url, token=admin_token, expires_at=expires_at)
 
@@ -225,11 +237,11 @@ class AuthChain:
             "User-Agent": self._user_agent,
         }
 
-    def _expiring_token(self, response: Response, method: str, url: str) -> _ExpiringToken:
-        payload = _json_object(response, method, url)
+    def _expiring_token(self, response: Response, step: str) -> _ExpiringToken:
+        payload = self._json_object(response, step)
         token, expires_at = payload.get("token"), payload.get("expires_at")
-        if not isinstance(token, str) or not token:
-            raise FatalError(method=method, url=url, status=response.status, detail="response carries no token")
+        if not _text(token):
+            raise self._unusable(response, f"the {step} answer has no token")
         try:
             expiry = dt.datetime.fromisoformat(str(expires_at).replace("Z", "+00:00"))
         except ValueError:
@@ -242,6 +254,26 @@ class AuthChain:
         self._transport.redact.add(token, expires_at=expiry)
         return _ExpiringToken(token=token, expires_at=expiry)
 
+    def _json_object(self, response: Response, step: str) -> dict[str, Any]:
+        try:
+            payload = response.json()
+        except orjson.JSONDecodeError:
+            payload = None
+        if not isinstance(payload, dict):
+            raise self._unusable(response, f"the {step} answer is not a JSON object")
+        return payload
+
+    def _unusable(self, response: Response, problem: str) -> TransientError:
+        """A 2xx answer of a step that cannot be used, ``problem`` saying why (never quoting the body): passing,
+        unless the config URL names a server that is not GitHub, hence the question (the module docstring)."""
+        return TransientError(
+            method=response.method,
+            url=response.url,
+            status=response.status,
+            reason=response.reason,
+            detail=f"{problem}: is githubConfigUrl {self._config.url} a GitHub URL?",
+        )
+
     def _target(self) -> str:
         config = self._config
         if config.enterprise:
@@ -249,24 +281,9 @@ class AuthChain:
         return f"{config.organization}/{config.repository}" if config.repository else config.organization
 
 
-def _json_object(response: Response, method: str, url: str) -> dict[str, Any]:
-    try:
-        payload = response.json()
-    except orjson.JSONDecodeError:
-        payload = None
-    if not isinstance(payload, dict):
-        raise FatalError(method=method, url=url, status=response.status, detail="response is not a JSON object")
-    return payload
-
-
-def _jwt_expiry(token: str, url: str) -> dt.datetime:
-    """The ``exp`` claim of the admin token, read without verifying the signature (we are not its audience)."""
-    expiry = jwt_expiry(token)
-    if expiry is None:
-        raise FatalError(
-            method="POST", url=url, detail="the admin token from runner registration is not a JWT with an exp claim"
-        )
-    return expiry
+def _text(value: object) -> TypeGuard[str]:
+    """Whether an answer's field is a non-empty string."""
+    return isinstance(value, str) and bool(value)
 
 
 def clock_skew(server_date: dt.datetime | None, local_now: dt.datetime) -> dt.timedelta | None:

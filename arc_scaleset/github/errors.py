@@ -13,7 +13,9 @@ logged, put in a Kubernetes Event or a status condition.
 Reactions, by class:
 
 - :class:`TransientError`, :class:`RateLimited`, :class:`SessionConflict`: try again later
-  (:func:`is_transient` says so; ``RateLimited.retry_after`` says when).
+  (:func:`is_transient` says so; ``RateLimited.retry_after`` says when). A 2xx answer that cannot be used
+  (no message session, no token, not a JSON object: a proxy's page, a truncated body) is a TransientError
+  too: the service accepted the request, and asking again may get a good answer.
 - :class:`Unauthorized`: the credentials were refreshed once and still failed: fix the secret.
   :class:`AuthenticationStepFailed` (one of them): a step of the authentication chain answered 404 or 403;
   never read it as "not found" of what the call was about.
@@ -21,7 +23,8 @@ Reactions, by class:
   or forget it.
 - :class:`RunnerExists`, :class:`JobStillRunning`: specific conflicts with documented reactions.
 - :class:`FatalError`: a request that will not succeed by repeating it (bad request, TLS verification, a
-  response body over the client's size limit: :class:`ResponseTooLarge`).
+  response body over the client's size limit: :class:`ResponseTooLarge`). The listener exits on one when
+  creating its message session; the controllers retry it with backoff like any other.
 """
 
 from __future__ import annotations
@@ -173,7 +176,9 @@ class RateLimited(ActionsError):  # noqa: N818 - the names callers branch on
 
 
 class TransientError(ActionsError):
-    """5xx (except 501), connection errors and timeouts that outlasted the client's bounded retries."""
+    """5xx (except 501), connection errors and timeouts that outlasted the client's bounded retries; and a 2xx
+    answer that cannot be used: a message session or a step of the authentication chain without what it is for
+    (its detail names what was wrong, never quoting the body)."""
 
 
 class FatalError(ActionsError):

@@ -4,6 +4,7 @@ EphemeralRunnerSet and recovers in-process from every fault ARC's users report (
 from __future__ import annotations
 
 import collections
+import datetime as dt
 
 import pytest
 
@@ -141,6 +142,41 @@ async def test_bursts_of_5xx_on_every_queue_call_are_ridden_out(
     assert count_requests(listener_sim, "get_message", status=503) == 6
     assert count_requests(listener_sim, "acquire_jobs", status=502) == 3
     never_acquired_twice(handle)
+    assert not handle.task.done()
+
+
+async def test_registration_answers_without_a_token_are_asked_for_again_and_the_listener_carries_on(
+    kube: KubeClient,
+    namespace: str,
+    ers: str,
+    listener_sim: ListenerSim,
+    start_listener: StartListener,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """GitHub accepted the request but its answer carries no token (a proxy's page, a truncated body): the
+    listener exited on it (a FatalError) where asking again after the backoff gets a good answer."""
+    credentials = listener_sim.sim.credentials
+    issue = credentials.issue_registration_token
+    unusable = 2
+
+    def without_a_token_at_first(bearer: str | None, scope_path: str) -> tuple[str, dt.datetime]:
+        nonlocal unusable
+        token, expires = issue(bearer, scope_path)
+        if unusable:
+            unusable -= 1
+            return "", expires
+        return token, expires
+
+    monkeypatch.setattr(credentials, "issue_registration_token", without_a_token_at_first)
+    handle = await start_listener(listener_config(listener_sim, namespace))
+    await listener_sim.sim.changes.wait_until(
+        lambda: bool(listener_sim.sim.state.sessions) or handle.task.done(), within=20
+    )
+    assert not handle.task.done(), "the listener exited"
+    assert unusable == 0
+    ids = await enqueue(listener_sim)
+    await all_acquired(listener_sim, ids)
+    await wait_for_replicas(kube, namespace, 1)
     assert not handle.task.done()
 
 
