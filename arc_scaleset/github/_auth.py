@@ -7,7 +7,8 @@ mint a new installation token; a cached installation token that GitHub answers w
 expiry: the App was suspended, its key rotated, the installation changed) is dropped, a new one is minted and
 the step is repeated once, as ARC fetches a fresh installation token on every refresh (docs/github.md).
 
-A step GitHub accepted (2xx) whose answer
+A refresh that fails fails for every caller that waited for it: one failure costs one request, not one per
+waiter; a call made after the failure was delivered tries again. A step GitHub accepted (2xx) whose answer
 cannot be used (not a JSON object, no token, an admin token that is no JWT) is a :class:`TransientError`, as an
 unusable session answer is (:mod:`.actions_client`): a proxy's page or a truncated body passes, and a
 :class:`~.errors.FatalError` would end the listener. Its detail names the step and asks whether the config URL
@@ -84,6 +85,8 @@ class AuthChain:
         self._clock = clock
         self._lock = asyncio.Lock()
         self._admin: AdminConnection | None = None
+        self._refreshes = 0  # refreshes finished, however they ended
+        self._failure: Exception | None = None  # how the last one failed; None when it succeeded
         self._installation_token: _ExpiringToken | None = None
         self._clock_skew = dt.timedelta(0)  # how far GitHub's clock is ahead of ours, once a refusal measured it
         # The configured credentials are kept for the life of the client (no expiry).
@@ -97,14 +100,24 @@ class AuthChain:
         """The current admin connection, refreshed first when missing, expiring within 60 s, or ``force``d.
 
         ``force`` is for a 401 from the Actions service: the token was revoked before its ``exp``. A forced
-        refresh that another caller already performed meanwhile is not repeated.
+        refresh that another caller already performed meanwhile is not repeated, and one that failed meanwhile
+        raises its failure here too (a cancelled one does not count: this caller tries itself).
         """
-        stale = self._admin
+        stale, refreshes = self._admin, self._refreshes
         async with self._lock:
             current = self._admin
             if current is not None and self._fresh(current.expires_at) and not (force and current is stale):
                 return current
-            self._admin = await self._refresh()
+            if self._failure is not None and self._refreshes != refreshes:
+                raise self._failure
+            try:
+                self._admin = await self._refresh()
+            except Exception as exc:
+                self._failure = exc
+                self._refreshes += 1
+                raise
+            self._failure = None
+            self._refreshes += 1
             return self._admin
 
     async def _refresh(self) -> AdminConnection:

@@ -1,12 +1,14 @@
 """What the authentication chain makes of odd answers, from a small server on loopback playing GitHub.
 
-A step that GitHub accepted (2xx) but whose answer carries nothing usable (a proxy's page, a truncated body, no
-token) is a :class:`TransientError` naming the step and the config URL, never a :class:`FatalError`, which would
-end the listener; and never quoting the body or a token.
+- A step that GitHub accepted (2xx) but whose answer carries nothing usable (a proxy's page, a truncated body,
+  no token) is a :class:`TransientError` naming the step and the config URL, never a :class:`FatalError`,
+  which would end the listener; and never quoting the body or a token.
+- Callers that waited for a refresh that failed get its failure: one failure costs one request.
 """
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import datetime as dt
 from collections.abc import Callable
@@ -165,3 +167,57 @@ async def test_a_config_url_naming_a_server_that_answers_every_request_with_a_we
     assert 'status="200 OK"' in str(caught.value)
     assert "nginx" not in str(caught.value)
     assert len(seen) == 1
+
+
+@pytest.mark.parametrize(("credentials", "failing"), [("pat", REGISTRATION), ("app", INSTALLATION)])
+async def test_callers_waiting_on_a_refresh_that_fails_share_its_failure_and_one_request(
+    credentials: str, failing: str
+) -> None:
+    """Five calls arrive while the admin token is fetched and GitHub fails: one request, five errors. A call
+    made after that failure was delivered asks GitHub again."""
+    arrived, release = asyncio.Event(), asyncio.Event()
+
+    async def answer(request: web.Request) -> web.StreamResponse:
+        if request.path != failing:
+            return good_answer(request.path, base)
+        arrived.set()
+        await release.wait()
+        return web.json_response({"message": "Server Error"}, status=502)
+
+    chosen = app_credentials() if credentials == "app" else PersonalAccessToken(PAT)
+    async with serving(answer) as (base, seen), client(base, chosen) as actions:
+        callers = [asyncio.create_task(actions.admin_connection()) for _ in range(5)]
+        await arrived.wait()  # the first caller's request is at GitHub; the others wait for its refresh
+        release.set()
+        outcomes = await asyncio.gather(*callers, return_exceptions=True)
+        assert all(isinstance(outcome, TransientError) for outcome in outcomes), outcomes
+        assert seen.count(failing) == 1
+
+        with pytest.raises(TransientError):
+            await actions.admin_connection()
+        assert seen.count(failing) == 2
+
+
+async def test_a_refresh_abandoned_by_its_caller_is_no_failure_for_the_callers_waiting_for_it() -> None:
+    """The first caller gives up (its deadline, shutdown) while its request is at GitHub: the next one refreshes
+    itself instead of inheriting a cancellation."""
+    arrived, release = asyncio.Event(), asyncio.Event()
+
+    async def answer(request: web.Request) -> web.StreamResponse:
+        if request.path == REGISTRATION and not arrived.is_set():
+            arrived.set()
+            await release.wait()
+        return good_answer(request.path, base)
+
+    async with serving(answer) as (base, seen), client(base, PersonalAccessToken(PAT)) as actions:
+        first = asyncio.create_task(actions.admin_connection())
+        waiting = asyncio.create_task(actions.admin_connection())
+        await arrived.wait()
+        first.cancel()
+        try:
+            connection = await waiting
+        finally:
+            release.set()  # else the server's shutdown waits for the held answer
+    assert first.cancelled()
+    assert connection.url == f"{base}/tenant/"
+    assert seen.count(REGISTRATION) == 2
