@@ -31,7 +31,8 @@ from arc_scaleset.github import (
     is_transient,
     parse_config_url,
 )
-from tests.integration.github.conftest import PAT, InstantClock, serving
+from tests.http_serving import serving
+from tests.integration.github.conftest import PAT, InstantClock
 
 INSTALLATION = "/api/v3/app/installations/456/access_tokens"
 REGISTRATION = "/api/v3/orgs/org/actions/runners/registration-token"
