@@ -73,7 +73,7 @@ SESSION_ERRORS: Final[Mapping[str, str]] = {
     "Unauthorized": "GitHub refused the credentials (401)",
     "MessageQueueTokenExpired": "GitHub refused the message queue token (401)",
     "RateLimited": "GitHub rate-limits the scale set (429)",
-    "TransientError": "GitHub's Actions service failed (5xx or timeout)",
+    "TransientError": "GitHub failed (5xx, timeout, or an answer that could not be used)",
     SCALE_SET_NOT_FOUND: "GitHub does not know the scale set (404; the controller registers it again)",
 }
 

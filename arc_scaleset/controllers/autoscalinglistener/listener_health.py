@@ -46,7 +46,7 @@ _ERROR_WORDS: Final[Mapping[str, str]] = {
     "ScaleSetNotFound": "the scale set no longer exists on GitHub",
     "Unauthorized": "GitHub refused the credentials",
     "RateLimited": "GitHub rate-limits the listener",
-    "TransientError": "the Actions service failed",
+    "TransientError": "GitHub failed or gave an unusable answer",
     "TimeoutError": "the Actions service did not answer in time",
     "MessageQueueTokenExpired": "the message queue refused the session's token",
     "SessionNotFound": "the Actions service no longer knows the session",

@@ -59,7 +59,7 @@ def test_a_listener_kept_out_by_another_session_says_409_and_how_long() -> None:
 
 def test_a_listener_whose_polls_fail_says_since_when_and_why() -> None:
     assert lines("listener_failing") == [
-        "listener's polls failing for 3m: GitHub's Actions service failed (5xx or timeout)"
+        "listener's polls failing for 3m: GitHub failed (5xx, timeout, or an answer that could not be used)"
     ]
 
 

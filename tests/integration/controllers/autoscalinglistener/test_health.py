@@ -89,7 +89,7 @@ async def test_a_listener_that_reports_failing_polls_is_not_ready_within_seconds
         await env.report_listener_state(ListenerPhase.FAILING, error="TransientError")
         failing = await eventually(lambda: _ready(env, name, "False"), "Ready=False", timeout=WITHIN)
         assert failing["reason"] == "Failing"
-        assert "the Actions service failed (TransientError)" in failing["message"]
+        assert "GitHub failed or gave an unusable answer (TransientError)" in failing["message"]
         degraded = await condition(env, name, "Degraded")
         assert (degraded["status"], degraded["reason"]) == ("True", "ListenerOffline")
         offline = await eventually(lambda: events(env, name, "ListenerOffline"), "an Event marking the outage")

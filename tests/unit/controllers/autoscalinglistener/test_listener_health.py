@@ -91,7 +91,7 @@ def test_a_polling_listener_is_ready() -> None:
     ("phase", "error", "reason", "words"),
     [
         (ListenerPhase.WAITING_FOR_SESSION, "SessionConflict", "WaitingForSession", "another message session holds"),
-        (ListenerPhase.FAILING, "TransientError", "Failing", "the Actions service failed (TransientError)"),
+        (ListenerPhase.FAILING, "TransientError", "Failing", "or gave an unusable answer (TransientError)"),
         (ListenerPhase.STOPPED, "ScaleSetNotFound", "Stopped", "no longer exists on GitHub (ScaleSetNotFound)"),
         (ListenerPhase.FAILING, "SomethingNew", "Failing", "(SomethingNew)"),
     ],
