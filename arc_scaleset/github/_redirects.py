@@ -133,15 +133,15 @@ def address_refusal(*, original: Collection[IPAddress], target: Collection[IPAdd
 
 
 def address_kind(address: IPAddress) -> AddressKind:
-    """The kind of ``address`` for the redirect rule (an IPv4-mapped IPv6 address counts as its IPv4 one).
+    """The kind of ``address`` for the redirect rule; an IPv6 address that carries an IPv4 one to where it is
+    delivered counts as that IPv4 address (:func:`_delivered_to`).
 
     ``PUBLIC`` only for a globally routable address: anything else that is neither loopback nor link-local is
     ``PRIVATE``, not only what Python calls private. The shared address space ``100.64.0.0/10`` (RFC 6598) is
     neither private nor global to Python, and it is where EKS (custom networking) and GKE (non-RFC 1918 ranges)
     put pods and services: an address inside the cluster.
     """
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        address = address.ipv4_mapped
+    address = _delivered_to(address)
     if address.is_loopback:
         return AddressKind.LOOPBACK
     if address.is_link_local:
@@ -155,6 +155,27 @@ def address_kind(address: IPAddress) -> AddressKind:
     ):
         return AddressKind.PRIVATE
     return AddressKind.PUBLIC
+
+
+_NAT64_WELL_KNOWN = ipaddress.IPv6Network("64:ff9b::/96")
+
+
+def _delivered_to(address: IPAddress) -> IPAddress:
+    """The IPv4 address an IPv6 one is delivered to, when it embeds one: IPv4-mapped (``::ffff:10.0.0.1``), 6to4
+    (``2002:a00:1::``, sent through a local 6to4 tunnel to 10.0.0.1) and the NAT64 well-known prefix
+    (``64:ff9b::a00:1``, translated to 10.0.0.1 by the NAT64 gateway of an IPv6-only cluster, whose DNS64 gives
+    every IPv4-only host, GitHub's among them, such an address). Python counts 6to4 addresses global and the NAT64
+    prefix reserved whatever they carry; judged by what they carry, a 6to4 or NAT64 address of a private host is
+    private, and GitHub's is public. Any other address as it is."""
+    if not isinstance(address, ipaddress.IPv6Address):
+        return address
+    if address.ipv4_mapped is not None:
+        return address.ipv4_mapped
+    if address.sixtofour is not None:
+        return address.sixtofour
+    if address in _NAT64_WELL_KNOWN:
+        return ipaddress.IPv4Address(int(address) & 0xFFFF_FFFF)
+    return address
 
 
 def literal_address(host: str) -> IPAddress | None:

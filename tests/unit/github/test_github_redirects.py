@@ -149,6 +149,16 @@ def ips(*addresses: str) -> list[ipaddress.IPv4Address | ipaddress.IPv6Address]:
         ("100.127.255.254", AddressKind.PRIVATE),
         ("::ffff:100.64.0.10", AddressKind.PRIVATE),
         ("100.128.0.1", AddressKind.PUBLIC),
+        # 6to4 and NAT64 addresses go where the IPv4 address they carry is: Python calls the first global and
+        # the second reserved whatever they carry (an IPv6-only cluster's DNS64 gives GitHub 64:ff9b::/96 ones).
+        ("2002:a00:1::", AddressKind.PRIVATE),
+        ("2002:a9fe:a9fe::1", AddressKind.LINK_LOCAL),
+        ("2002:7f00:1::", AddressKind.LOOPBACK),
+        ("2002:8c52:7006::", AddressKind.PUBLIC),
+        ("64:ff9b::10.0.0.5", AddressKind.PRIVATE),
+        ("64:ff9b::169.254.169.254", AddressKind.LINK_LOCAL),
+        ("64:ff9b::140.82.112.6", AddressKind.PUBLIC),
+        ("64:ff9b:1::a00:5", AddressKind.PRIVATE),  # a local-use NAT64 prefix (RFC 8215): never public
     ],
 )
 def test_addresses_are_sorted_into_public_loopback_link_local_and_private(address: str, kind: AddressKind) -> None:
