@@ -108,6 +108,28 @@ def is_group_object(obj: Mapping[str, Any], group: str) -> bool:
     return ObjectView(obj).labels.get(LABEL_GROUP) == group
 
 
+def in_the_way(live: Mapping[str, Any], desired: Mapping[str, Any], *, group: str) -> str | None:
+    """Why ``live``, found under the name of group ``group``'s object ``desired``, may not be adopted (``None``:
+    it may). Not the group's by its label; or a RoleBinding whose ``roleRef`` is not the desired one: a
+    ``roleRef`` cannot be changed, and replacing the subjects of a binding to another Role would grant the
+    group's listener that Role (as a per-set listener's binding: ``autoscalinglistener.ownership``)."""
+    view = ObjectView(live)
+    what = f"{view.kind or ObjectView(desired).kind} {view.namespace}/{view.name}"
+    if not is_group_object(live, group):
+        return (
+            f"{what} exists but is not shared listener {group}'s (no {LABEL_GROUP} label naming it); it is left"
+            " untouched: delete or rename it"
+        )
+    wanted = desired.get("roleRef")
+    if wanted is not None and live.get("roleRef") != wanted:
+        bound = (live.get("roleRef") or {}).get("name", "")
+        return (
+            f"{what} binds {bound!r}, not shared listener {group}'s Role {wanted.get('name')!r}, and a roleRef"
+            " cannot be changed; it is left untouched: delete it"
+        )
+    return None
+
+
 def plan_group_pod(
     live: Mapping[str, Any] | None,
     desired: Mapping[str, Any] | None,

@@ -12,7 +12,8 @@ pass has the shape of every controller's (:mod:`arc_scaleset.controllers.reconci
 2. :meth:`~SharedListenerReconciler._delete_all`: with no member left, every group object deleted (the Roles in
    the scale set namespace found by their label), until none is left;
 3. :meth:`~SharedListenerReconciler._apply`: each object created, or its metadata merged and its rules or
-   subjects replaced; an object under a group name without the group's label is in the way and left alone;
+   subjects replaced; an object under a group name without the group's label, or a binding of another Role, is in
+   the way and left alone (:func:`.plan.in_the_way`);
 4. :meth:`~SharedListenerReconciler._prune`: config Secret keys of listeners that are no longer members removed
    (the listener process stops their sessions);
 5. :meth:`~SharedListenerReconciler._pod`: one step (:func:`.plan.plan_group_pod`), with a restart backoff as a
@@ -46,6 +47,7 @@ from arc_scaleset.controllers.sharedlistener.plan import (
     GroupPlan,
     GroupPodAction,
     GroupPodStep,
+    in_the_way,
     is_group_object,
     plan_group,
     plan_group_pod,
@@ -196,11 +198,9 @@ class SharedListenerReconciler:
                 self._written(desired, await kube.create(desired.resource, desired.body, namespace=want.namespace))
                 return
             live = await kube.get(desired.resource, want.name, namespace=want.namespace)
-        if not is_group_object(live, scope.group):
-            raise GroupObjectInTheWay(
-                f"{want.kind} {want.namespace}/{want.name} exists but is not shared listener {scope.group}'s (no"
-                f" {LABEL_GROUP} label naming it); it is left untouched: delete or rename it"
-            )
+        refusal = in_the_way(live, desired.body, group=scope.group)
+        if refusal is not None:
+            raise GroupObjectInTheWay(refusal)
         merged = merge_metadata(
             live,
             labels=want.labels,

@@ -334,6 +334,48 @@ async def test_a_foreign_object_under_a_group_name_is_left_untouched_and_named_o
         assert await env.listener_pod(name) is None
 
 
+async def test_a_binding_under_the_group_name_to_another_role_is_left_untouched_and_its_role_never_granted(
+    start_env: EnvFactory,
+) -> None:
+    # A team pre-creates, in its own namespace, a RoleBinding under the group's name, with the group's label but
+    # bound to a Role of its choosing: replacing its subjects would grant that Role to the group's listener.
+    async with start_env() as env:
+        spec = {"autoscalingRunnerSetNamespace": env.namespace, "githubConfigSecret": SECRET_NAME, "image": IMAGE}
+        group = group_of_spec({ANNOTATION_SHARED: "true"}, spec)
+        assert group is not None
+        name = group_object_name(group)
+        rules = [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "list"]}]
+        await env.kube.create(resources.ROLES, {"metadata": {"name": "team-chosen"}, "rules": rules},
+                              namespace=env.namespace)  # fmt: skip
+        foreign = await env.kube.create(
+            resources.ROLE_BINDINGS,
+            {
+                "metadata": {"name": name, "labels": {LABEL_GROUP: group}},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "team-chosen"},
+                "subjects": [{"kind": "ServiceAccount", "name": "team-own", "namespace": env.namespace}],
+            },
+            namespace=env.namespace,
+        )
+        await create_shared(env, "alpha")
+        assert await group_of(env, "alpha") == group, "the group the test computed"
+
+        async def warned() -> str | None:
+            for listener in await env.listeners():
+                for event in await env.events(
+                    regarding=listener["metadata"]["name"], namespace=env.controller_namespace
+                ):
+                    if event.get("reason") == "ObjectInTheWay" and "cannot be changed" in event.get("note", ""):
+                        return str(event["note"])
+            return None
+
+        note = await eventually(warned, "an ObjectInTheWay Event naming the binding's Role on the member")
+        assert "'team-chosen'" in note
+        live = await get(env, resources.ROLE_BINDINGS, name, env.namespace)
+        assert live is not None
+        assert ObjectView(live).resource_version == ObjectView(foreign).resource_version, "left untouched"
+        assert all(subject.get("name") != name for subject in live["subjects"]), "the group's listener not bound"
+
+
 async def test_a_groups_config_secret_its_sets_label_shareable_is_never_shared_with_another_team(
     start_env: EnvFactory, team_b: str
 ) -> None:

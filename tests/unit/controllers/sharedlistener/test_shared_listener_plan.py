@@ -15,7 +15,7 @@ from arc_scaleset.controllers.autoscalingrunnerset.desired import desired_autosc
 from arc_scaleset.controllers.autoscalingrunnerset.group_shard import kept_shard
 from arc_scaleset.controllers.settings import ControllerSettings
 from arc_scaleset.controllers.sharedlistener.members import Member, select_members
-from arc_scaleset.controllers.sharedlistener.plan import GroupPodAction, plan_group, plan_group_pod
+from arc_scaleset.controllers.sharedlistener.plan import GroupPodAction, in_the_way, plan_group, plan_group_pod
 from arc_scaleset.kube.resources import ROLES, SECRETS
 from tests.unit.controllers.ars_factory import ars_object
 
@@ -199,3 +199,16 @@ def test_leaving_a_group_is_a_listener_difference() -> None:
     assert f"metadata.labels[{LABEL_GROUP}]" in listener_differences(shared, alone)
     assert listener_differences(alone, shared) == ("metadata.labels",)
     assert listener_differences(shared, shared) == ()
+
+
+def test_a_group_object_may_be_adopted_only_with_the_groups_label_and_a_binding_only_to_the_groups_role() -> None:
+    role_ref = {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "g"}
+    desired = {"kind": "RoleBinding", "metadata": {"name": "g", "namespace": "team"}, "roleRef": role_ref}
+    ours = {**desired, "metadata": {**desired["metadata"], "labels": {LABEL_GROUP: "g"}}}
+    assert in_the_way(ours, desired, group="g") is None
+    assert "no listener.arc-scaleset.dev/group label" in (in_the_way(desired, desired, group="g") or "")
+    assert in_the_way(ours, desired, group="other") is not None, "another group's object"
+    rebound = {**ours, "roleRef": {**role_ref, "kind": "ClusterRole", "name": "admin"}}
+    refusal = in_the_way(rebound, desired, group="g") or ""
+    assert "binds 'admin'" in refusal
+    assert "cannot be changed" in refusal
