@@ -70,3 +70,27 @@ def contains_all(live: Mapping[str, str] | None, desired: Mapping[str, str] | No
     """Whether every key of ``desired`` is in ``live`` with the same value (foreign keys are allowed)."""
     have = live or {}
     return all(have.get(key) == value for key, value in (desired or {}).items())
+
+
+def alignment_patch(
+    live: Mapping[str, Any],
+    desired: Mapping[str, Any],
+    *,
+    replace: Iterable[str] = (),
+    excluded_label_prefixes: Iterable[str] = (),
+) -> dict[str, Any] | None:
+    """The merge patch that brings an adopted ``live`` object in line with ``desired``: its labels and
+    annotations merged in (:func:`merge_metadata`) and its ``replace`` top-level fields (a Role's ``rules``, a
+    binding's ``subjects``) replaced where they differ, against ``live``'s resourceVersion so that a write from
+    an older read is refused; ``None`` when nothing differs."""
+    want = ObjectView(desired)
+    patch = dict(
+        merge_metadata(
+            live, labels=want.labels, annotations=want.annotations, excluded_label_prefixes=excluded_label_prefixes
+        ).patch
+    )
+    patch.update({name: desired.get(name) for name in replace if live.get(name) != desired.get(name)})
+    if not patch:
+        return None
+    patch.setdefault("metadata", {})["resourceVersion"] = ObjectView(live).resource_version
+    return patch

@@ -27,7 +27,7 @@ from arc_scaleset.controllers.autoscalinglistener.events import ListenerEvents
 from arc_scaleset.controllers.autoscalinglistener.ownership import foreign_reason
 from arc_scaleset.controllers.autoscalinglistener.scope import ListenerPass
 from arc_scaleset.controllers.context import ControllerContext
-from arc_scaleset.controllers.drift import merge_metadata
+from arc_scaleset.controllers.drift import alignment_patch
 from arc_scaleset.controllers.proxy_secret import proxy_secret_data
 from arc_scaleset.kube.errors import AlreadyExists
 from arc_scaleset.kube.informer import Object
@@ -85,19 +85,11 @@ class ChildObjects:
         foreign = foreign_reason(want.kind, live, owner, desired=desired)
         if foreign is not None:
             raise ObjectInTheWay(foreign)
-        merged = merge_metadata(
-            live,
-            labels=want.labels,
-            annotations=want.annotations,
-            excluded_label_prefixes=self.ctx.settings.exclude_label_prefixes,
+        patch = alignment_patch(
+            live, desired, replace=replace, excluded_label_prefixes=self.ctx.settings.exclude_label_prefixes
         )
-        patch: dict[str, Any] = dict(merged.patch)
-        for field in replace:
-            if live.get(field) != desired.get(field):
-                patch[field] = desired.get(field)
-        if not patch:
+        if patch is None:
             return dict(live)
-        patch.setdefault("metadata", {})["resourceVersion"] = ObjectView(live).resource_version
         return await self.ctx.kube.patch(resource, want.name, patch, namespace=want.namespace)
 
     async def _cached(

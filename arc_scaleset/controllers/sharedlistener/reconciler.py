@@ -39,7 +39,7 @@ from arc_scaleset.api.views import AutoscalingListenerView
 from arc_scaleset.controllers.autoscalinglistener.deletion import delete_owned
 from arc_scaleset.controllers.autoscalinglistener.restart import RestartBackoff, listener_pod_failure
 from arc_scaleset.controllers.context import ControllerContext
-from arc_scaleset.controllers.drift import merge_metadata
+from arc_scaleset.controllers.drift import alignment_patch
 from arc_scaleset.controllers.reconcile_pass import ObjectMemory, Phase, run_phases
 from arc_scaleset.controllers.sharedlistener.members import Member, MemberVerdicts, concerns_group
 from arc_scaleset.controllers.sharedlistener.plan import (
@@ -201,18 +201,13 @@ class SharedListenerReconciler:
         refusal = in_the_way(live, desired.body, group=scope.group)
         if refusal is not None:
             raise GroupObjectInTheWay(refusal)
-        merged = merge_metadata(
+        patch = alignment_patch(
             live,
-            labels=want.labels,
-            annotations=want.annotations,
+            desired.body,
+            replace=desired.replace,
             excluded_label_prefixes=self.ctx.settings.exclude_label_prefixes,
         )
-        patch: dict[str, Any] = dict(merged.patch)
-        patch.update(
-            {name: desired.body.get(name) for name in desired.replace if live.get(name) != desired.body.get(name)}
-        )
-        if patch:
-            patch.setdefault("metadata", {})["resourceVersion"] = ObjectView(live).resource_version
+        if patch is not None:
             self._written(desired, await kube.patch(desired.resource, want.name, patch, namespace=want.namespace))
 
     def _written(self, desired: Desired, obj: Object) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from arc_scaleset.controllers.drift import contains_all, merge_metadata
+from arc_scaleset.controllers.drift import alignment_patch, contains_all, merge_metadata
 
 keys = st.sampled_from(["a", "b", "c", "x/y", "argocd.argoproj.io/app"])
 maps = st.dictionaries(keys, st.sampled_from(["1", "2", "3"]), max_size=5)
@@ -50,3 +50,19 @@ def test_one_patch_converges_and_a_second_merge_finds_nothing(
 def test_no_patch_when_everything_wanted_is_present_alongside_foreign_keys() -> None:
     merge = merge_metadata(obj({"a": "1", "foreign": "x"}, {"n": "1"}), labels={"a": "1"}, annotations={"n": "1"})
     assert merge.patch == {}
+
+
+def test_an_adopted_object_gets_one_patch_of_its_missing_labels_and_drifted_rules_against_its_version() -> None:
+    live = {
+        "metadata": {"name": "r", "resourceVersion": "7", "labels": {"team": "a"}},
+        "rules": [{"verbs": ["get"]}],
+        "extra": 1,
+    }
+    desired = {"metadata": {"name": "r", "labels": {"app": "x"}}, "rules": [{"verbs": ["get", "list"]}]}
+    patch = alignment_patch(live, desired, replace=("rules",))
+    assert patch == {
+        "metadata": {"labels": {"app": "x"}, "resourceVersion": "7"},
+        "rules": [{"verbs": ["get", "list"]}],
+    }
+    aligned = {**live, "metadata": {**live["metadata"], "labels": {"team": "a", "app": "x"}}, "rules": desired["rules"]}
+    assert alignment_patch(aligned, desired, replace=("rules",)) is None, "a foreign label and field are no drift"
