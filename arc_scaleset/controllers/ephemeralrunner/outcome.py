@@ -30,6 +30,12 @@ retry sets ``Pending`` again, for the new pod it makes.
 A pod failure is ``DELETE_RUNNER`` when the runner has a job (the job is lost with the pod; ARC's rule)
 and ``RETRY`` otherwise (delete the pod, record the failure, recreate it after the backoff).
 
+The reason and message of every outcome are masked of secrets (:func:`arc_scaleset.observability.logging.redact`)
+and then cut to :data:`REASON_LIMIT` / :data:`MESSAGE_LIMIT` characters: they quote the pod's status and its
+containers' waiting and termination messages, which the runner container itself may write, and they reach the
+EphemeralRunner's status, its Events and the logs, which anyone who can read the runner may read. Masked
+before cut, so a secret across the cut cannot leave its first half behind.
+
 Beyond ARC, ``LOST`` is terminal whether or not a job was assigned: the EphemeralRunner is deleted, which
 removes its registration through its finalizer, and the set replaces it. Restarting the same registration
 on a new pod after an OOM kill or a lost node is what leaves zombie runners in ARC (ARC #4155, #3319, #4197, #3014).
@@ -37,6 +43,7 @@ on a new pod after an OOM kill or a lost node is what leaves zombie runners in A
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import enum
 from collections.abc import Mapping
@@ -46,6 +53,7 @@ from typing import Any, Final
 from arc_scaleset.api.keys import RUNNER_CONTAINER_NAME, EphemeralRunnerPhase
 from arc_scaleset.api.views import EphemeralRunnerView
 from arc_scaleset.kube.views import PodView, parse_timestamp
+from arc_scaleset.observability.logging import redact
 
 EXIT_SUCCESS: Final = 0
 EXIT_RUNNER_OUTDATED: Final = 7
@@ -61,6 +69,10 @@ LOST_POD_REASONS: Final = frozenset({"Evicted", "NodeLost", "Shutdown", "NodeShu
 rejections (``OutOfcpu``, ``OutOfmemory``...) are not among them: the pod never ran, a retry may fit."""
 OOM_KILLED: Final = "OOMKilled"
 PENDING_TIMEOUT_REASON: Final = "PendingTimeout"
+MESSAGE_LIMIT: Final = 32768
+"""Characters of an outcome's message: a condition message's limit (the status field has none of its own)."""
+REASON_LIMIT: Final = 1024
+"""Characters of an outcome's reason: a condition reason's limit."""
 
 
 class Verdict(enum.StrEnum):
@@ -112,6 +124,24 @@ def pod_outcome(
 ) -> Outcome:
     """See the module docstring. ``runner_phase`` is the EphemeralRunner's ``status.phase``; the pending
     timeout applies when both ``now`` and ``pending_timeout`` (seconds) are given."""
+    return masked(_judge(pod, has_job=has_job, runner_phase=runner_phase, now=now, pending_timeout=pending_timeout))
+
+
+def masked(outcome: Outcome) -> Outcome:
+    """``outcome`` with its reason and message masked of secrets, then cut to their limits (module docstring)."""
+    return dataclasses.replace(
+        outcome, reason=redact(outcome.reason)[:REASON_LIMIT], message=redact(outcome.message)[:MESSAGE_LIMIT]
+    )
+
+
+def _judge(
+    pod: Mapping[str, Any],
+    *,
+    has_job: bool,
+    runner_phase: str,
+    now: dt.datetime | None,
+    pending_timeout: float | None,
+) -> Outcome:
     view = PodView(pod)
     runner = view.container_status(RUNNER_CONTAINER_NAME)
     decided = (

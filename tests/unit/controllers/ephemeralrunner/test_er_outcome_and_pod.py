@@ -14,7 +14,7 @@ from arc_scaleset.controllers.ephemeralrunner.builders import (
     desired_runner_pod,
     secret_runner_id,
 )
-from arc_scaleset.controllers.ephemeralrunner.outcome import Verdict, backoff_remaining, pod_outcome
+from arc_scaleset.controllers.ephemeralrunner.outcome import MESSAGE_LIMIT, Verdict, backoff_remaining, pod_outcome
 from arc_scaleset.controllers.ephemeralrunnerset.builders import desired_ephemeral_runner
 
 NOW = dt.datetime(2026, 1, 1, 12, 0, tzinfo=dt.UTC)
@@ -237,3 +237,48 @@ def test_jit_secret_round_trips_the_runner_id_and_keeps_the_token_out_of_metadat
     assert base64.b64decode(secret["data"]["jitToken"]) == b"SECRET"
     assert "SECRET" not in str(secret["metadata"])
     assert secret_runner_id({"data": {"runnerId": base64.b64encode(b"zero").decode()}}) is None
+
+
+# -- what a pod says is masked before it reaches the runner's status, Events and logs ------------------------------
+
+TOKEN = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2"  # a personal access token's shape
+
+
+@pytest.mark.parametrize(
+    ("the_pod", "runner_phase", "verdict"),
+    [
+        (pod("Failed", reason="Evicted", message=f"evicted; env had {TOKEN}"), "Running", Verdict.LOST),
+        (pod("Failed", message=f"the runner said: token={TOKEN}"), "Running", Verdict.LOST),
+        (pod("Failed", message=f"the runner said: {TOKEN}"), "Pending", Verdict.RETRY),
+        (pod("Pending", runner={"waiting": {"reason": "InvalidImageName", "message": f"bad ref ghcr.io/{TOKEN}"}}),
+         "Pending", Verdict.CANNOT_START),
+        (pod("Running", runner={"running": {}}, message=f"node says {TOKEN}"), "Pending", Verdict.MIRROR),
+        (pod("Failed", reason=f"Bearer {TOKEN}"), "Pending", Verdict.RETRY),
+    ],
+)  # fmt: skip
+def test_a_secret_in_the_pods_words_never_reaches_the_runners_status(
+    the_pod: dict[str, Any], runner_phase: str, verdict: Verdict
+) -> None:
+    outcome = pod_outcome(the_pod, has_job=False, runner_phase=runner_phase)
+    assert outcome.verdict is verdict
+    assert TOKEN not in outcome.message
+    assert TOKEN not in outcome.reason
+    assert "[REDACTED]" in outcome.message + outcome.reason
+
+
+def test_a_pending_pods_scheduler_message_is_masked_in_the_pending_timeout_reason() -> None:
+    unschedulable = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": f"x {TOKEN}"}
+    the_pod = created_at(pod("Pending", conditions=[unschedulable]), NOW - dt.timedelta(hours=1))
+    outcome = pod_outcome(the_pod, has_job=False, runner_phase="Pending", now=NOW, pending_timeout=60)
+    assert outcome.verdict is Verdict.RETRY
+    assert TOKEN not in outcome.message
+    assert "[REDACTED]" in outcome.message
+
+
+def test_a_long_pod_message_is_masked_before_it_is_cut_so_no_half_secret_is_left() -> None:
+    # The token straddles the message limit: cut first, its first half would no longer look like a token.
+    the_pod = pod("Failed", message="x" * (MESSAGE_LIMIT - 10) + f" {TOKEN} and more")
+    outcome = pod_outcome(the_pod, has_job=False, runner_phase="Pending")  # a retry quotes the pod's message
+    assert outcome.verdict is Verdict.RETRY
+    assert len(outcome.message) == MESSAGE_LIMIT
+    assert "ghp_" not in outcome.message
