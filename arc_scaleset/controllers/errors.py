@@ -109,6 +109,15 @@ class RunnersAboveCeiling(ConfigurationError):
     reason = "RunnersAboveCeiling"
 
 
+class ObjectInTheWay(ConfigurationError):
+    """An object under the deterministic name of one of an object's children is not that object's: it is left
+    untouched (never adopted, interpreted or deleted) until someone deletes or renames it. The listener's
+    children (:func:`arc_scaleset.controllers.autoscalinglistener.ownership.foreign_reason`) and a runner's pod
+    and JIT Secret (:mod:`arc_scaleset.controllers.ephemeralrunner.ownership`)."""
+
+    reason = "ObjectInTheWay"
+
+
 class GitHubAuthenticationStepFailed(ConfigurationError):
     """GitHub answered a step of the authentication chain (installation token, registration token, runner
     registration) with 404 or 403: the credentials cannot administer what ``githubConfigUrl`` names

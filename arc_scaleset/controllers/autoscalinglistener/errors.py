@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Final
 
 from arc_scaleset.controllers.errors import ConfigurationError
+from arc_scaleset.controllers.errors import ObjectInTheWay as ObjectInTheWay  # shared with the runner's children
 
 
 class InvalidListenerTemplate(ConfigurationError):  # noqa: N818 - reads as the condition it reports
@@ -17,12 +18,6 @@ class ForbiddenListenerMetadata(ConfigurationError):  # noqa: N818 - reads as th
     """A label or annotation the listener's pod or ServiceAccount may not carry (:mod:`.metadata_policy`)."""
 
     reason = "ForbiddenListenerMetadata"
-
-
-class ObjectInTheWay(ConfigurationError):  # noqa: N818 - reads as the condition it reports
-    """An object under a child's name is not this listener's (:func:`.ownership.foreign_reason`)."""
-
-    reason = "ObjectInTheWay"
 
 
 REFUSALS: Final = (InvalidListenerTemplate, ForbiddenListenerMetadata, ObjectInTheWay)

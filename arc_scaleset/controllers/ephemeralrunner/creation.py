@@ -5,14 +5,16 @@ two answers: the pod's (the created object, or the error) and the Secret's (``No
 the error). :func:`creation_outcome` reads both and returns one :class:`Creation`; the reconciler acts on it.
 Checked in this order:
 
-1. the Secret was not created: ``SECRET_EXISTS`` on AlreadyExists (a leftover of an earlier registration: the
-   pod may keep naming it, the next pass reads it), else ``SECRET_FAILED`` (a pod that was created must be
-   taken back: it would wait for a Secret nobody creates). Either way the registration's status changes are
-   dropped: the next pass reads the Secret before it trusts the status;
+1. the Secret was not created: ``SECRET_EXISTS`` on AlreadyExists (a leftover of an earlier registration, or
+   somebody else's Secret in the way: the next pass reads it and tells which), else ``SECRET_FAILED``. Either
+   way a pod that was created is taken back (``pod_uid``): it would wait for a Secret nobody creates, or start
+   with a JIT config that may not be its runner's. The registration's status changes are dropped: the next pass
+   reads the Secret before it trusts the status;
 2. the API server rejected the pod: ``QUOTA_EXCEEDED`` when a Forbidden names an exceeded quota (the pass
    waits), else ``INVALID`` for Invalid or Forbidden, with ARC's message ``Failed to create the pod: <the API
    server's message>`` (tooling matches it; the server's message alone, never our request line);
-3. ``POD_EXISTS``: our cache has not seen the pod yet (or someone else holds the name);
+3. ``POD_EXISTS``: our cache has not seen the pod yet, or someone else holds the name (the reconciler reads the
+   pod to tell which: :mod:`.ownership`);
 4. ``POD_FAILED``: any other error of the pod create (raised, for the workqueue's backoff);
 5. otherwise ``CREATED``.
 """
@@ -20,10 +22,12 @@ Checked in this order:
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
 from arc_scaleset.kube.errors import AlreadyExists, Forbidden, Invalid
+from arc_scaleset.kube.views import ObjectView
 
 QUOTA_EXCEEDED_MARKER: Final = "exceeded quota:"
 
@@ -40,11 +44,13 @@ class Created(enum.StrEnum):
 
 @dataclass(frozen=True)
 class Creation:
-    """The outcome; ``pod_created``: the pod create succeeded (for the ``SECRET_*`` outcomes); ``message`` for
-    ``INVALID`` and ``QUOTA_EXCEEDED``; ``error``: the exception to raise (``*_FAILED``)."""
+    """The outcome; ``pod_created``: the pod create succeeded (for the ``SECRET_*`` outcomes), ``pod_uid`` the
+    created pod's UID; ``message`` for ``INVALID`` and ``QUOTA_EXCEEDED``; ``error``: the exception to raise
+    (``*_FAILED``)."""
 
     outcome: Created
     pod_created: bool = False
+    pod_uid: str = ""
     message: str = ""
     error: BaseException | None = None
 
@@ -52,10 +58,11 @@ class Creation:
 def creation_outcome(pod: object, secret_error: BaseException | None) -> Creation:
     """See the module docstring. ``pod``: the pod create's result or its exception."""
     pod_created = not isinstance(pod, BaseException)
+    pod_uid = ObjectView(pod).uid if pod_created and isinstance(pod, Mapping) else ""
     if isinstance(secret_error, AlreadyExists):
-        return Creation(Created.SECRET_EXISTS, pod_created=pod_created)
+        return Creation(Created.SECRET_EXISTS, pod_created=pod_created, pod_uid=pod_uid)
     if secret_error is not None:
-        return Creation(Created.SECRET_FAILED, pod_created=pod_created, error=secret_error)
+        return Creation(Created.SECRET_FAILED, pod_created=pod_created, pod_uid=pod_uid, error=secret_error)
     if isinstance(pod, Forbidden) and QUOTA_EXCEEDED_MARKER in pod.message:
         return Creation(Created.QUOTA_EXCEEDED, message=pod.message)
     if isinstance(pod, Invalid | Forbidden):
@@ -64,4 +71,4 @@ def creation_outcome(pod: object, secret_error: BaseException | None) -> Creatio
         return Creation(Created.POD_EXISTS)
     if isinstance(pod, BaseException):
         return Creation(Created.POD_FAILED, error=pod)
-    return Creation(Created.CREATED, pod_created=True)
+    return Creation(Created.CREATED, pod_created=True, pod_uid=pod_uid)

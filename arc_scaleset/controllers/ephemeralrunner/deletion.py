@@ -4,15 +4,19 @@ Order and outcomes:
 
 1. registration finalizer present: ``RemoveRunner(runnerId)``. The runner ID is the status's, or -- when the
    status never got it (a pass ended between registering and writing the status) -- the JIT Secret's, so a
-   registration is not leaked by a badly timed deletion. No ID anywhere, or the service no longer knows the
-   runner: nothing to remove. ``JobStillRunning``: the runner is busy; come back in 30 s. Any other error
-   propagates (workqueue backoff), among them a 404 or 403 from GitHub's authentication step, which says
-   nothing about the runner (:class:`~arc_scaleset.controllers.errors.GitHubAuthenticationStepFailed`, with a
-   Warning Event): the runner is not deleted without GitHub's answer for it. Skipped when this process's
-   EphemeralRunnerSet saw GitHub confirm this very registration gone
-   (:class:`~arc_scaleset.controllers.handoff.RemovedRegistrations`): the usual scale-down, where ARC asks
-   GitHub twice per runner.
-2. delete the pod and the JIT Secret (not waiting for them; the pod is also garbage-collected), and in
+   registration is not leaked by a badly timed deletion. No ID anywhere (a Secret under the runner's name that
+   the runner does not control is not read: a Warning ``ObjectInTheWay`` Event names it, and the deletion goes
+   on), or the service no longer knows the runner: nothing to remove. ``JobStillRunning``: the runner is busy;
+   come back in 30 s. Any other error propagates (workqueue backoff), among them a 404 or 403 from GitHub's
+   authentication step, which says nothing about the runner
+   (:class:`~arc_scaleset.controllers.errors.GitHubAuthenticationStepFailed`, with a Warning Event): the runner
+   is not deleted without GitHub's answer for it. Skipped when this process's EphemeralRunnerSet saw GitHub
+   confirm this very registration gone (:class:`~arc_scaleset.controllers.handoff.RemovedRegistrations`): the
+   usual scale-down, where ARC asks GitHub twice per runner.
+2. delete the pod and the JIT Secret (not waiting for them; both are also garbage-collected), only those the
+   runner controls and each under its UID as a precondition (docs/controllers.md, "Objects in the way"): the
+   pod as cached; the Secret under the UID this process created or read it with, else (after a restart) it
+   is left to the garbage collector. In
    kubernetes mode the container-hook pods and Secrets labelled ``runner-pod=<name>``. Not the pod and the
    Secret the EphemeralRunnerSet deleted in a batch (:class:`~arc_scaleset.controllers.handoff.DeletedChildren`):
    then this path costs one write, step 3; while the batch is still deleting them, come back in 0.5 s. Nor
@@ -42,7 +46,8 @@ from arc_scaleset.api.keys import (
 from arc_scaleset.api.views import EphemeralRunnerView
 from arc_scaleset.controllers.context import ControllerContext
 from arc_scaleset.controllers.ephemeralrunner.builders import secret_runner_id
-from arc_scaleset.controllers.errors import ConfigurationError
+from arc_scaleset.controllers.ephemeralrunner.ownership import in_the_way_message
+from arc_scaleset.controllers.errors import ConfigurationError, ObjectInTheWay
 from arc_scaleset.controllers.handoff import BatchDeletion
 from arc_scaleset.controllers.runner_github import (
     Removal,
@@ -50,12 +55,13 @@ from arc_scaleset.controllers.runner_github import (
     client_for_runner_spec,
     remove_registration,
 )
-from arc_scaleset.kube.client import KubeClient
+from arc_scaleset.kube.client import KubeClient, Preconditions
 from arc_scaleset.kube.controller import Result
-from arc_scaleset.kube.errors import Invalid, NotFound
+from arc_scaleset.kube.errors import Conflict, Invalid, NotFound
 from arc_scaleset.kube.finalizers import patch_out_finalizers
 from arc_scaleset.kube.informer import Object
-from arc_scaleset.kube.resources import PODS, SECRETS
+from arc_scaleset.kube.ownerrefs import is_controlled_by
+from arc_scaleset.kube.resources import PODS, SECRETS, Resource
 from arc_scaleset.kube.retry import update_with_retry
 from arc_scaleset.kube.views import ObjectView
 
@@ -71,16 +77,25 @@ def _has_container_hooks(er: Object) -> bool:
 
 
 async def cleanup_runner_resources(
-    kube: KubeClient, er: Object, *, pod: Object | None, pod_batched: bool = False, secret_batched: bool = False
+    kube: KubeClient,
+    er: Object,
+    *,
+    pod: Object | None,
+    secret_uid: str = "",
+    pod_batched: bool = False,
+    secret_batched: bool = False,
 ) -> None:
-    """Delete the runner's pod (``pod`` as cached; ``None``: none) and JIT Secret, and its hook objects; not
-    the pod or the Secret a batch of the set deleted (``pod_batched``, ``secret_batched``)."""
+    """Delete the runner's pod (``pod`` as cached; ``None``: none) and JIT Secret (``secret_uid``: its UID as this
+    process created or read it; ``""``: unknown, left to the garbage collector), and its hook objects; not the
+    pod or the Secret a batch of the set deleted (``pod_batched``, ``secret_batched``). Each is deleted only
+    when it is the runner's own (:mod:`.ownership`), under its UID: never another object under the name."""
     view = ObjectView(er)
     name, namespace = view.name, view.namespace
-    if pod is not None and not ObjectView(pod).is_deleting and not pod_batched:
-        await kube.delete(PODS, name, namespace=namespace, missing_ok=True)
-    if not secret_batched:
-        await kube.delete(SECRETS, name, namespace=namespace, missing_ok=True)
+    own_pod = pod if pod is not None and is_controlled_by(pod, er) else None
+    if own_pod is not None and not ObjectView(own_pod).is_deleting and not pod_batched:
+        await _delete_own(kube, PODS, name, namespace, ObjectView(own_pod).uid)
+    if secret_uid and not secret_batched:
+        await _delete_own(kube, SECRETS, name, namespace, secret_uid)
     if _has_container_hooks(er):
         selector = f"{LABEL_RUNNER_POD}={name}"
         for resource in (PODS, SECRETS):
@@ -90,20 +105,35 @@ async def cleanup_runner_resources(
                     await kube.delete(resource, item.name, namespace=namespace, missing_ok=True)
 
 
-async def _registered_runner_id(kube: KubeClient, er: Object) -> int:
+async def _delete_own(kube: KubeClient, resource: Resource, name: str, namespace: str, uid: str) -> None:
+    """Delete ``name`` only while it is the object of ``uid``: gone, or replaced by another, is fine."""
+    with contextlib.suppress(Conflict):
+        await kube.delete(resource, name, namespace=namespace, preconditions=Preconditions(uid=uid), missing_ok=True)
+
+
+async def _registered_runner_id(ctx: ControllerContext, er: Object) -> int:
+    """The runner ID of the status, else of the runner's own JIT Secret (one that is not its own is named in a
+    Warning Event, and neither read nor deleted: :mod:`.ownership`)."""
     view = EphemeralRunnerView(er)
     if view.runner_id:
         return view.runner_id
     try:
-        secret = await kube.get(SECRETS, view.name, namespace=view.namespace)
+        secret = await ctx.kube.get(SECRETS, view.name, namespace=view.namespace)
     except NotFound:
+        return 0
+    if not is_controlled_by(secret, er):
+        note = in_the_way_message("Secret", secret, er)
+        await ctx.events.event(er, type="Warning", reason=ObjectInTheWay.reason, note=note, action="RemoveRunner")
         return 0
     return secret_runner_id(secret) or 0
 
 
-async def finalize_runner(ctx: ControllerContext, er: Object, *, clients: RunnerClients | None = None) -> Result:
+async def finalize_runner(
+    ctx: ControllerContext, er: Object, *, clients: RunnerClients | None = None, secret_uid: str = ""
+) -> Result:
     """One pass of the deletion path; see the module docstring. ``clients``: the reconciler's
-    :class:`RunnerClients`, so the runners of a scale-down share one read of their GitHub Secret."""
+    :class:`RunnerClients`, so the runners of a scale-down share one read of their GitHub Secret; ``secret_uid``:
+    the UID of the runner's JIT Secret as this process knows it (:func:`cleanup_runner_resources`)."""
     view = EphemeralRunnerView(er)
     finalizers = view.finalizers
     if not any(f in finalizers for f in _FINALIZERS):
@@ -119,7 +149,7 @@ async def finalize_runner(ctx: ControllerContext, er: Object, *, clients: Runner
     )
     collected = view.phase == EphemeralRunnerPhase.SUCCEEDED  # the garbage collector's (module docstring, step 2)
     await cleanup_runner_resources(
-        ctx.kube, er, pod=ctx.cache(PODS).get(namespace, name),
+        ctx.kube, er, pod=ctx.cache(PODS).get(namespace, name), secret_uid=secret_uid,
         pod_batched=pod_batched or collected, secret_batched=secret_batched or collected,
     )  # fmt: skip
     try:
@@ -136,7 +166,7 @@ async def finalize_runner(ctx: ControllerContext, er: Object, *, clients: Runner
 async def _unregister(ctx: ControllerContext, er: Object, *, clients: RunnerClients | None) -> Removal | None:
     """Remove the runner's registration from GitHub (step 1); ``None`` when there was none to remove."""
     view = EphemeralRunnerView(er)
-    runner_id = await _registered_runner_id(ctx.kube, er)
+    runner_id = await _registered_runner_id(ctx, er)
     # The set removes an idle runner from GitHub before it deletes it, and records the removals GitHub
     # confirmed. Asking again could only answer "not found": a removed registration takes no job and
     # its ID is never handed out again. Only that exact registration is skipped: a runner the set found

@@ -14,6 +14,10 @@ exists (AlreadyExists, then a 5 s requeue). :class:`RunnerMemory` remembers:
 - the **pod it created**, until the pod cache shows it or ``pod_wait`` seconds have passed (a pod deleted
   before our cache saw it is then created again);
 - that a JIT Secret it sent together with the pod has **not been confirmed** (the next pass reads it);
+- the **UID of the runner's JIT Secret** (``secret_uid``), from the create's answer or the read that found it
+  the runner's own (:mod:`.ownership`): the Secret is deleted only under that UID as a precondition, so a
+  Secret that somebody else holds under the name is never deleted. Unknown (after a restart): the Secret is
+  left to the garbage collector, which deletes it with its runner;
 - that it has **tried to register** the runner, so a runner's very first pass in this process skips the
   JIT Secret GET (the Secret cannot exist unless an earlier process registered the runner, and the
   Actions service then answers RunnerExists, which makes the pass read the Secret after all);
@@ -75,6 +79,7 @@ class RunnerMemory:
     pod_wait: float = DEFAULT_POD_WAIT
     registration_tried: bool = False
     secret_unconfirmed: bool = False
+    secret_uid: str = ""
     status_based_on: str = ""
     unseen_status: dict[str, Any] = field(default_factory=dict)
     pod_deadline: float | None = None

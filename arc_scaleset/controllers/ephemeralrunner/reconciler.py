@@ -2,7 +2,12 @@
 
 A pass has the shape of docs/controllers.md ("The shape of a pass"); the scope is
 :class:`~arc_scaleset.controllers.ephemeralrunner.scope.RunnerPass`, the memory slot
-:class:`~arc_scaleset.controllers.ephemeralrunner.memory.RunnerMemory`. Its phases, in order:
+:class:`~arc_scaleset.controllers.ephemeralrunner.memory.RunnerMemory`.
+
+Only a pod the runner controls is its pod, and only a JIT Secret it controls its Secret (a controller owner
+reference with its UID, :mod:`~arc_scaleset.controllers.ephemeralrunner.ownership`): another object under its
+name is in the way, never followed, read for a runner ID or deleted. The runner names it (``ObjectInTheWay``:
+a Warning Event and the status's reason and message) and is retried with backoff. Its phases, in order:
 
 1. ``deleting`` -> :mod:`~arc_scaleset.controllers.ephemeralrunner.deletion` (remove the registration, delete
    pod and Secret, drop the finalizers), once per runner in this process;
@@ -12,21 +17,25 @@ A pass has the shape of docs/controllers.md ("The shape of a pass"); the scope i
    (a runner this process deleted itself, after ``Succeeded``, leaves them to its deletion path);
 4. ``finalizers``: ensure both (runners the set creates already carry them: no write);
 5. ``awaiting_pod``: a pod this process created and its cache does not show yet is waited for;
-6. ``register`` (:mod:`~arc_scaleset.controllers.ephemeralrunner.registration`): no pod yet, or no runner ID
+6. ``pod_in_the_way``: a cached pod under the runner's name that it does not control -> ``ObjectInTheWay``
+   (unless the runner's own pod vanished while it ran: step 9 finds it lost);
+7. ``register`` (:mod:`~arc_scaleset.controllers.ephemeralrunner.registration`): no pod yet, or no runner ID
    in the status -> the runner ID from the JIT Secret, or a new registration;
-7. ``failures``: more than 5 failures -> delete the runner;
-8. ``create_pod`` (the outcome is :mod:`~arc_scaleset.controllers.ephemeralrunner.creation`): inside the
+8. ``failures``: more than 5 failures -> delete the runner;
+9. ``create_pod`` (the outcome is :mod:`~arc_scaleset.controllers.ephemeralrunner.creation`): inside the
    failure backoff (0/5/10/20/40/80 s) -> wait; a runner seen running whose pod vanished is lost; else create
    the pod, and for a new runner's fresh registration its JIT Secret in the same round (the pod only names the
-   Secret; the kubelet waits for it). A pod whose Secret could not be created is deleted again, and the
-   runner's next pass in this process reads the Secret before it trusts the status. The status changes of
+   Secret; the kubelet waits for it). A pod whose Secret could not be created (or whose name a Secret held
+   already) is deleted again, and the runner's next pass in this process reads the Secret before it trusts the
+   status. A pod name taken by a pod the cache does not show is read once, and named when it is not the
+   runner's. The status changes of
    this step (runner ID and name, phase ``Pending``) are held back: they go out with the write of the pod's
    first state, or on their own after ``REGISTRATION_STATUS_DELAY`` seconds. A pod that starts at once then
    costs one status write instead of two -- the API server's most expensive request of a scale-up -- and the
    Secret stays the record of the runner ID meanwhile (a restart reads it). A pod rejected by the API server
    marks the runner Failed with ARC's reason ``InvalidPod``; a quota rejection waits, for at most 10 minutes
    of the runner's life;
-9. ``follow_pod`` (the verdict is :mod:`~arc_scaleset.controllers.ephemeralrunner.outcome`): mirror
+10. ``follow_pod`` (the verdict is :mod:`~arc_scaleset.controllers.ephemeralrunner.outcome`): mirror
    phase/readiness; Succeeded then delete; Outdated and unregister; retry (delete the pod, record the
    failure); delete the runner (a job was lost, or the pod was OOM-killed, evicted or lost with its node);
    or fail fast when it can never start. A pod whose runner has not started within ``runner_pending_timeout``
@@ -66,16 +75,21 @@ from arc_scaleset.controllers.ephemeralrunner.outcome import (
     failure_count,
     pod_outcome,
 )
+from arc_scaleset.controllers.ephemeralrunner.ownership import own_or_in_the_way
 from arc_scaleset.controllers.ephemeralrunner.registration import NAME_COLLISION_REQUEUE, register
 from arc_scaleset.controllers.ephemeralrunner.scope import RunnerPass
 from arc_scaleset.controllers.ephemeralrunner.timeline import JobWaits
+from arc_scaleset.controllers.errors import ObjectInTheWay
 from arc_scaleset.controllers.failure_report import ReconcileFailureReporter
 from arc_scaleset.controllers.metrics import DeletedReason
 from arc_scaleset.controllers.reconcile_pass import ObjectMemory, Phase, gather, run_phases
 from arc_scaleset.controllers.runner_github import RunnerClients, remove_registration
+from arc_scaleset.kube.client import Preconditions
 from arc_scaleset.kube.conditions import format_time
 from arc_scaleset.kube.controller import Controller, Request, Result
+from arc_scaleset.kube.errors import Conflict, NotFound
 from arc_scaleset.kube.informer import Object
+from arc_scaleset.kube.ownerrefs import is_controlled_by
 from arc_scaleset.kube.resources import PODS, SECRETS
 from arc_scaleset.kube.retry import update_with_retry
 from arc_scaleset.kube.views import ObjectView
@@ -86,7 +100,7 @@ QUOTA_GIVE_UP_AFTER: Final = timedelta(minutes=10)
 POD_EXISTS_REQUEUE: Final = 5.0
 QUOTA_REQUEUE: Final = 30.0
 REGISTRATION_STATUS_DELAY: Final = 5.0
-"""Seconds a new runner's ID waits to be written together with its pod's first state (step 8). A runner
+"""Seconds a new runner's ID waits to be written together with its pod's first state (step 9). A runner
 without a recorded ID is not yet a candidate for scale-down, so this is also how long that can wait."""
 _FINALIZERS: Final = (EPHEMERAL_RUNNER_FINALIZER, EPHEMERAL_RUNNER_REGISTRATION_FINALIZER)
 
@@ -109,6 +123,7 @@ class EphemeralRunnerReconciler:
             self._done,
             self._finalizers,
             self._awaiting_pod,
+            self._pod_in_the_way,
             register,
             self._failures,
             self._create_pod,
@@ -133,8 +148,10 @@ class EphemeralRunnerReconciler:
         if er is None:
             return Result()
         view = EphemeralRunnerView(er)
-        pod = self._pods.get(request.namespace, request.name)
+        # Only a pod the runner controls is its pod; another under its name is in the way (ownership.py).
+        pod, in_the_way = own_or_in_the_way(self._pods.get(request.namespace, request.name), er)
         scope = RunnerPass(request, view, pod, self.memory.slot(request, view.uid), self._ctx, self.clients)
+        scope.pod_in_the_way = in_the_way
         try:
             result = await run_phases(scope, self._phases)
         finally:
@@ -155,8 +172,9 @@ class EphemeralRunnerReconciler:
             return None
         if scope.slot.finalized:
             return Result()
+        secret_uid = scope.slot.secret_uid
         self._forget(scope)
-        result = await finalize_runner(self._ctx, scope.runner.raw, clients=self.clients)
+        result = await finalize_runner(self._ctx, scope.runner.raw, clients=self.clients, secret_uid=secret_uid)
         if result.requeue_after is None:
             self.memory.slot(scope.request, scope.runner.uid).finalized = True
             self._ctx.runner_deletions.forget(scope.runner.uid)
@@ -175,8 +193,9 @@ class EphemeralRunnerReconciler:
             return None
         if scope.slot.deleted:
             return Result()  # deleted by this process: its deletion path deletes the pod and the Secret
+        secret_uid = scope.slot.secret_uid
         self._forget(scope)
-        await cleanup_runner_resources(self._kube, scope.runner.raw, pod=scope.pod)
+        await cleanup_runner_resources(self._kube, scope.runner.raw, pod=scope.pod, secret_uid=secret_uid)
         return Result()
 
     async def _finalizers(self, scope: RunnerPass) -> Result | None:
@@ -198,6 +217,19 @@ class EphemeralRunnerReconciler:
             return Result(requeue_after=pod_wait)
         return None
 
+    async def _pod_in_the_way(self, scope: RunnerPass) -> Result | None:
+        """A cached pod under the runner's name that the runner does not control: never followed, never
+        deleted; the runner says so and waits (raises). Not when the runner's own pod vanished while it ran:
+        that runner is lost (the pod step), whoever holds the name now."""
+        if scope.pod_in_the_way is None or self._pod_vanished(scope):
+            return None
+        await scope.in_the_way("Pod", scope.pod_in_the_way)
+
+    def _pod_vanished(self, scope: RunnerPass) -> bool:
+        """The runner had been seen running and its pod is gone without us deleting it (we set the phase back to
+        Pending whenever we delete a pod to retry): node lost and pod garbage-collected, or deleted by hand."""
+        return scope.runner.phase == EphemeralRunnerPhase.RUNNING and scope.slot.retrying_pod is None
+
     async def _failures(self, scope: RunnerPass) -> Result | None:
         failures = failure_count(scope.runner.raw)
         if failures <= MAX_FAILURES:
@@ -210,10 +242,8 @@ class EphemeralRunnerReconciler:
         """No pod: create it (and the JIT Secret of a fresh registration, when the registration gave one)."""
         if scope.pod is not None:
             return None
-        if scope.runner.phase == EphemeralRunnerPhase.RUNNING and scope.slot.retrying_pod is None:
-            # The runner had been seen running and the pod is gone without us deleting it (we set the
-            # phase back to Pending whenever we delete a pod to retry): node lost and pod garbage-collected,
-            # or deleted by hand. The registration may be mid-job on a dead runner: terminal.
+        if self._pod_vanished(scope):
+            # The registration may be mid-job on a dead runner: terminal.
             await self._lost(scope, Outcome(Verdict.LOST, reason="PodDeleted", message="the runner pod disappeared"))
             return Result()
         wait = backoff_remaining(scope.runner.raw, now=self._ctx.clock.now())
@@ -258,17 +288,27 @@ class EphemeralRunnerReconciler:
                 await scope.event("Warning", "InvalidPod", creation.message)
                 await self._mark_done(scope, EphemeralRunnerPhase.FAILED, "InvalidPod", creation.message)
                 return Result()
-        # Step 8: the status changes wait for the pod's first state (see REGISTRATION_STATUS_DELAY).
+        if creation.outcome is Created.CREATED and scope.runner.reason == ObjectInTheWay.reason:
+            scope.changes.update(reason="", message="")  # the object in the way is gone: ours is made
+        # Step 9: the status changes wait for the pod's first state (see REGISTRATION_STATUS_DELAY).
         changes, scope.changes = scope.changes, {}
         scope.slot.defer_status(changes, for_seconds=REGISTRATION_STATUS_DELAY)
         if creation.outcome is Created.POD_EXISTS:
-            # Our cache has not seen the pod yet (or someone else holds the name): look again shortly.
-            return Result(requeue_after=POD_EXISTS_REQUEUE)
+            return await self._pod_exists(scope)
         if creation.error is not None:
             raise creation.error
         scope.slot.retrying_pod = None
         scope.slot.created_pod()
         return Result()
+
+    async def _pod_exists(self, scope: RunnerPass) -> Result:
+        """The pod's name is taken although the cache shows no pod of the runner: ours, not cached yet, or one
+        the cache does not hold (it holds only pods with the scale set's label) in the way. Read to tell."""
+        with contextlib.suppress(NotFound):
+            existing = await self._kube.get(PODS, scope.name, namespace=scope.namespace)
+            if not is_controlled_by(existing, scope.runner.raw):
+                await scope.in_the_way("Pod", existing)
+        return Result(requeue_after=POD_EXISTS_REQUEUE)
 
     async def _act(self, scope: RunnerPass, pod: Object, outcome: Outcome) -> Result:
         runner = scope.runner
@@ -314,27 +354,28 @@ class EphemeralRunnerReconciler:
             return None
         scope.slot.secret_unconfirmed = True
         try:
-            await self._kube.create(SECRETS, scope.new_secret)
+            created = await self._kube.create(SECRETS, scope.new_secret)
         except Exception as exc:  # every failure is _secret_failed's to judge, after the other writes
             return exc
         scope.slot.secret_unconfirmed = False
+        scope.slot.secret_uid = ObjectView(created).uid
         return None
 
     async def _secret_failed(self, scope: RunnerPass, creation: Creation) -> Result:
         """The JIT Secret of a fresh registration was not created, while the pod may have been. The step's
         status changes are dropped: the runner's next pass reads the Secret before it trusts the status."""
         scope.changes = {}
+        if creation.pod_created:
+            # A pod must never wait for a Secret nobody will create, nor start with a JIT config that may be
+            # somebody else's (a Secret in the way): take it back, under its UID.
+            with contextlib.suppress(Exception):
+                await self._kube.delete(PODS, scope.name, namespace=scope.namespace,
+                                        preconditions=Preconditions(uid=creation.pod_uid), missing_ok=True)  # fmt: skip
         if creation.outcome is Created.SECRET_EXISTS:
-            # A leftover of an earlier registration: the pod names it, so it may stay; the next pass reads
-            # the Secret and records its runner ID. Give back the registration made just now.
-            if creation.pod_created:
-                scope.slot.created_pod()
+            # A leftover of an earlier registration, or a Secret in the way: the next pass reads it and records
+            # its runner ID, or names it. Give back the registration made just now.
             await scope.best_effort_remove(scope.runner_id)
             return Result(requeue_after=NAME_COLLISION_REQUEUE)
-        if creation.pod_created:
-            # A pod must never wait for a Secret nobody will create: take it back.
-            with contextlib.suppress(Exception):
-                await self._kube.delete(PODS, scope.name, namespace=scope.namespace, missing_ok=True)
         assert creation.error is not None  # SECRET_FAILED carries it
         raise creation.error
 
@@ -363,7 +404,9 @@ class EphemeralRunnerReconciler:
     async def _delete_retried_pod(self, scope: RunnerPass, pod: ObjectView) -> None:
         scope.slot.retrying_pod = pod.uid
         if not pod.is_deleting:
-            await self._kube.delete(PODS, scope.name, namespace=scope.namespace, missing_ok=True)
+            with contextlib.suppress(Conflict):  # gone meanwhile, and the name taken again: not ours to delete
+                await self._kube.delete(PODS, scope.name, namespace=scope.namespace,
+                                        preconditions=Preconditions(uid=pod.uid), missing_ok=True)  # fmt: skip
 
     async def _lost(self, scope: RunnerPass, outcome: Outcome) -> None:
         await scope.event("Warning", outcome.reason or "RunnerLost", f"{outcome.message}; deleting the runner")

@@ -3,7 +3,8 @@
 A runner without a pod or without a runner ID in its status (or whose JIT Secret, sent with its pod, is not
 confirmed) gets its registration here. The JIT config comes from GitHub (``generatejitconfig``, runner name =
 the EphemeralRunner's name) and is stored in a Secret of the same name. A runner's first pass in this process
-registers without reading the Secret first (see :mod:`.memory`; RunnerExists makes it read the Secret). A name
+registers without reading the Secret first (see :mod:`.memory`; RunnerExists makes it read the Secret). A Secret
+under the runner's name that the runner does not control is in the way (:mod:`.ownership`). A name
 collision (RunnerExists without a usable Secret): a registration of this scale set is removed and registered
 again; one of another scale set deletes this runner (docs/controllers.md).
 
@@ -13,6 +14,7 @@ the pod step in :class:`Registration`, which creates it together with the pod.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from dataclasses import dataclass
 from typing import Any, Final
@@ -22,9 +24,12 @@ from arc_scaleset.controllers.ephemeralrunner.scope import RunnerPass
 from arc_scaleset.controllers.metrics import DeletedReason
 from arc_scaleset.controllers.runner_github import remove_registration
 from arc_scaleset.github import ActionsClient, RunnerExists
+from arc_scaleset.kube.client import Preconditions
 from arc_scaleset.kube.controller import Result
-from arc_scaleset.kube.errors import AlreadyExists, NotFound
+from arc_scaleset.kube.errors import AlreadyExists, Conflict, NotFound
+from arc_scaleset.kube.ownerrefs import is_controlled_by
 from arc_scaleset.kube.resources import SECRETS
+from arc_scaleset.kube.views import ObjectView
 
 log = logging.getLogger(__name__)
 
@@ -89,27 +94,38 @@ async def _ensure_jit_secret(scope: RunnerPass) -> Registration | Result:
     if scope.pod is None and not scope.runner.phase and not scope.runner.failures:
         return Registration(jit.runner.id, new_secret=secret_body)
     try:
-        await scope.ctx.kube.create(SECRETS, secret_body)
+        created = await scope.ctx.kube.create(SECRETS, secret_body)
     except AlreadyExists:
-        # Only this runner's reconcile writes this name, one at a time: a leftover from an earlier
-        # registration. Use what it holds next time, and give back the registration made just now.
+        # A leftover from an earlier registration (only this runner's reconcile writes this name, one at a
+        # time), or somebody else's Secret in the way: the next pass reads it and tells which. Give back the
+        # registration made just now.
         await scope.best_effort_remove(jit.runner.id)
         return Result(requeue_after=NAME_COLLISION_REQUEUE)
+    scope.slot.secret_uid = ObjectView(created).uid
     return Registration(jit.runner.id)
 
 
 async def _read_secret(scope: RunnerPass) -> Registration | Result | None:
     """The registration the JIT Secret records; ``None`` without a Secret; a requeue after deleting an
-    unusable one."""
+    unusable one. A Secret the runner does not control is in the way (:mod:`.ownership`): never read for a
+    runner ID, never deleted; :class:`~arc_scaleset.controllers.errors.ObjectInTheWay` is raised."""
     try:
         secret = await scope.ctx.kube.get(SECRETS, scope.name, namespace=scope.namespace)
     except NotFound:
         return None
+    if not is_controlled_by(secret, scope.runner.raw):
+        await scope.in_the_way("Secret", secret)
+    uid = ObjectView(secret).uid
+    scope.slot.secret_uid = uid
     runner_id = secret_runner_id(secret)
     if runner_id is not None:
         return Registration(runner_id)
     log.warning("JIT secret %s has no usable runnerId; deleting it to register again", scope.request)
-    await scope.ctx.kube.delete(SECRETS, scope.name, namespace=scope.namespace, missing_ok=True)
+    with contextlib.suppress(Conflict):  # replaced meanwhile: that one is not ours to delete
+        await scope.ctx.kube.delete(
+            SECRETS, scope.name, namespace=scope.namespace, preconditions=Preconditions(uid=uid), missing_ok=True
+        )
+    scope.slot.secret_uid = ""
     return Result(requeue_after=NAME_COLLISION_REQUEUE)
 
 

@@ -12,16 +12,17 @@ status records the decision first, so that after a crash in between the next pas
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NoReturn
 
 from arc_scaleset.api.ephemeralrunner import DONE_PHASES, EPHEMERAL_RUNNERS
 from arc_scaleset.api.views import EphemeralRunnerView
 from arc_scaleset.controllers.context import ControllerContext
 from arc_scaleset.controllers.ephemeralrunner.memory import RunnerMemory
+from arc_scaleset.controllers.ephemeralrunner.ownership import in_the_way_message
 from arc_scaleset.controllers.ephemeralrunner.status_hold import RECHECK_DUE, status_hold
-from arc_scaleset.controllers.errors import ConfigurationError
+from arc_scaleset.controllers.errors import ConfigurationError, ObjectInTheWay
 from arc_scaleset.controllers.metrics import runner_set_labels
 from arc_scaleset.controllers.runner_github import RunnerClients, remove_registration
 from arc_scaleset.github import ActionsClient, GitHubError
@@ -38,7 +39,9 @@ log = logging.getLogger(__name__)
 class RunnerPass:
     """The scope of one pass. ``runner``: the runner as this pass knows it (the cached object; from the
     own-writes phase on, with the status as this process last made it, see :mod:`.memory`); ``pod``: its pod
-    as cached; ``slot``: its memory; ``runner_id``/``new_secret``: the registration (:mod:`.registration`)."""
+    as cached, only when the runner controls it (:mod:`.ownership`); ``pod_in_the_way``: a cached pod under its
+    name that it does not control; ``slot``: its memory; ``runner_id``/``new_secret``: the registration
+    (:mod:`.registration`)."""
 
     request: Request
     runner: EphemeralRunnerView
@@ -51,6 +54,7 @@ class RunnerPass:
     runner_id: int = 0
     new_secret: dict[str, Any] | None = None
     client: ActionsClient | None = None
+    pod_in_the_way: Mapping[str, Any] | None = None
 
     @property
     def name(self) -> str:
@@ -151,6 +155,16 @@ class RunnerPass:
             raise
         self.slot.deleted = True
         self.ctx.metrics.count_deleted(runner_set_labels(self.runner.raw), reason, runner=str(self.request))
+
+    async def in_the_way(self, kind: str, obj: Mapping[str, Any]) -> NoReturn:
+        """``obj`` (a ``kind``) holds the name of the runner's own and is not the runner's: named in a Warning
+        Event and the status (:mod:`.ownership`), then :class:`ObjectInTheWay` is raised (the workqueue's
+        backoff retries the runner; nothing is deleted)."""
+        message = in_the_way_message(kind, obj, self.runner.raw)
+        await self.event("Warning", ObjectInTheWay.reason, message)
+        if self.runner.reason != ObjectInTheWay.reason or self.runner.message != message:
+            self.changes.update(reason=ObjectInTheWay.reason, message=message)
+        raise ObjectInTheWay(message)
 
     async def event(self, type_: EventType, reason: str, note: str) -> None:
         await self.ctx.events.event(self.runner.raw, type=type_, reason=reason, note=note, action="Reconcile")
