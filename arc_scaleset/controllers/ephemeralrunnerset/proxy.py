@@ -2,7 +2,9 @@
 
 ``<ERS name>-<h8(namespace)>-runner-proxy`` in the set's namespace, owned by the set, holding the flattened
 proxy settings (``http_proxy``, ``https_proxy``, ``no_proxy``) that every runner pod's environment refers
-to. Created when missing, its data replaced when it differs, deleted with the set.
+to. Created when missing, its data replaced when it differs, deleted with the set; only a Secret the set
+controls: another under the name is in the way (:class:`~arc_scaleset.controllers.errors.ObjectInTheWay`), and the
+proxy's credentials are never written into it.
 
 Every pass of a set with a proxy brings the Secret in line, but not with a request each (issue 30's request
 budget; a busy set has several passes per job):
@@ -19,6 +21,7 @@ budget; a busy set has several passes per job):
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import json
 from collections.abc import Mapping
@@ -30,12 +33,14 @@ from arc_scaleset.api.keys import LABEL_SCALE_SET_NAME, LABEL_SCALE_SET_NAMESPAC
 from arc_scaleset.api.naming import runner_proxy_secret_name
 from arc_scaleset.api.views import EphemeralRunnerSetView
 from arc_scaleset.clock import REAL_CLOCK, Clock
+from arc_scaleset.controllers.errors import ObjectInTheWay
 from arc_scaleset.controllers.proxy_secret import proxy_secret_data
 from arc_scaleset.controllers.secrets import ObjectGetter
-from arc_scaleset.kube.client import KubeClient
-from arc_scaleset.kube.errors import AlreadyExists, NotFound
-from arc_scaleset.kube.ownerrefs import controller_ref
+from arc_scaleset.kube.client import KubeClient, Preconditions
+from arc_scaleset.kube.errors import AlreadyExists, Conflict, NotFound
+from arc_scaleset.kube.ownerrefs import claimed_owner, controller_ref, is_controlled_by
 from arc_scaleset.kube.resources import SECRETS
+from arc_scaleset.kube.views import ObjectView
 
 DEFAULT_RECHECK_AFTER: Final = 300.0
 """Seconds after which a pass reads the runner proxy Secret again although what it is made from is unchanged."""
@@ -130,6 +135,8 @@ async def _bring_in_line(kube: KubeClient, ers: Mapping[str, Any], data: dict[st
         except AlreadyExists:
             return False  # created meanwhile: the next pass compares its data
         return True
+    if not is_controlled_by(current, ers):
+        raise ObjectInTheWay(_in_the_way(current, ers))
     if (current.get("data") or {}) != data:
         updated = dict(current)
         updated["data"] = data
@@ -137,7 +144,25 @@ async def _bring_in_line(kube: KubeClient, ers: Mapping[str, Any], data: dict[st
     return True
 
 
+def _in_the_way(secret: Mapping[str, Any], ers: Mapping[str, Any]) -> str:
+    view, owner, set_view = ObjectView(secret), claimed_owner(secret), ObjectView(ers)
+    claim = "has no controller owner reference" if owner is None else f"is controlled by {owner}"
+    return (
+        f"Secret {view.namespace}/{view.name} holds the name of the runners' proxy Secret but {claim}, not by"
+        f" EphemeralRunnerSet {set_view.namespace}/{set_view.name}: the proxy credentials are not written into"
+        " it and it is left untouched; delete or rename it"
+    )
+
+
 async def delete_runner_proxy_secret(kube: KubeClient, ers: Mapping[str, Any]) -> None:
+    """Delete the set's runner proxy Secret, only when the set controls it (never another Secret of its name)."""
     view = EphemeralRunnerSetView(ers)
-    name, namespace = view.name, view.namespace
-    await kube.delete(SECRETS, runner_proxy_secret_name(name, namespace), namespace=namespace, missing_ok=True)
+    secret_name = runner_proxy_secret_name(view.name, view.namespace)
+    try:
+        current = await kube.get(SECRETS, secret_name, namespace=view.namespace)
+    except NotFound:
+        return
+    if is_controlled_by(current, ers):
+        with contextlib.suppress(Conflict):  # replaced meanwhile: not ours
+            await kube.delete(SECRETS, secret_name, namespace=view.namespace, missing_ok=True,
+                              preconditions=Preconditions(uid=ObjectView(current).uid))  # fmt: skip
