@@ -304,13 +304,20 @@ async def test_a_shared_listener_whose_template_the_policy_refuses_gets_no_pod_a
         assert await env.listener_pod(group_object_name(group)) is None
 
 
+def alphas_group(env: ControllerHarness) -> str:
+    """The group a shared scale set "alpha" of ``env`` will join, computed before it exists (to put an object in
+    its way); the test checks it against the group it then joins."""
+    spec = {"autoscalingRunnerSetNamespace": env.namespace, "githubConfigSecret": SECRET_NAME, "image": IMAGE}
+    group = group_of_spec({ANNOTATION_SHARED: "true"}, spec)
+    assert group is not None
+    return group
+
+
 async def test_a_foreign_object_under_a_group_name_is_left_untouched_and_named_on_the_members(
     start_env: EnvFactory,
 ) -> None:
     async with start_env() as env:
-        spec = {"autoscalingRunnerSetNamespace": env.namespace, "githubConfigSecret": SECRET_NAME, "image": IMAGE}
-        group = group_of_spec({ANNOTATION_SHARED: "true"}, spec)
-        assert group is not None
+        group = alphas_group(env)
         name = group_object_name(group)
         foreign = await env.kube.create(
             resources.SERVICE_ACCOUNTS, {"metadata": {"name": name}}, namespace=env.controller_namespace
@@ -340,9 +347,7 @@ async def test_a_binding_under_the_group_name_to_another_role_is_left_untouched_
     # A team pre-creates, in its own namespace, a RoleBinding under the group's name, with the group's label but
     # bound to a Role of its choosing: replacing its subjects would grant that Role to the group's listener.
     async with start_env() as env:
-        spec = {"autoscalingRunnerSetNamespace": env.namespace, "githubConfigSecret": SECRET_NAME, "image": IMAGE}
-        group = group_of_spec({ANNOTATION_SHARED: "true"}, spec)
-        assert group is not None
+        group = alphas_group(env)
         name = group_object_name(group)
         rules = [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "list"]}]
         await env.kube.create(resources.ROLES, {"metadata": {"name": "team-chosen"}, "rules": rules},
