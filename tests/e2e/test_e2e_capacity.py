@@ -108,6 +108,13 @@ async def test_a_set_whose_quota_admits_5_takes_5_jobs_of_a_burst_and_its_siblin
     }
     await system.kube.create(resources.RESOURCE_QUOTAS, quota, namespace=QUOTA_NAMESPACE)
     first = await create_set(system, namespace=QUOTA_NAMESPACE, name=f"cap-first-{RUN_ID}")
+
+    async def first_registered() -> bool:
+        return (await first.snapshot()).scale_set_id is not None
+
+    # The sibling only once the first holds its scale set ID: the controller registers sets concurrently, and the
+    # first must be the older scale set on GitHub (below).
+    await eventually(first_registered, "the first set registered on GitHub", timeout=90)
     sibling = await create_set(system, namespace=SIBLING_NAMESPACE, name=f"cap-sibling-{RUN_ID}")
     try:
         # Both listeners poll, the first advertising what its quota admits rather than its maxRunners.
