@@ -9,9 +9,13 @@ with backoff: the input may be fixed at any time, and nothing is deleted on the 
 # ruff: noqa: N818  (the names read as the condition they report, like the Kubernetes Status reasons)
 from __future__ import annotations
 
-from typing import ClassVar
+from collections.abc import Mapping
+from typing import Any, ClassVar
 
 import pydantic
+
+from arc_scaleset.kube.ownerrefs import claimed_owner
+from arc_scaleset.kube.views import ObjectView
 
 
 class ConfigurationError(Exception):
@@ -116,6 +120,20 @@ class ObjectInTheWay(ConfigurationError):
     and JIT Secret (:mod:`arc_scaleset.controllers.ephemeralrunner.ownership`)."""
 
     reason = "ObjectInTheWay"
+
+
+def in_the_way_message(kind: str, obj: Mapping[str, Any], owner: Mapping[str, Any]) -> str:
+    """What ``owner`` says about ``obj`` (a ``kind``), found under the name of ``owner``'s own and not controlled
+    by it: which object, whose it claims to be, what to do."""
+    view, claimed, mine = ObjectView(obj), claimed_owner(obj), ObjectView(owner)
+    claim = (
+        "has no controller owner reference" if claimed is None else f"is controlled by {claimed} (UID {claimed.uid})"
+    )
+    return (
+        f"{kind} {view.namespace}/{view.name} holds the name of {mine.kind} {mine.namespace}/{mine.name}'s"
+        f" {kind.lower()} but {claim}, not by it (UID {mine.uid}): it is left untouched and waited for; delete or"
+        " rename it"
+    )
 
 
 class GitHubAuthenticationStepFailed(ConfigurationError):

@@ -46,8 +46,7 @@ from arc_scaleset.api.keys import (
 from arc_scaleset.api.views import EphemeralRunnerView
 from arc_scaleset.controllers.context import ControllerContext
 from arc_scaleset.controllers.ephemeralrunner.builders import secret_runner_id
-from arc_scaleset.controllers.ephemeralrunner.ownership import in_the_way_message
-from arc_scaleset.controllers.errors import ConfigurationError, ObjectInTheWay
+from arc_scaleset.controllers.errors import ConfigurationError, ObjectInTheWay, in_the_way_message
 from arc_scaleset.controllers.handoff import BatchDeletion
 from arc_scaleset.controllers.runner_github import (
     Removal,

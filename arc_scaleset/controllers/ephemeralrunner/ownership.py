@@ -14,8 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from arc_scaleset.kube.ownerrefs import claimed_owner, is_controlled_by
-from arc_scaleset.kube.views import ObjectView
+from arc_scaleset.kube.ownerrefs import is_controlled_by
 
 
 def own_or_in_the_way(
@@ -25,15 +24,3 @@ def own_or_in_the_way(
     if obj is None or is_controlled_by(obj, runner):
         return obj, None
     return None, obj
-
-
-def in_the_way_message(kind: str, obj: Mapping[str, Any], runner: Mapping[str, Any]) -> str:
-    """What a runner says about ``obj`` (a ``kind``) in the way: which object, whose it claims to be, what to do."""
-    view, owner = ObjectView(obj), claimed_owner(obj)
-    runner_view = ObjectView(runner)
-    claim = "has no controller owner reference" if owner is None else f"is controlled by {owner} (UID {owner.uid})"
-    return (
-        f"{kind} {view.namespace}/{view.name} holds the name of this runner's {kind.lower()} but {claim}, not by"
-        f" EphemeralRunner {runner_view.namespace}/{runner_view.name} (UID {runner_view.uid}): it is left"
-        " untouched and the runner waits; delete or rename it"
-    )

@@ -20,9 +20,8 @@ from arc_scaleset.api.ephemeralrunner import DONE_PHASES, EPHEMERAL_RUNNERS
 from arc_scaleset.api.views import EphemeralRunnerView
 from arc_scaleset.controllers.context import ControllerContext
 from arc_scaleset.controllers.ephemeralrunner.memory import RunnerMemory
-from arc_scaleset.controllers.ephemeralrunner.ownership import in_the_way_message
 from arc_scaleset.controllers.ephemeralrunner.status_hold import RECHECK_DUE, status_hold
-from arc_scaleset.controllers.errors import ConfigurationError, ObjectInTheWay
+from arc_scaleset.controllers.errors import ConfigurationError, ObjectInTheWay, in_the_way_message
 from arc_scaleset.controllers.metrics import runner_set_labels
 from arc_scaleset.controllers.runner_github import RunnerClients, remove_registration
 from arc_scaleset.github import ActionsClient, GitHubError

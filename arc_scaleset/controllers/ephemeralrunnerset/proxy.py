@@ -33,12 +33,12 @@ from arc_scaleset.api.keys import LABEL_SCALE_SET_NAME, LABEL_SCALE_SET_NAMESPAC
 from arc_scaleset.api.naming import runner_proxy_secret_name
 from arc_scaleset.api.views import EphemeralRunnerSetView
 from arc_scaleset.clock import REAL_CLOCK, Clock
-from arc_scaleset.controllers.errors import ObjectInTheWay
+from arc_scaleset.controllers.errors import ObjectInTheWay, in_the_way_message
 from arc_scaleset.controllers.proxy_secret import proxy_secret_data
 from arc_scaleset.controllers.secrets import ObjectGetter
 from arc_scaleset.kube.client import KubeClient, Preconditions
 from arc_scaleset.kube.errors import AlreadyExists, Conflict, NotFound
-from arc_scaleset.kube.ownerrefs import claimed_owner, controller_ref, is_controlled_by
+from arc_scaleset.kube.ownerrefs import controller_ref, is_controlled_by
 from arc_scaleset.kube.resources import SECRETS
 from arc_scaleset.kube.views import ObjectView
 
@@ -136,22 +136,12 @@ async def _bring_in_line(kube: KubeClient, ers: Mapping[str, Any], data: dict[st
             return False  # created meanwhile: the next pass compares its data
         return True
     if not is_controlled_by(current, ers):
-        raise ObjectInTheWay(_in_the_way(current, ers))
+        raise ObjectInTheWay(in_the_way_message("Secret", current, ers))
     if (current.get("data") or {}) != data:
         updated = dict(current)
         updated["data"] = data
         await kube.replace(SECRETS, updated)
     return True
-
-
-def _in_the_way(secret: Mapping[str, Any], ers: Mapping[str, Any]) -> str:
-    view, owner, set_view = ObjectView(secret), claimed_owner(secret), ObjectView(ers)
-    claim = "has no controller owner reference" if owner is None else f"is controlled by {owner}"
-    return (
-        f"Secret {view.namespace}/{view.name} holds the name of the runners' proxy Secret but {claim}, not by"
-        f" EphemeralRunnerSet {set_view.namespace}/{set_view.name}: the proxy credentials are not written into"
-        " it and it is left untouched; delete or rename it"
-    )
 
 
 async def delete_runner_proxy_secret(kube: KubeClient, ers: Mapping[str, Any]) -> None:
