@@ -109,6 +109,10 @@ async def firing(server: LabPrometheus, alert: str, scale_set: str) -> list[dict
     ]
 
 
+async def _scraped(server: LabPrometheus, query: str) -> bool:
+    return bool(await server.query(query))
+
+
 async def _refreshed(server: LabPrometheus, system: System) -> None:
     # Listener pods come and go (a recreated one gets a new port): point Prometheus at the ones running now.
     server.set_targets(system_targets(system))
@@ -167,6 +171,13 @@ async def test_runners_failing_fires_when_a_runner_fails_and_resolves_after_its_
 ) -> None:
     runners = await factory.create(min_runners=1, max_runners=1)
     await runners.wait_ready(timeout=90)
+    # increase() counts from the counter's first sample: Prometheus must have scraped it at 0 before the failure
+    # (a set can fail its first runner within a scrape interval of its creation, and did in CI).
+    await eventually(
+        lambda: _scraped(prometheus, f'gha_controller_ephemeral_runners_failed_total{{name="{runners.name}"}} == 0'),
+        timeout=30,
+        what="the set's failure counter scraped at 0",
+    )
     await _fail_a_runner(metrics_system, runners)
 
     (alert,) = await eventually(
