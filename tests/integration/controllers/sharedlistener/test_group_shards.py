@@ -8,8 +8,9 @@ import collections
 
 import pytest
 
+from arc_scaleset.api.autoscalinglistener import AUTOSCALING_LISTENERS
 from arc_scaleset.api.autoscalingrunnerset import AUTOSCALING_RUNNER_SETS
-from arc_scaleset.api.listener_group import ANNOTATION_GROUP_SHARD, group_object_name
+from arc_scaleset.api.listener_group import ANNOTATION_GROUP_SHARD, LABEL_GROUP, group_object_name
 from arc_scaleset.kube import resources
 from arc_scaleset.kube.views import ObjectView
 from arc_scaleset_lab.harness.waiting import eventually
@@ -39,6 +40,14 @@ async def listener_annotations(env: ControllerHarness, ars_name: str) -> dict[st
         if view.spec.get("autoscalingRunnerSetName") == ars_name and not view.is_deleting:
             return dict(view.annotations)
     raise AssertionError(f"no listener of {ars_name}")
+
+
+def cached_members(env: ControllerHarness, group: str) -> set[str]:
+    """The scale sets whose listeners the controllers' cache shows in ``group``: the members a joining set's pass
+    counts."""
+    assert env.ctx is not None
+    listeners = env.ctx.cache(AUTOSCALING_LISTENERS).by_label(LABEL_GROUP, group)
+    return {str(ObjectView(listener).spec.get("autoscalingRunnerSetName")) for listener in listeners}
 
 
 async def roles_name(env: ControllerHarness, group: str, sets: list[str]) -> bool:
@@ -81,6 +90,9 @@ async def test_a_group_over_its_bound_splits_and_its_members_keep_their_pod(star
         # A place freed in the first group is taken by the next set that joins, not by a member of the second.
         await env.kube.delete(AUTOSCALING_RUNNER_SETS, "beta", namespace=env.namespace)
         await published(env, first, 1)
+        # The place is free once beta's listener is gone from the cache a set's pass counts members in, which is
+        # later than its key leaving the Secret (its listener's pass removes the key, then its finalizer).
+        await eventually(lambda: cached_members(env, first) == {"alpha"}, "beta's listener gone from the cache")
         await create_shared(env, "epsilon")
         assert await group_of(env, "epsilon") == first
         assert await group_of(env, "gamma") == second
